@@ -1,0 +1,52 @@
+/**
+ * Cancellation for code that is not Effect-aware: an `AbortSignal` that aborts
+ * when the handler's fiber is interrupted (so `fetch` stops too), and a way to
+ * cancel the whole run from inside a tool. The executor provides a fresh one per
+ * call; handlers read it with `yield* Cancellation`.
+ */
+import { Context, Deferred, Effect, Layer } from "effect"
+
+export interface CancellationShape {
+  /** Aborts when the current call's fiber is interrupted. */
+  readonly signal: AbortSignal
+  /** Requests cancellation of the whole run (the agent loop stops after this batch). */
+  readonly cancelRun: (reason: string) => Effect.Effect<void>
+}
+
+export class Cancellation extends Context.Service<Cancellation, CancellationShape>()("tinyagents/Cancellation") {
+  /** A signal that never aborts and a run cancel that does nothing: for tests and direct handler calls. */
+  static readonly layerNever: Layer.Layer<Cancellation> = Layer.sync(Cancellation, () => ({
+    signal: new AbortController().signal,
+    cancelRun: () => Effect.void
+  }))
+}
+
+/** A run-level cancellation switch, shared by every call in a run. */
+export interface RunCancel {
+  readonly cancel: (reason: string) => Effect.Effect<void>
+  /** Completes with the reason once `cancel` is called. */
+  readonly await: Effect.Effect<string>
+  readonly isCancelled: Effect.Effect<boolean>
+}
+
+/** Makes a run-level cancellation switch. */
+export const makeRunCancel: Effect.Effect<RunCancel> = Effect.map(Deferred.make<string>(), (deferred) => ({
+  cancel: (reason) => Effect.asVoid(Deferred.succeed(deferred, reason)),
+  await: Deferred.await(deferred),
+  isCancelled: Deferred.isDone(deferred)
+}))
+
+/**
+ * Runs `effect` with a `Cancellation` whose signal aborts when the effect is
+ * interrupted (or finishes: a signal is never reused).
+ */
+export const provide = (runCancel: RunCancel) => <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, Exclude<R, Cancellation>> =>
+  Effect.suspend(() => {
+    const controller = new AbortController()
+    return effect.pipe(
+      Effect.provideService(Cancellation, { signal: controller.signal, cancelRun: runCancel.cancel }),
+      Effect.onInterrupt(() => Effect.sync(() => controller.abort(new Error("tool call cancelled"))))
+    )
+  })

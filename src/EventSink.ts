@@ -1,0 +1,56 @@
+/**
+ * Where lifecycle events go. A hidden service with one operation, `emit`.
+ * Layers: an in-memory collector (tests; read it back with `EventLog`), a
+ * `PubSub`-backed stream (live consumers; subscribe with `EventStream`), and a
+ * callback. Emitting never fails the call that emits.
+ */
+import { Context, Effect, Layer, PubSub, Stream } from "effect"
+import type { Event } from "./ToolEvent.ts"
+
+export interface EventSinkShape {
+  readonly emit: (event: Event) => Effect.Effect<void>
+}
+
+export class EventSink extends Context.Service<EventSink, EventSinkShape>()("tinyagents/EventSink") {
+  /** Drops every event. */
+  static readonly layerDiscard: Layer.Layer<EventSink> = Layer.succeed(EventSink, { emit: () => Effect.void })
+
+  /** Calls `f` for each event (synchronously, in emit order). */
+  static readonly layerCallback = (f: (event: Event) => void): Layer.Layer<EventSink> =>
+    Layer.succeed(EventSink, { emit: (event) => Effect.sync(() => f(event)) })
+
+  /** Keeps every event in memory; read them with `EventLog`. */
+  static readonly layerMemory: Layer.Layer<EventSink | EventLog> = Layer.effectContext(Effect.sync(() => {
+    const events: Array<Event> = []
+    return Context.make(EventSink, { emit: (event) => Effect.sync(() => void events.push(event)) }).pipe(
+      Context.add(EventLog, {
+        all: Effect.sync(() => events.slice()),
+        clear: Effect.sync(() => void events.splice(0))
+      })
+    )
+  }))
+
+  /** Publishes every event to an unbounded `PubSub`; subscribe with `EventStream`. */
+  static readonly layerPubSub: Layer.Layer<EventSink | EventStream> = Layer.effectContext(Effect.gen(function*() {
+    const pubsub = yield* PubSub.unbounded<Event>()
+    yield* Effect.addFinalizer(() => PubSub.shutdown(pubsub))
+    return Context.make(EventSink, { emit: (event) => Effect.asVoid(PubSub.publish(pubsub, event)) }).pipe(
+      Context.add(EventStream, { stream: Stream.fromPubSub(pubsub) })
+    )
+  }))
+}
+
+/** The events collected by `EventSink.layerMemory`. */
+export class EventLog extends Context.Service<EventLog, {
+  /** Every event so far, in emit order. */
+  readonly all: Effect.Effect<ReadonlyArray<Event>>
+  readonly clear: Effect.Effect<void>
+}>()("tinyagents/EventLog") {}
+
+/** The live stream of `EventSink.layerPubSub`. Subscribers see events emitted after they subscribe. */
+export class EventStream extends Context.Service<EventStream, {
+  readonly stream: Stream.Stream<Event>
+}>()("tinyagents/EventStream") {}
+
+/** Emits one event to the current sink. */
+export const emit = (event: Event): Effect.Effect<void, never, EventSink> => EventSink.use((sink) => sink.emit(event))

@@ -1,0 +1,275 @@
+/**
+ * A tool: a name, a description, an input `Schema` of what the model may
+ * choose, an optional output schema, safety and execution metadata, and an
+ * Effect handler whose requirements are hidden services declared in `services`.
+ * Defining a tool has no side effects; `spec` derives what exporters read.
+ */
+import {
+  type Context,
+  Data,
+  Duration,
+  type Effect,
+  JsonSchema,
+  Predicate,
+  Result,
+  type Schedule,
+  Schema,
+  SchemaRepresentation
+} from "effect"
+import type { Safety } from "./Safety.ts"
+import * as ToolName from "./ToolName.ts"
+import * as ToolSchema from "./ToolSchema.ts"
+
+const TypeId = "~tinyagents/Tool" as const
+
+/** The identifiers of a list of services: what a handler may require. */
+export type ServicesOf<S extends ReadonlyArray<Context.Key<any, any>>> = {
+  [K in keyof S]: S[K] extends Context.Key<infer I, any> ? I : never
+}[number]
+
+type OutputType<O> = O extends Schema.Top ? O["Type"] : unknown
+
+/** A tool. `R` is the set of hidden services its handler uses. */
+export interface Tool<
+  out Name extends string = string,
+  in out Input extends Schema.Top = Schema.Top,
+  out Output extends Schema.Top | undefined = Schema.Top | undefined,
+  out E = unknown,
+  out R = unknown
+> {
+  readonly [TypeId]: typeof TypeId
+  /** The name as given (canonical for `make`, foreign for imported tools). */
+  readonly name: Name
+  readonly description: string
+  readonly input: Input
+  readonly output: Output
+  /** Declared user-facing failures: a handler error matching it renders for the model. */
+  readonly failure: Schema.Top | undefined
+  /** The hidden services the handler uses. */
+  readonly services: ReadonlyArray<Context.Key<any, any>>
+  readonly safety: Safety
+  readonly timeout: Duration.Duration | undefined
+  /** Retry schedule for retryable errors (only used when repeating the call is safe). */
+  readonly retry: Schedule.Schedule<unknown, unknown> | undefined
+  /** Idempotency key of a call; a tool with one may be retried. */
+  readonly idempotency: ((input: Input["Type"]) => string) | undefined
+  readonly options: ToolOptions
+  /** A model-visible JSON Schema given as is (imported tools); otherwise derived from `input`. */
+  readonly jsonSchema: ToolSchema.JsonSchemaObject | undefined
+  readonly handler: (input: Input["Type"]) => Effect.Effect<OutputType<Output>, E, R>
+}
+
+/** Execution options that are not about safety. */
+export interface ToolOptions {
+  /** Accept and drop keys the input schema does not declare. Default `false`: unknown keys are an error. */
+  readonly allowUnknownKeys?: boolean
+  /** Model-facing text longer than this (characters) is stored as an artifact. */
+  readonly artifactThreshold?: number
+  /** Never runs at the same time as another exclusive tool. */
+  readonly exclusive?: boolean
+  /** A successful call ends the agent loop with this tool's output as the answer. */
+  readonly returnDirect?: boolean
+}
+
+/** Any tool. */
+export type Any = Tool<string, any, any, any, any>
+
+/** The hidden services a tool (or a union of tools) needs. */
+export type Services<T> = T extends Tool<any, any, any, any, infer R> ? R : never
+
+export interface MakeOptions<
+  Input extends Schema.Top,
+  Output extends Schema.Top | undefined,
+  E,
+  S extends ReadonlyArray<Context.Key<any, any>>
+> extends ToolOptions {
+  /** What the tool does, what it refuses, its side effects: the model reads this. */
+  readonly description: string
+  /** What the model may choose, and nothing else. */
+  readonly input: Input
+  readonly output?: Output
+  readonly failure?: Schema.Top
+  /** The hidden services the handler uses: the type checker holds the handler to them. */
+  readonly services?: S
+  readonly safety?: Safety
+  readonly timeout?: Duration.Input
+  readonly retry?: Schedule.Schedule<unknown, any>
+  readonly idempotency?: (input: Input["Type"]) => string
+  readonly handler: (input: Input["Type"]) => Effect.Effect<OutputType<Output>, E, ServicesOf<S>>
+}
+
+/**
+ * Defines a tool. `name` must be canonical snake_case (checked when a registry
+ * is built). The handler may only require the services listed in `services`.
+ */
+export const make = <
+  const Name extends string,
+  Input extends Schema.Top,
+  E = never,
+  const S extends ReadonlyArray<Context.Key<any, any>> = [],
+  Output extends Schema.Top | undefined = undefined
+>(name: Name, options: MakeOptions<Input, Output, E, S>): Tool<Name, Input, Output, E, ServicesOf<S>> => ({
+  [TypeId]: TypeId,
+  name,
+  description: options.description,
+  input: options.input,
+  output: options.output as Output,
+  failure: options.failure,
+  services: options.services ?? [],
+  safety: options.safety ?? {},
+  timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+  retry: options.retry,
+  idempotency: options.idempotency,
+  options: {
+    ...(options.allowUnknownKeys === undefined ? {} : { allowUnknownKeys: options.allowUnknownKeys }),
+    ...(options.artifactThreshold === undefined ? {} : { artifactThreshold: options.artifactThreshold }),
+    ...(options.exclusive === undefined ? {} : { exclusive: options.exclusive }),
+    ...(options.returnDirect === undefined ? {} : { returnDirect: options.returnDirect })
+  },
+  jsonSchema: undefined,
+  handler: options.handler
+})
+
+/** True for values made by this module. */
+export const isTool = (u: unknown): u is Any => Predicate.hasProperty(u, TypeId)
+
+// ---------------------------------------------------------------------------
+// imported (dynamic) tools
+// ---------------------------------------------------------------------------
+
+/** A JSON Schema that Effect's importer cannot turn into a validator. */
+export class SchemaImportError extends Data.TaggedError("SchemaImportError")<{
+  readonly toolName: string
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `tool ${JSON.stringify(this.toolName)}: its JSON Schema cannot be imported: ${this.reason}`
+  }
+}
+
+export interface FromJsonSchemaOptions<E, S extends ReadonlyArray<Context.Key<any, any>>> extends ToolOptions {
+  readonly description: string
+  /** The input JSON Schema as the server supplied it (draft 2020-12, or draft-07 when `$schema` says so). */
+  readonly inputSchema: ToolSchema.JsonSchemaObject
+  readonly outputSchema?: ToolSchema.JsonSchemaObject
+  readonly services?: S
+  readonly safety?: Safety
+  readonly timeout?: Duration.Input
+  readonly retry?: Schedule.Schedule<unknown, any>
+  /** How to treat `pattern` keywords: apply them (default) or ignore them (untrusted servers). */
+  readonly patterns?: "apply" | "ignore"
+  readonly handler: (input: { readonly [key: string]: unknown }) => Effect.Effect<unknown, E, ServicesOf<S>>
+}
+
+/** A tool defined by a raw JSON Schema, as MCP servers and BFCL supply them. */
+export type Dynamic<E = unknown, R = unknown> = Tool<string, Schema.Top, Schema.Top | undefined, E, R>
+
+/**
+ * Defines a tool from a raw JSON Schema. The schema is imported with Effect's
+ * `SchemaRepresentation.fromJsonSchemaDocument`, so arguments are validated
+ * before the handler runs; the model sees the schema as given. The name may be
+ * foreign (`math.factorial`): the registry maps it to a canonical alias.
+ */
+export const fromJsonSchema = <E = never, const S extends ReadonlyArray<Context.Key<any, any>> = []>(
+  name: string,
+  options: FromJsonSchemaOptions<E, S>
+): Result.Result<Dynamic<E, ServicesOf<S>>, SchemaImportError> => {
+  const importOne = (schema: ToolSchema.JsonSchemaObject): Schema.Top => {
+    const document = schema.$schema === JsonSchema.META_SCHEMA_URI_DRAFT_07 ||
+        schema.$schema === "http://json-schema.org/draft-07/schema"
+      ? JsonSchema.fromSchemaDraft07(schema)
+      : JsonSchema.fromSchemaDraft2020_12(schema)
+    return SchemaRepresentation.fromJsonSchemaDocument(document, { patterns: options.patterns ?? "apply" })
+  }
+  if (options.inputSchema.type !== "object") {
+    return Result.fail(new SchemaImportError({ toolName: name, reason: "the root must be an object schema" }))
+  }
+  let input: Schema.Top
+  let output: Schema.Top | undefined
+  try {
+    input = importOne(options.inputSchema)
+    output = options.outputSchema === undefined ? undefined : importOne(options.outputSchema)
+  } catch (error) {
+    return Result.fail(
+      new SchemaImportError({ toolName: name, reason: error instanceof Error ? error.message : String(error) })
+    )
+  }
+  const { $schema: _, ...visible } = options.inputSchema
+  return Result.succeed({
+    [TypeId]: TypeId,
+    name,
+    description: options.description,
+    input,
+    output,
+    failure: undefined,
+    services: options.services ?? [],
+    safety: options.safety ?? {},
+    timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+    retry: options.retry,
+    idempotency: undefined,
+    options: {
+      ...(options.allowUnknownKeys === undefined ? {} : { allowUnknownKeys: options.allowUnknownKeys }),
+      ...(options.artifactThreshold === undefined ? {} : { artifactThreshold: options.artifactThreshold }),
+      ...(options.exclusive === undefined ? {} : { exclusive: options.exclusive }),
+      ...(options.returnDirect === undefined ? {} : { returnDirect: options.returnDirect })
+    },
+    jsonSchema: visible,
+    handler: options.handler as Dynamic<E, ServicesOf<S>>["handler"]
+  })
+}
+
+// ---------------------------------------------------------------------------
+// spec
+// ---------------------------------------------------------------------------
+
+/** Everything exporters and policy read about a tool. Derived, never written by hand. */
+export interface ToolSpec {
+  /** Canonical name: what events, stores and provider exports use. */
+  readonly name: ToolName.ToolName
+  /** The foreign name an imported tool came with, when it differs. */
+  readonly originalName?: string
+  readonly description: string
+  /** Canonical model-visible input schema (JSON Schema 2020-12, root object). */
+  readonly inputSchema: ToolSchema.JsonSchemaObject
+  readonly outputSchema?: ToolSchema.JsonSchemaObject
+  /** Keys of the hidden services the handler uses (never model-visible). */
+  readonly injected: ReadonlyArray<string>
+  readonly safety: Safety
+  /** Milliseconds; `undefined` means the runtime default. */
+  readonly timeout?: number
+  /** True when the tool declares a retry schedule. */
+  readonly retry: boolean
+  /** `idempotent` (safety says so), `keyed` (declares a key), or `none`. */
+  readonly idempotency: "idempotent" | "keyed" | "none"
+  readonly options: ToolOptions
+}
+
+/** The canonical name of a tool: its own name, or the sanitised alias of a foreign name. */
+export const canonicalName = (tool: Any): Result.Result<ToolName.ToolName, ToolName.InvalidToolName> =>
+  tool.jsonSchema !== undefined && !ToolName.isToolName(tool.name) ? ToolName.sanitize(tool.name) : ToolName.validate(tool.name)
+
+/** Derives a tool's spec, exporting its schemas. */
+export const spec = (
+  tool: Any
+): Result.Result<ToolSpec, ToolName.InvalidToolName | ToolSchema.SchemaExportError> =>
+  Result.gen(function*() {
+    const name = yield* canonicalName(tool)
+    const inputSchema = tool.jsonSchema ??
+      (yield* ToolSchema.toJsonSchema(tool.name, tool.input, { allowUnknownKeys: tool.options.allowUnknownKeys === true }))
+    const outputSchema = tool.output === undefined
+      ? undefined
+      : yield* ToolSchema.toJsonSchema(tool.name, tool.output, { allowUnknownKeys: true })
+    return {
+      name,
+      ...(name === tool.name ? {} : { originalName: tool.name }),
+      description: tool.description,
+      inputSchema,
+      ...(outputSchema === undefined ? {} : { outputSchema }),
+      injected: tool.services.map((service) => service.key),
+      safety: tool.safety,
+      ...(tool.timeout === undefined ? {} : { timeout: Duration.toMillis(tool.timeout) }),
+      retry: tool.retry !== undefined,
+      idempotency: tool.safety.idempotent === true ? "idempotent" : tool.idempotency !== undefined ? "keyed" : "none",
+      options: tool.options
+    }
+  })

@@ -1,0 +1,176 @@
+/**
+ * The set of tools a run may use: built once from a list of tools (checking
+ * every name, alias and schema, and reporting all violations together), then
+ * looked up by canonical or original name. A per-turn `Advertised` view is the
+ * subset shown to the model this turn; calls are checked against it.
+ */
+import { Data, Effect, Result } from "effect"
+import * as Tool from "./Tool.ts"
+import type { ToolCall } from "./ToolCall.ts"
+import { type InvalidArguments, type MalformedArguments, ToolNotAllowed, ToolNotFound } from "./ToolError.ts"
+import * as ToolInput from "./ToolInput.ts"
+import * as ToolName from "./ToolName.ts"
+import type { SchemaExportError } from "./ToolSchema.ts"
+
+/** A registered tool with its derived spec and compiled decoder. */
+export interface Entry<R = unknown> {
+  readonly tool: Tool.Tool<string, any, any, unknown, R>
+  readonly spec: Tool.ToolSpec
+  readonly decode: ToolInput.Decoder<unknown>
+}
+
+/** Services needed by every tool of a registry (`R`). */
+export interface ToolRegistry<out R = unknown> {
+  /** Canonical names, in registration order. */
+  readonly names: ReadonlyArray<ToolName.ToolName>
+  readonly entries: ReadonlyArray<Entry<R>>
+  readonly specs: ReadonlyArray<Tool.ToolSpec>
+  readonly aliases: ToolName.Aliases
+  /** The entry for a canonical or original name. */
+  readonly get: (name: string) => Entry<R> | undefined
+}
+
+/** One reason a tool could not be registered. */
+export type Violation =
+  | ToolName.InvalidToolName
+  | ToolName.ToolNameCollision
+  | DuplicateToolName
+  | SchemaExportError
+
+/** Two tools with the same canonical name. */
+export class DuplicateToolName extends Data.TaggedError("DuplicateToolName")<{
+  readonly name: string
+}> {
+  override get message(): string {
+    return `tool name ${JSON.stringify(this.name)} is registered twice`
+  }
+}
+
+/** The registry could not be built; `violations` lists every problem, in tool order. */
+export class InvalidRegistry extends Data.TaggedError("InvalidRegistry")<{
+  readonly violations: ReadonlyArray<Violation>
+}> {
+  override get message(): string {
+    return `invalid tool registry:\n${this.violations.map((v) => `- ${v.message}`).join("\n")}`
+  }
+}
+
+/**
+ * Builds a registry, checking names (canonical rule, duplicates, alias
+ * collisions) and exporting every schema. Fails with all violations at once.
+ */
+export const make = <const Tools extends ReadonlyArray<Tool.Any>>(
+  tools: Tools
+): Effect.Effect<ToolRegistry<Tool.Services<Tools[number]>>, InvalidRegistry> =>
+  Effect.suspend(() => {
+    const result = makeResult(tools)
+    return Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(result.failure)
+  })
+
+/** {@link make} as a `Result`, for synchronous callers. */
+export const makeResult = <const Tools extends ReadonlyArray<Tool.Any>>(
+  tools: Tools
+): Result.Result<ToolRegistry<Tool.Services<Tools[number]>>, InvalidRegistry> => {
+  const violations: Array<Violation> = []
+  const entries: Array<Entry<Tool.Services<Tools[number]>>> = []
+  const byName = new Map<string, Entry<Tool.Services<Tools[number]>>>()
+  const pairs: Array<readonly [string, ToolName.ToolName]> = []
+  for (const tool of tools) {
+    const spec = Tool.spec(tool)
+    if (Result.isFailure(spec)) {
+      violations.push(spec.failure)
+      continue
+    }
+    const name = spec.success.name
+    if (byName.has(name)) {
+      const previous = byName.get(name)!
+      violations.push(
+        previous.tool.name === tool.name
+          ? new DuplicateToolName({ name })
+          : new ToolName.ToolNameCollision({ name, originals: [previous.tool.name, tool.name] })
+      )
+      continue
+    }
+    const entry: Entry<Tool.Services<Tools[number]>> = {
+      tool,
+      spec: spec.success,
+      decode: ToolInput.decoder(name, tool.input, { allowUnknownKeys: tool.options.allowUnknownKeys === true })
+    }
+    entries.push(entry)
+    byName.set(name, entry)
+    pairs.push([tool.name, name])
+  }
+  const aliases = ToolName.makeAliases(pairs)
+  if (Result.isFailure(aliases)) violations.push(aliases.failure)
+  if (violations.length > 0 || Result.isFailure(aliases)) return Result.fail(new InvalidRegistry({ violations }))
+  const resolved = aliases.success
+  return Result.succeed({
+    names: entries.map((e) => e.spec.name),
+    entries,
+    specs: entries.map((e) => e.spec),
+    aliases: resolved,
+    get: (name) => {
+      const canonical = resolved.toCanonical(name)
+      return canonical === undefined ? undefined : byName.get(canonical)
+    }
+  })
+}
+
+// ---------------------------------------------------------------------------
+// per-turn view
+// ---------------------------------------------------------------------------
+
+/** The tools shown to the model this turn. Calls are checked against it, failing closed. */
+export interface Advertised<out R = unknown> {
+  readonly registry: ToolRegistry<R>
+  /** Canonical names advertised, in registry order. */
+  readonly names: ReadonlyArray<ToolName.ToolName>
+  readonly specs: ReadonlyArray<Tool.ToolSpec>
+  readonly has: (canonical: string) => boolean
+}
+
+/** Selects by canonical (or original) names, or by a predicate over specs. */
+export type Selection = ReadonlyArray<string> | ((spec: Tool.ToolSpec) => boolean)
+
+/** Every tool of the registry. */
+export const all = <R>(registry: ToolRegistry<R>): Advertised<R> => advertise(registry, () => true)
+
+/** The subset of `registry` selected for this turn. Unknown names in a list are ignored. */
+export const advertise = <R>(registry: ToolRegistry<R>, selection: Selection): Advertised<R> => {
+  const wanted = typeof selection === "function"
+    ? selection
+    : ((names) => (spec: Tool.ToolSpec) => names.has(spec.name))(
+      new Set(selection.flatMap((n) => {
+        const c = registry.aliases.toCanonical(n)
+        return c === undefined ? [] : [c]
+      }))
+    )
+  const specs = registry.specs.filter(wanted)
+  const names = specs.map((s) => s.name)
+  const set = new Set<string>(names)
+  return { registry, names, specs, has: (canonical) => set.has(canonical) }
+}
+
+/** A call whose tool is known, advertised, and whose arguments decoded. */
+export interface Resolved<R = unknown> {
+  readonly call: ToolCall
+  readonly entry: Entry<R>
+  readonly input: unknown
+}
+
+/**
+ * The boundary check (lifecycle steps 1 to 3): resolve the name, check it was
+ * advertised, parse and decode the arguments. Nothing here runs a handler.
+ */
+export const resolve = <R>(
+  advertised: Advertised<R>,
+  call: ToolCall
+): Result.Result<Resolved<R>, ToolNotFound | ToolNotAllowed | MalformedArguments | InvalidArguments> => {
+  const entry = advertised.registry.get(call.name)
+  if (entry === undefined) return Result.fail(new ToolNotFound({ toolName: call.name, advertised: advertised.names }))
+  if (!advertised.has(entry.spec.name)) {
+    return Result.fail(new ToolNotAllowed({ toolName: entry.spec.name, advertised: advertised.names }))
+  }
+  const input = entry.decode(call.arguments)
+  return Result.isFailure(input) ? Result.fail(input.failure) : Result.succeed({ call, entry, input: input.success })
+}
