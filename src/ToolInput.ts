@@ -9,6 +9,7 @@
 import { Predicate, Result, Schema, SchemaIssue } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import { type Issue, InvalidArguments, MalformedArguments } from "./ToolError.ts"
+import { isEmptyStruct } from "./ToolSchema.ts"
 
 /** A decoder from raw arguments to a tool's input. Pure and synchronous. */
 export type Decoder<A> = (raw: unknown) => Result.Result<A, MalformedArguments | InvalidArguments>
@@ -88,9 +89,22 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
     reportInput: true,
     onExcessProperty: options.allowUnknownKeys === true ? "ignore" : "error"
   })
+  const closedEmpty = options.allowUnknownKeys !== true && isEmptyStruct(schema.ast)
   return (raw) => {
     const parsed = parse(toolName, raw)
     if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
+    if (closedEmpty) {
+      // `Struct({})` ignores excess keys even with onExcessProperty "error".
+      const keys = Object.keys(parsed.success)
+      if (keys.length > 0) {
+        return Result.fail(
+          new InvalidArguments({
+            toolName,
+            issues: keys.map((key) => ({ path: [key], message: "Unexpected key: this tool takes no arguments" }))
+          })
+        )
+      }
+    }
     const decoded = decode(parsed.success)
     return Result.isSuccess(decoded)
       ? Result.succeed(decoded.success)

@@ -38,6 +38,16 @@ export const toJsonSchema = (
 ): Result.Result<JsonSchemaObject, SchemaExportError> => {
   const problem = findNonJson(schema.ast)
   if (problem !== undefined) return Result.fail(new SchemaExportError({ toolName, ...problem }))
+  if (isEmptyStruct(schema.ast)) {
+    // Effect renders `Struct({})` as "any non-null value"; a tool without parameters means an empty object.
+    const description = schema.ast.annotations?.["description"]
+    return Result.succeed({
+      type: "object",
+      properties: {},
+      additionalProperties: options.allowUnknownKeys === true,
+      ...(typeof description === "string" ? { description } : {})
+    })
+  }
   const document = Schema.toJsonSchemaDocument(schema, {
     onExcessProperty: options.allowUnknownKeys === true ? "ignore" : "error",
     referencePolicy: () => undefined
@@ -69,6 +79,10 @@ const inlineRoot = (
   }
   return Result.succeed(Object.keys(definitions).length === 0 ? root : { ...root, $defs: definitions })
 }
+
+/** True for `Schema.Struct({})`: a tool without parameters. */
+export const isEmptyStruct = (ast: SchemaAST.AST): boolean =>
+  ast._tag === "Objects" && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0
 
 interface Problem {
   readonly path: ReadonlyArray<string>

@@ -1,0 +1,129 @@
+import { NodeFileSystem, NodePath } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as nodePath from "node:path"
+import { Cancellation, EventSink, RunContext, StoreRegistry, ToolServices } from "../src/index.ts"
+import type { ToolEvent } from "../src/index.ts"
+
+const event = (sequence: number): ToolEvent.Event => ({
+  _tag: "tool.started",
+  runId: "r",
+  threadId: "t",
+  toolCallId: `c${sequence}`,
+  toolName: "x",
+  attempt: 1,
+  timestamp: 0,
+  sequence,
+  arguments: {}
+})
+
+describe("StoreRegistry", () => {
+  it.effect("memory: named stores are separate and shared by every user of the layer", () =>
+    Effect.gen(function*() {
+      const notes = yield* StoreRegistry.store("notes")
+      const cache = yield* StoreRegistry.store("cache")
+      yield* notes.set("a", "1")
+      assert.strictEqual(yield* (yield* StoreRegistry.store("notes")).get("a"), "1")
+      assert.isUndefined(yield* cache.get("a"))
+      const bad = yield* Effect.flip(StoreRegistry.store("../escape"))
+      assert.strictEqual(bad._tag, "StoreFailed")
+    }).pipe(Effect.provide(StoreRegistry.StoreRegistry.layerMemory)))
+
+  it.effect("memory: concurrent first uses get one store", () =>
+    Effect.gen(function*() {
+      const stores = yield* Effect.forEach([1, 2, 3, 4], () => StoreRegistry.store("same"), { concurrency: 4 })
+      yield* stores[0]!.set("k", "v")
+      for (const store of stores) assert.strictEqual(yield* store.get("k"), "v")
+    }).pipe(Effect.provide(StoreRegistry.StoreRegistry.layerMemory)))
+
+  it.live("file system: one directory per store, survives a new layer", () => {
+    const root = fs.mkdtempSync(nodePath.join(os.tmpdir(), "tinyagents-stores-"))
+    const layer = StoreRegistry.StoreRegistry.layerFileSystem(root).pipe(
+      Layer.provide([NodeFileSystem.layer, NodePath.layer])
+    )
+    return Effect.gen(function*() {
+      yield* Effect.gen(function*() {
+        yield* (yield* StoreRegistry.store("artifacts")).set("call-1", "hello")
+      }).pipe(Effect.provide(layer))
+      const again = yield* Effect.gen(function*() {
+        return yield* (yield* StoreRegistry.store("artifacts")).get("call-1")
+      }).pipe(Effect.provide(layer))
+      assert.strictEqual(again, "hello")
+      assert.isTrue(fs.existsSync(nodePath.join(root, "artifacts")))
+    }).pipe(Effect.ensuring(Effect.sync(() => fs.rmSync(root, { recursive: true, force: true }))))
+  })
+})
+
+describe("EventSink", () => {
+  it.effect("memory: collects in emit order", () =>
+    Effect.gen(function*() {
+      yield* EventSink.emit(event(0))
+      yield* EventSink.emit(event(1))
+      const all = yield* EventSink.EventLog.use((log) => log.all)
+      assert.deepStrictEqual(all.map((e) => e.sequence), [0, 1])
+    }).pipe(Effect.provide(EventSink.EventSink.layerMemory)))
+
+  it.effect("pubsub: subscribers see events published after they subscribe", () =>
+    Effect.gen(function*() {
+      const { stream } = yield* EventSink.EventStream
+      const fiber = yield* stream.pipe(Stream.take(2), Stream.runCollect, Effect.forkChild)
+      yield* Effect.yieldNow
+      yield* EventSink.emit(event(0))
+      yield* EventSink.emit(event(1))
+      const got = yield* Fiber.join(fiber)
+      assert.deepStrictEqual(got.map((e) => e.sequence), [0, 1])
+    }).pipe(Effect.provide(EventSink.EventSink.layerPubSub)))
+
+  it.effect("callback: called synchronously per event", () => {
+    const seen: Array<number> = []
+    return EventSink.emit(event(7)).pipe(
+      Effect.provide(EventSink.EventSink.layerCallback((e) => seen.push(e.sequence))),
+      Effect.tap(() => Effect.sync(() => assert.deepStrictEqual(seen, [7])))
+    )
+  })
+})
+
+describe("Cancellation", () => {
+  it.effect("the signal aborts when the handler's fiber is interrupted", () =>
+    Effect.gen(function*() {
+      const runCancel = yield* Cancellation.makeRunCancel
+      const seen = yield* Deferred.make<AbortSignal>()
+      const fiber = yield* Effect.gen(function*() {
+        const { signal } = yield* Cancellation.Cancellation
+        yield* Deferred.succeed(seen, signal)
+        return yield* Effect.never
+      }).pipe(Cancellation.provide(runCancel), Effect.forkChild)
+      const signal = yield* Deferred.await(seen)
+      assert.isFalse(signal.aborted)
+      yield* Fiber.interrupt(fiber)
+      assert.isTrue(signal.aborted)
+    }))
+
+  it.effect("cancelRun completes the run's switch with the reason", () =>
+    Effect.gen(function*() {
+      const runCancel = yield* Cancellation.makeRunCancel
+      yield* Effect.gen(function*() {
+        const { cancelRun } = yield* Cancellation.Cancellation
+        yield* cancelRun("user pressed stop")
+      }).pipe(Cancellation.provide(runCancel))
+      assert.isTrue(yield* runCancel.isCancelled)
+      assert.strictEqual(yield* runCancel.await, "user pressed stop")
+    }))
+})
+
+describe("ToolServices.layerTest", () => {
+  it.effect("provides all four hidden services at once", () =>
+    Effect.gen(function*() {
+      const run = yield* RunContext.RunContext
+      assert.strictEqual(run.runId, "r-1")
+      yield* (yield* StoreRegistry.store("notes")).set("k", "v")
+      yield* EventSink.emit(event(0))
+      assert.lengthOf(yield* EventSink.EventLog.use((l) => l.all), 1)
+      const { signal } = yield* Cancellation.Cancellation
+      assert.isFalse(signal.aborted)
+      const turn = yield* RunContext.RunContext.use((r) => Effect.succeed(r.turn)).pipe(RunContext.withTurn(3))
+      assert.strictEqual(turn, 3)
+    }).pipe(Effect.provide(ToolServices.layerTest({ runId: "r-1" }))))
+})
