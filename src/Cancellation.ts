@@ -44,9 +44,17 @@ export const provide = (runCancel: RunCancel) => <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, Exclude<R, Cancellation>> =>
   Effect.suspend(() => {
-    const controller = new AbortController()
+    // Created on first use of `signal`: most handlers never read it.
+    let controller: AbortController | undefined
+    const service: CancellationShape = {
+      get signal() {
+        controller ??= new AbortController()
+        return controller.signal
+      },
+      cancelRun: runCancel.cancel
+    }
     return effect.pipe(
-      Effect.provideService(Cancellation, { signal: controller.signal, cancelRun: runCancel.cancel }),
-      Effect.onInterrupt(() => Effect.sync(() => controller.abort(new Error("tool call cancelled"))))
+      Effect.provideService(Cancellation, service),
+      Effect.onInterrupt(() => Effect.sync(() => controller?.abort(new Error("tool call cancelled"))))
     )
   })

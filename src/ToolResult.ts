@@ -62,8 +62,11 @@ export interface ToolResult {
 export const text = (text: string): ContentBlock => ({ type: "text", text })
 
 /** The model-facing text of a result: its text blocks joined by newlines. */
-export const textOf = (result: Pick<ToolResult, "content">): string =>
-  result.content.flatMap((b) => b.type === "text" ? [b.text] : []).join("\n")
+export const textOf = (result: Pick<ToolResult, "content">): string => {
+  const only = result.content.length === 1 ? result.content[0]! : undefined
+  if (only !== undefined) return only.type === "text" ? only.text : ""
+  return result.content.flatMap((b) => b.type === "text" ? [b.text] : []).join("\n")
+}
 
 /** An error result for `error`, with the model-facing message as its text. */
 export const fromError = (

@@ -1,0 +1,85 @@
+/**
+ * `npm run bench`: a batch of N calls of a trivial validated tool through the
+ * full executor lifecycle (in-memory event sink), against a floor measured in the
+ * same run: decode with `Schema` and call the function directly. Reports µs per
+ * call, calls per second, and the ratio to the floor. Ratios, not absolute times,
+ * are what to compare across machines.
+ */
+import { Effect, Layer, Result, Schema } from "effect"
+import { EventSink, Executor, RunContext, StoreRegistry, Tool, ToolRegistry } from "../src/index.ts"
+import type { ToolCall } from "../src/index.ts"
+
+const Input = Schema.Struct({ a: Schema.Number, b: Schema.Number, label: Schema.optionalKey(Schema.String) })
+const add = ({ a, b }: { readonly a: number; readonly b: number }) => ({ sum: a + b })
+const addTool = Tool.make("add", {
+  description: "Adds two numbers.",
+  input: Input,
+  output: Schema.Struct({ sum: Schema.Number }),
+  safety: { effect: "read", idempotent: true },
+  handler: (input) => Effect.succeed(add(input))
+})
+
+const callsOf = (n: number): ReadonlyArray<ToolCall.ToolCall> =>
+  Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, name: "add", arguments: `{"a":${i},"b":2,"label":"x"}` }))
+
+const layer = Layer.mergeAll(
+  RunContext.RunContext.layer({ threadId: "bench", runId: "bench", turn: 0 }),
+  StoreRegistry.StoreRegistry.layerMemory,
+  EventSink.EventSink.layerMemory
+)
+
+const registry = Result.getOrThrow(ToolRegistry.makeResult([addTool]))
+
+/** Median of `runs` timings of `f`, in milliseconds. */
+const time = async (runs: number, f: () => Promise<void>): Promise<number> => {
+  const samples: Array<number> = []
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now()
+    await f()
+    samples.push(performance.now() - start)
+  }
+  samples.sort((x, y) => x - y)
+  return samples[Math.floor(samples.length / 2)]!
+}
+
+const floor = (calls: ReadonlyArray<ToolCall.ToolCall>) => {
+  const decode = Schema.decodeUnknownResult(Input, { errors: "all", onExcessProperty: "error" })
+  return async () => {
+    let sink = 0
+    for (const call of calls) {
+      const input = Result.getOrThrow(decode(JSON.parse(call.arguments as string)))
+      sink += add(input).sum
+    }
+    if (sink < 0) throw new Error("unreachable")
+  }
+}
+
+const full = (calls: ReadonlyArray<ToolCall.ToolCall>, concurrency: number) => () =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const executor = yield* Executor.make(registry)
+      const results = yield* executor.runBatch(calls, { concurrency })
+      if (results.length !== calls.length || results.some((r) => r.isError)) throw new Error("bench: bad results")
+    }).pipe(Effect.provide(layer))
+  )
+
+const rows: Array<Record<string, string | number>> = []
+for (const n of [1, 100, 10_000]) {
+  const calls = callsOf(n)
+  const runs = n === 10_000 ? 7 : n === 100 ? 51 : 501
+  await time(3, floor(calls)) // warm-up
+  await time(3, full(calls, 16))
+  const floorMs = await time(runs, floor(calls))
+  for (const concurrency of [1, 16]) {
+    const ms = await time(runs, full(calls, concurrency))
+    rows.push({
+      N: n,
+      concurrency,
+      "µs/call": +(ms * 1000 / n).toFixed(2),
+      "calls/s": Math.round(n / (ms / 1000)),
+      "floor µs/call": +(floorMs * 1000 / n).toFixed(3),
+      "× floor": +(ms / floorMs).toFixed(1)
+    })
+  }
+}
+console.table(rows)
