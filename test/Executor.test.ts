@@ -616,5 +616,5 @@ describe("Executor invariants", () => {
       }
       assert.isAtMost(peak, plan.concurrency)
       assert.strictEqual(running, 0)
-    }).pipe(Effect.provide(test)), { timeout: 60_000, arbitrary: { numRuns: 60 } })
+    }).pipe(Effect.provide(test)), { timeout: 60_000, arbitrary: { runs: 100 } })
 })
