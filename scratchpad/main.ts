@@ -1,48 +1,62 @@
 /**
- * `npm start`: builds a registry of example tools, prints each tool's
- * model-visible JSON Schema, and validates good and bad sample calls, showing
- * the text a model would read for each failure.
+ * `npm start`: the demo agent. Offline and with no keys, a scripted model drives
+ * the real runtime over a sample workspace; the tool lifecycle prints live, then
+ * a summary table. `npm start -- --live` runs the same agent against OpenAI or
+ * Anthropic when `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` is set.
  */
-import { Effect, Result } from "effect"
-import { ToolRegistry } from "../src/index.ts"
-import { factorial, getWeather, saveNote } from "./tools.ts"
+import { Effect, Layer } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { Agent, ChatModel, EventSink, RunContext, StoreRegistry, ToolRegistry } from "../src/index.ts"
+import type { ToolEvent } from "../src/index.ts"
+import { Workspace } from "../src/tools/index.ts"
+import { demoTools, formatEvent, formatSummary, makeWorkspace, script, summarize } from "./demo.ts"
+
+const live = process.argv.includes("--live")
+const root = makeWorkspace()
+const events: Array<ToolEvent.Event> = []
+let start: number | undefined
+const printer = EventSink.EventSink.layerCallback((event) => {
+  start ??= event.timestamp
+  events.push(event)
+  console.log(formatEvent(event, start))
+})
+
+const model: Layer.Layer<ChatModel.ChatModel> = live ? liveModel() : ChatModel.scripted(script)
+
+function liveModel(): Layer.Layer<ChatModel.ChatModel> {
+  console.error("--live needs the HTTP model adapters (src/models), which are not available in this build.")
+  process.exit(2)
+}
 
 const program = Effect.gen(function*() {
-  const registry = yield* ToolRegistry.make([saveNote, getWeather, factorial])
-  console.log("== Model-visible tool schemas ==")
-  for (const spec of registry.specs) {
-    const alias = spec.originalName === undefined ? "" : ` (imported as ${spec.originalName})`
-    console.log(`\n${spec.name}${alias}: ${spec.description}`)
-    console.log(JSON.stringify(spec.inputSchema, null, 2))
-  }
+  console.log(`tinyagents demo: ${live ? "live model" : "scripted model (offline)"}; workspace ${root}`)
+  const tools = yield* ToolRegistry.make(demoTools)
+  const result = yield* Agent.run({
+    system: "You are a careful analyst. Use the tools; answer in one sentence.",
+    messages: [{ role: "user", content: "Summarise Q3 revenue against the target in USD and write report.md." }],
+    tools,
+    concurrency: 4,
+    maxTurns: 8
+  })
+  console.log(`\nAnswer: ${result.text}`)
+  const report = path.join(root, "report.md")
+  if (fs.existsSync(report)) console.log(`\nreport.md (${fs.statSync(report).size} bytes):\n${fs.readFileSync(report, "utf8")}`)
+  console.log(formatSummary(summarize(events)))
+}).pipe(
+  Effect.provide(Layer.mergeAll(
+    model,
+    printer,
+    RunContext.RunContext.layer({ threadId: "demo-thread", runId: "demo-run", turn: 0 }),
+    StoreRegistry.StoreRegistry.layerMemory,
+    Workspace.Workspace.layer(root)
+  ))
+)
 
-  const advertised = ToolRegistry.advertise(registry, ["get_weather", "math.factorial"])
-  console.log(`\n== Sample calls (advertised this turn: ${advertised.names.join(", ")}) ==`)
-  const samples: ReadonlyArray<readonly [name: string, args: unknown]> = [
-    ["get_weather", "{\"city\":\"Lisbon\"}"],
-    ["get_weather", { city: "Oslo", unit: "fahrenheit" }],
-    ["math.factorial", "{\"number\":5}"],
-    ["get_weather", "{\"city\": \"Lisbon\""],
-    ["get_weather", "[\"Lisbon\"]"],
-    ["get_weather", "{\"city\":42,\"unit\":\"kelvin\",\"country\":\"PT\"}"],
-    ["math_factorial", "{\"number\":-1}"],
-    ["save_note", "{\"key\":\"a\",\"text\":\"b\"}"],
-    ["delete_everything", "{}"],
-    ["get_weather", "{\"city\":\"x\",\"__proto__\":{\"admin\":true}}"]
-  ]
-  for (const [i, [name, args]] of samples.entries()) {
-    const result = ToolRegistry.resolve(advertised, { id: `call_${i}`, name, arguments: args })
-    const shown = typeof args === "string" ? args : JSON.stringify(args)
-    console.log(`\n${name} ${shown}`)
-    console.log(
-      Result.isSuccess(result)
-        ? `  ok -> ${result.success.entry.spec.name} ${JSON.stringify(result.success.input)}`
-        : `  ${result.failure._tag} (${result.failure.disposition}): ${result.failure.message}`
-    )
+Effect.runPromise(program).then(
+  () => fs.rmSync(root, { recursive: true, force: true }),
+  (error) => {
+    console.error(error instanceof Error ? error.message : error)
+    process.exitCode = 1
   }
-})
-
-Effect.runPromise(program).catch((error) => {
-  console.error(error)
-  process.exitCode = 1
-})
+)

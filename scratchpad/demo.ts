@@ -1,0 +1,178 @@
+/**
+ * The demo scenario behind `npm start`: a sample workspace, the standard tools
+ * plus a flaky exchange-rate service, and a scripted model that exercises the
+ * runtime end to end (a parallel batch of reads, an artifact, an invalid call
+ * repaired next turn, a transient failure retried, `calc`, `write_file`, and a
+ * final answer). Also the live event printer and the summary table.
+ */
+import { Effect, Schema } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { ChatModel, Executor, Tool, ToolError, ToolResult } from "../src/index.ts"
+import type { ToolEvent } from "../src/index.ts"
+import { calc, readFile, writeFile } from "../src/tools/index.ts"
+
+/** Creates the sample workspace in a fresh temporary directory. */
+export const makeWorkspace = (): string => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "tinyagents-demo-"))
+  fs.mkdirSync(path.join(root, "data"))
+  fs.mkdirSync(path.join(root, "logs"))
+  fs.writeFileSync(
+    path.join(root, "notes.md"),
+    "# Q3 notes\n\nRevenue target: 1200 (thousand EUR).\nReport in USD using today's EUR→USD rate.\n"
+  )
+  fs.writeFileSync(
+    path.join(root, "data", "sales.csv"),
+    "month,revenue_keur\njuly,380\naugust,410\nseptember,455\n"
+  )
+  const log = Array.from({ length: 3000 }, (_, i) =>
+    `2026-09-${String(1 + (i % 30)).padStart(2, "0")}T12:${String(i % 60).padStart(2, "0")}:00Z INFO request ${i} served in ${
+      10 + (i * 7) % 90
+    } ms`)
+  fs.writeFileSync(path.join(root, "logs", "app.log"), `${log.join("\n")}\n`)
+  return root
+}
+
+/** A rate service that fails transiently on its first attempt; idempotent, so the executor retries it. */
+export const fetchRate = (() => {
+  let attempts = 0
+  return Tool.make("fetch_rate", {
+    description: "Today's exchange rate between two currencies. Read-only. May fail transiently; safe to retry.",
+    input: Schema.Struct({
+      from: Schema.String.annotate({ description: "ISO currency code, e.g. EUR" }),
+      to: Schema.String.annotate({ description: "ISO currency code, e.g. USD" })
+    }),
+    output: Schema.Struct({ rate: Schema.Number }),
+    safety: { effect: "network", idempotent: true, networked: true },
+    retry: Executor.backoff({ base: "50 millis", maxAttempts: 3, jitter: false }),
+    handler: ({ from, to }) =>
+      Effect.suspend(() =>
+        ++attempts === 1
+          ? Effect.fail(ToolError.retryable("rate service unavailable (HTTP 503)"))
+          : from === "EUR" && to === "USD"
+          ? Effect.succeed({ rate: 1.08 })
+          : Effect.fail(ToolError.repairable(`no rate for ${from}→${to}; supported: EUR→USD`))
+      )
+  })
+})()
+
+/** Every tool the demo agent may use. */
+export const demoTools = [readFile, writeFile, calc, fetchRate] as const
+
+const lastResults = (request: ChatModel.Request): ReadonlyArray<ToolResult.ToolResult> => {
+  const last = request.messages.at(-1)
+  return last?.role === "tool" ? last.results : []
+}
+
+/** The scripted model: five turns that exercise the runtime, reading real tool results as it goes. */
+export const script: ReadonlyArray<ChatModel.ScriptedTurn> = [
+  ChatModel.callTools([
+    ["call_read_notes", "read_file", { path: "notes.md" }],
+    ["call_read_sales", "read_file", "{\"path\":\"data/sales.csv\"}"],
+    ["call_read_log", "read_file", { path: "logs/app.log", limit: 3000 }]
+  ], "I'll read the notes, the sales data and the log."),
+  ChatModel.callTools([
+    ["call_total_bad", "calc", "{\"expr\":\"380 + 410 + 455\"}"],
+    ["call_rate", "fetch_rate", { from: "EUR", to: "USD" }]
+  ], "Summing the quarter and fetching the rate."),
+  (request) => {
+    const repaired = lastResults(request).find((r) => r.toolCallId === "call_total_bad")
+    // The model reads the validation error and fixes its call.
+    const hint = repaired?.isError === true ? "(fixed: the parameter is called expression)" : ""
+    return ChatModel.callTools([["call_total", "calc", { expression: "(380 + 410 + 455) * 1.08" }]], hint)
+  },
+  (request) => {
+    const total = lastResults(request)[0]?.value as { readonly result: number } | undefined
+    const usd = total?.result.toFixed(1) ?? "?"
+    return ChatModel.callTools([[
+      "call_write",
+      "write_file",
+      { path: "report.md", content: `# Q3 report\n\nRevenue: 1245 kEUR = ${usd} kUSD (rate 1.08).\nTarget 1200 kEUR: met.\n` }
+    ]], "Writing the report.")
+  },
+  ChatModel.answer("Q3 revenue was 1245 kEUR (1344.6 kUSD at 1.08), above the 1200 kEUR target. Report written to report.md.")
+]
+
+const pad = (s: string, n: number) => s.length >= n ? s : s + " ".repeat(n - s.length)
+
+/** One line per event, with the time since `start`. */
+export const formatEvent = (event: ToolEvent.Event, start: number): string => {
+  const at = `+${String(event.timestamp - start).padStart(5)}ms`
+  switch (event._tag) {
+    case "agent.turn_started":
+      return `\n${at}  ── turn ${event.turn + 1} (advertised: ${event.advertised.join(", ")})`
+    case "agent.model_responded":
+      return `${at}  model: ${event.text === "" ? "" : JSON.stringify(event.text) + " "}${
+        event.toolCalls === 0 ? "(final answer)" : `→ ${event.toolCalls} tool call(s)`
+      }`
+    case "agent.finished":
+      return `${at}  ── finished: ${event.reason} after ${event.turns} turn(s)`
+    case "tool.started":
+      return `${at}    ${pad("started", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${JSON.stringify(event.arguments)}`
+    case "tool.completed":
+      return `${at}    ${pad("completed", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} in ${event.elapsed} ms${
+        event.artifacts.length > 0 ? ` (artifact ${event.artifacts[0]!.key}, ${event.artifacts[0]!.bytes} bytes)` : ""
+      }`
+    case "tool.failed":
+      return `${at}    ${pad("failed", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} [${event.disposition}] ${event.error.message}`
+    case "tool.rejected":
+      return `${at}    ${pad("rejected", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} [${event.error.disposition}] ${event.error.message}`
+    case "tool.retrying":
+      return `${at}    ${pad("retrying", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} attempt ${event.attempt} in ${event.delay} ms (${event.error.message})`
+    case "tool.artifact_stored":
+      return `${at}    ${pad("artifact", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} stored as ${event.artifact.store}/${event.artifact.key}`
+    case "tool.audit":
+      return `${at}    ${pad("audit", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${
+        event.audit.layers.map((l) => `${l.name}:${l.status}`).join(" ")
+      }${event.audit.summary === undefined ? "" : ` — ${event.audit.summary}`}`
+  }
+}
+
+/** The run's numbers, computed from its events. */
+export interface Summary {
+  readonly calls: number
+  readonly completed: number
+  readonly failures: { readonly repair: number; readonly retry: number; readonly fatal: number }
+  readonly retries: number
+  readonly artifacts: number
+  readonly turns: number
+  readonly elapsed: number
+}
+
+export const summarize = (events: ReadonlyArray<ToolEvent.Event>): Summary => {
+  const count = (tag: ToolEvent.Event["_tag"]) => events.filter((e) => e._tag === tag).length
+  const failures = { repair: 0, retry: 0, fatal: 0 }
+  for (const e of events) {
+    if (e._tag === "tool.failed") failures[e.disposition]++
+    if (e._tag === "tool.rejected") failures[e.error.disposition]++
+  }
+  const finished = events.find((e): e is ToolEvent.AgentFinished => e._tag === "agent.finished")
+  return {
+    calls: count("tool.started") + count("tool.rejected"),
+    completed: count("tool.completed"),
+    failures,
+    retries: count("tool.retrying"),
+    artifacts: count("tool.artifact_stored"),
+    turns: finished?.turns ?? 0,
+    elapsed: events.length === 0 ? 0 : events.at(-1)!.timestamp - events[0]!.timestamp
+  }
+}
+
+/** The summary as the table `npm start` prints. */
+export const formatSummary = (summary: Summary): string =>
+  [
+    "┌──────────────────────────┬─────────┐",
+    ...([
+      ["tool calls", summary.calls],
+      ["completed", summary.completed],
+      ["failed: repairable", summary.failures.repair],
+      ["failed: retryable", summary.failures.retry],
+      ["failed: fatal", summary.failures.fatal],
+      ["retries", summary.retries],
+      ["artifacts", summary.artifacts],
+      ["turns", summary.turns],
+      ["elapsed (ms)", summary.elapsed]
+    ] as const).map(([label, value]) => `│ ${pad(label, 24)} │ ${String(value).padStart(7)} │`),
+    "└──────────────────────────┴─────────┘"
+  ].join("\n")
