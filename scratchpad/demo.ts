@@ -47,13 +47,13 @@ export const fetchRate = (() => {
     safety: { effect: "network", idempotent: true, networked: true },
     retry: Executor.backoff({ base: "50 millis", maxAttempts: 3, jitter: false }),
     handler: ({ from, to }) =>
-      Effect.suspend(() =>
-        ++attempts === 1
-          ? Effect.fail(ToolError.retryable("rate service unavailable (HTTP 503)"))
-          : from === "EUR" && to === "USD"
-          ? Effect.succeed({ rate: 1.08 })
-          : Effect.fail(ToolError.repairable(`no rate for ${from}→${to}; supported: EUR→USD`))
-      )
+      Effect.gen(function*() {
+        if (++attempts === 1) return yield* ToolError.retryable("rate service unavailable (HTTP 503)")
+        if (from !== "EUR" || to !== "USD") {
+          return yield* ToolError.repairable(`no rate for ${from}→${to}; supported: EUR→USD`)
+        }
+        return { rate: 1.08 }
+      })
   })
 })()
 
