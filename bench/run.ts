@@ -30,16 +30,32 @@ const layer = Layer.mergeAll(
 
 const registry = Result.getOrThrow(ToolRegistry.makeResult([addTool]))
 
-/** Median of `runs` timings of `f`, in milliseconds. */
-const time = async (runs: number, f: () => Promise<void>): Promise<number> => {
-  const samples: Array<number> = []
-  for (let i = 0; i < runs; i++) {
-    const start = performance.now()
-    await f()
-    samples.push(performance.now() - start)
-  }
+const median = (samples: Array<number>): number => {
   samples.sort((x, y) => x - y)
   return samples[Math.floor(samples.length / 2)]!
+}
+
+/**
+ * Times `a` and `b` alternately, `runs` times each, and returns both medians in
+ * milliseconds. Interleaving makes machine noise (other processes on a shared
+ * box) hit both sides alike, so their ratio stays meaningful.
+ */
+const timePair = async (
+  runs: number,
+  a: () => Promise<void>,
+  b: () => Promise<void>
+): Promise<readonly [number, number]> => {
+  const as: Array<number> = []
+  const bs: Array<number> = []
+  for (let i = 0; i < runs; i++) {
+    let start = performance.now()
+    await a()
+    as.push(performance.now() - start)
+    start = performance.now()
+    await b()
+    bs.push(performance.now() - start)
+  }
+  return [median(as), median(bs)]
 }
 
 const floor = (calls: ReadonlyArray<ToolCall.ToolCall>) => {
@@ -66,12 +82,10 @@ const full = (calls: ReadonlyArray<ToolCall.ToolCall>, concurrency: number) => (
 const rows: Array<Record<string, string | number>> = []
 for (const n of [1, 100, 10_000]) {
   const calls = callsOf(n)
-  const runs = n === 10_000 ? 7 : n === 100 ? 51 : 501
-  await time(3, floor(calls)) // warm-up
-  await time(3, full(calls, 16))
-  const floorMs = await time(runs, floor(calls))
+  const runs = n === 10_000 ? 9 : n === 100 ? 51 : 501
   for (const concurrency of [1, 16]) {
-    const ms = await time(runs, full(calls, concurrency))
+    await timePair(3, floor(calls), full(calls, concurrency)) // warm-up
+    const [floorMs, ms] = await timePair(runs, floor(calls), full(calls, concurrency))
     rows.push({
       N: n,
       concurrency,

@@ -335,13 +335,82 @@ export const make = <R, MR = never>(
       })
     }
 
+    /** Steps 9 and 10 after the pipeline: artifact and audit events, then exactly one terminal event. */
+    const complete = (
+      call: ToolCall,
+      spec: Tool.ToolSpec,
+      state: CallState,
+      env: Env,
+      exit: Exit.Exit<ToolResult.ToolResult, ToolError.ToolError>
+    ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError> => {
+      const elapsed = env.clock.currentTimeMillisUnsafe() - state.startedAt
+      const stamp = { toolCallId: call.id, toolName: spec.name, attempt: state.attempt }
+      if (Exit.isSuccess(exit)) {
+        const result = { ...exit.value, elapsed }
+        const completed = Effect.suspend(() => {
+          state.done = true
+          return emitWith(env, {
+            _tag: "tool.completed",
+            ...stamp,
+            elapsed,
+            isError: result.isError,
+            output: ToolResult.textOf(result),
+            artifacts: result.artifacts
+          })
+        })
+        const before = [
+          ...result.artifacts.map((artifact) => emitWith(env, { _tag: "tool.artifact_stored", ...stamp, artifact })),
+          ...(result.audit === undefined ? [] : [emitWith(env, { _tag: "tool.audit", ...stamp, audit: result.audit })])
+        ]
+        const all = before.length === 0 ? completed : Effect.andThen(Effect.all(before, { discard: true }), completed)
+        return Effect.as(all, result)
+      }
+      if (Cause.hasInterruptsOnly(exit.cause)) return Effect.failCause(exit.cause)
+      const failure = Cause.findErrorOption(exit.cause)
+      const error = failure._tag === "Some" && ToolError.isToolError(failure.value)
+        ? failure.value
+        : new ToolError.ToolDefect({ toolName: spec.name, cause: exit.cause })
+      state.done = true
+      return Effect.andThen(
+        emitWith(env, {
+          _tag: "tool.failed",
+          ...stamp,
+          elapsed,
+          reason: error._tag === "ToolTimeout" ? "timeout" : "error",
+          error,
+          disposition: error.disposition,
+          cause: exit.cause
+        }),
+        settle(call, spec.name, error, elapsed)
+      )
+    }
+
+    /** Reports a started call that was interrupted before its terminal event. */
+    const cancelled = (call: ToolCall, state: CallState, env: Env): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (!state.started || state.done) return Effect.void
+        state.done = true
+        const error = new ToolError.ToolCancelled({ toolName: state.toolName, started: true })
+        return emitWith(env, {
+          _tag: "tool.failed",
+          toolCallId: call.id,
+          toolName: state.toolName,
+          attempt: state.attempt,
+          elapsed: env.clock.currentTimeMillisUnsafe() - state.startedAt,
+          reason: "cancelled",
+          error,
+          disposition: error.disposition
+        })
+      })
+
+    /** One call through the whole lifecycle (hot path: plain `flatMap`s, no generator). */
     const runOne = (
       call: ToolCall,
       advertised: ToolRegistry.Advertised<any>,
       state: CallState,
       env: Env
     ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, Requirements<R | MR>> =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         state.startedAt = env.clock.currentTimeMillisUnsafe()
         const resolved = ToolRegistry.resolve(advertised, call)
         const rejection = Result.isFailure(resolved)
@@ -349,101 +418,35 @@ export const make = <R, MR = never>(
           : limitExceeded(resolved.success.entry.spec.name)
         if (rejection !== undefined) {
           const name = Result.isSuccess(resolved) ? resolved.success.entry.spec.name : rejection.toolName
-          yield* emitWith(env, { _tag: "tool.rejected", toolCallId: call.id, toolName: name, attempt: 0, error: rejection })
           state.done = true
-          return yield* settle(call, name, rejection, 0)
+          return Effect.andThen(
+            emitWith(env, { _tag: "tool.rejected", toolCallId: call.id, toolName: name, attempt: 0, error: rejection }),
+            settle(call, name, rejection, 0)
+          )
         }
         const { entry, input } = (resolved as Result.Success<ToolRegistry.Resolved, never>).success
         const spec = entry.spec
         state.toolName = spec.name
         state.started = true
         state.attempt = 1
-        yield* emitWith(env, {
+        const pipeline = Middleware.compose(middleware, handlerStep(state, env))
+        return emitWith(env, {
           _tag: "tool.started",
           toolCallId: call.id,
           toolName: spec.name,
           attempt: 1,
           arguments: redactValue(input, spec.safety.redact).value
-        })
-        const pipeline = Middleware.compose(middleware, handlerStep(state, env))
-        const exit = yield* Effect.exit(
-          pipeline({ call, spec, tool: entry.tool, input, turn: env.ctx.turn }).pipe(
-            Effect.flatMap((result) => finalize(result, spec, call, env))
-          )
+        }).pipe(
+          Effect.andThen(Effect.exit(
+            Effect.flatMap(
+              pipeline({ call, spec, tool: entry.tool, input, turn: env.ctx.turn }),
+              (result) => finalize(result, spec, call, env)
+            )
+          )),
+          Effect.flatMap((exit) => complete(call, spec, state, env, exit)),
+          Effect.onInterrupt(() => cancelled(call, state, env))
         )
-        const elapsed = env.clock.currentTimeMillisUnsafe() - state.startedAt
-        if (Exit.isSuccess(exit)) {
-          const result = { ...exit.value, elapsed }
-          for (const artifact of result.artifacts) {
-            yield* emitWith(env, {
-              _tag: "tool.artifact_stored",
-              toolCallId: call.id,
-              toolName: spec.name,
-              attempt: state.attempt,
-              artifact
-            })
-          }
-          if (result.audit !== undefined) {
-            yield* emitWith(env, {
-              _tag: "tool.audit",
-              toolCallId: call.id,
-              toolName: spec.name,
-              attempt: state.attempt,
-              audit: result.audit
-            })
-          }
-          state.done = true
-          yield* emitWith(env, {
-            _tag: "tool.completed",
-            toolCallId: call.id,
-            toolName: spec.name,
-            attempt: state.attempt,
-            elapsed,
-            isError: result.isError,
-            output: ToolResult.textOf(result),
-            artifacts: result.artifacts
-          })
-          return result
-        }
-        if (Cause.hasInterruptsOnly(exit.cause)) return yield* Effect.failCause(exit.cause)
-        const failure = Cause.findErrorOption(exit.cause)
-        const error = failure._tag === "Some" && ToolError.isToolError(failure.value)
-          ? failure.value
-          : new ToolError.ToolDefect({ toolName: spec.name, cause: exit.cause })
-        state.done = true
-        yield* emitWith(env, {
-          _tag: "tool.failed",
-          toolCallId: call.id,
-          toolName: spec.name,
-          attempt: state.attempt,
-          elapsed,
-          reason: error._tag === "ToolTimeout" ? "timeout" : "error",
-          error,
-          disposition: error.disposition,
-          cause: exit.cause
-        })
-        return yield* settle(call, spec.name, error, elapsed)
-      }).pipe(
-        Effect.onInterrupt(() =>
-          state.started && !state.done
-            ? Effect.suspend(() => {
-              const now = env.clock.currentTimeMillisUnsafe()
-              state.done = true
-              const error = new ToolError.ToolCancelled({ toolName: state.toolName, started: true })
-              return emitWith(env, {
-                _tag: "tool.failed",
-                toolCallId: call.id,
-                toolName: state.toolName,
-                attempt: state.attempt,
-                elapsed: now - state.startedAt,
-                reason: "cancelled",
-                error,
-                disposition: error.disposition
-              })
-            })
-            : Effect.void
-        )
-      ) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, Requirements<R | MR>>
+      }) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, Requirements<R | MR>>
 
     const newState = (call: ToolCall): CallState => ({
       started: false,
