@@ -54,8 +54,10 @@ export interface Tool<
   /** Idempotency key of a call; a tool with one may be retried. */
   readonly idempotency: ((input: Input["Type"]) => string) | undefined
   readonly options: ToolOptions
-  /** A model-visible JSON Schema given as is (imported tools); otherwise derived from `input`. */
-  readonly jsonSchema: ToolSchema.JsonSchemaObject | undefined
+  /** Model-visible JSON Schemas given as is (imported tools, converted to 2020-12); otherwise derived. */
+  readonly jsonSchema:
+    | { readonly input: ToolSchema.JsonSchemaObject; readonly output?: ToolSchema.JsonSchemaObject }
+    | undefined
   readonly handler: (input: Input["Type"]) => Effect.Effect<OutputType<Output>, E, R>
 }
 
@@ -174,12 +176,17 @@ export const fromJsonSchema = <E = never, const S extends ReadonlyArray<Context.
   name: string,
   options: FromJsonSchemaOptions<E, S>
 ): Result.Result<Dynamic<E, ServicesOf<S>>, SchemaImportError> => {
-  const importOne = (schema: ToolSchema.JsonSchemaObject): Schema.Top => {
-    const document = schema.$schema === JsonSchema.META_SCHEMA_URI_DRAFT_07 ||
-        schema.$schema === "http://json-schema.org/draft-07/schema"
+  const toDocument = (schema: ToolSchema.JsonSchemaObject) =>
+    schema.$schema === JsonSchema.META_SCHEMA_URI_DRAFT_07 || schema.$schema === "http://json-schema.org/draft-07/schema"
       ? JsonSchema.fromSchemaDraft07(schema)
       : JsonSchema.fromSchemaDraft2020_12(schema)
-    return SchemaRepresentation.fromJsonSchemaDocument(document, { patterns: options.patterns ?? "apply" })
+  const importOne = (schema: ToolSchema.JsonSchemaObject): Schema.Top =>
+    SchemaRepresentation.fromJsonSchemaDocument(toDocument(schema), { patterns: options.patterns ?? "apply" })
+  /** The schema as the model sees it: draft 2020-12, without `$schema`. */
+  const visible = (schema: ToolSchema.JsonSchemaObject): ToolSchema.JsonSchemaObject => {
+    const document = toDocument(schema)
+    const { $schema: _, ...root } = document.schema
+    return Object.keys(document.definitions).length === 0 ? root : { ...root, $defs: document.definitions }
   }
   if (options.inputSchema.type !== "object") {
     return Result.fail(new SchemaImportError({ toolName: name, reason: "the root must be an object schema" }))
@@ -194,7 +201,6 @@ export const fromJsonSchema = <E = never, const S extends ReadonlyArray<Context.
       new SchemaImportError({ toolName: name, reason: error instanceof Error ? error.message : String(error) })
     )
   }
-  const { $schema: _, ...visible } = options.inputSchema
   return Result.succeed({
     [TypeId]: TypeId,
     name,
@@ -213,7 +219,10 @@ export const fromJsonSchema = <E = never, const S extends ReadonlyArray<Context.
       ...(options.exclusive === undefined ? {} : { exclusive: options.exclusive }),
       ...(options.returnDirect === undefined ? {} : { returnDirect: options.returnDirect })
     },
-    jsonSchema: visible,
+    jsonSchema: {
+      input: visible(options.inputSchema),
+      ...(options.outputSchema === undefined ? {} : { output: visible(options.outputSchema) })
+    },
     handler: options.handler as Dynamic<E, ServicesOf<S>>["handler"]
   })
 }
@@ -254,9 +263,12 @@ export const spec = (
 ): Result.Result<ToolSpec, ToolName.InvalidToolName | ToolSchema.SchemaExportError> =>
   Result.gen(function*() {
     const name = yield* canonicalName(tool)
-    const inputSchema = tool.jsonSchema ??
+    const imported = tool.jsonSchema
+    const inputSchema = imported?.input ??
       (yield* ToolSchema.toJsonSchema(tool.name, tool.input, { allowUnknownKeys: tool.options.allowUnknownKeys === true }))
-    const outputSchema = tool.output === undefined
+    const outputSchema = imported !== undefined
+      ? imported.output
+      : tool.output === undefined
       ? undefined
       : yield* ToolSchema.toJsonSchema(tool.name, tool.output, { allowUnknownKeys: true })
     return {

@@ -84,7 +84,9 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   schema: S,
   options: DecoderOptions = {}
 ): Decoder<S["Type"]> => {
-  const decode = Schema.decodeUnknownResult(schema, {
+  // Decode with the JSON codec: exactly the form the exported JSON Schema describes
+  // (e.g. `Schema.optional` fields accept `null`, which decodes to absent).
+  const decode = Schema.decodeUnknownResult(Schema.toCodecJson(schema as unknown as Schema.Top) as unknown as S, {
     errors: "all",
     reportInput: true,
     onExcessProperty: options.allowUnknownKeys === true ? "ignore" : "error"

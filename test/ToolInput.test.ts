@@ -100,4 +100,13 @@ describe("ToolInput", () => {
     assert.isTrue(Result.isFailure(result))
     if (Result.isFailure(result)) assert.include(result.failure.message, "at \"x\": Unexpected key")
   })
+
+  it("decodes exactly what the export advertises: Schema.optional accepts null (as absent), optionalKey does not", () => {
+    const schema = Schema.Struct({ a: Schema.optional(Schema.String), b: Schema.optionalKey(Schema.String) })
+    const decode = ToolInput.decoder("t", schema)
+    assert.deepStrictEqual(Result.getOrThrow(decode({ a: null })), {})
+    const refused = decode({ b: null })
+    assert.isTrue(Result.isFailure(refused))
+    if (Result.isFailure(refused)) assert.include(refused.failure.message, "at \"b\": Expected string, got null")
+  })
 })

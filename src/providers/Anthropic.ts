@@ -1,0 +1,238 @@
+/**
+ * Anthropic Messages: custom tool definitions (`input_schema` as is, or the
+ * SDK's strict transform on request; `cache_control` passed through per
+ * tool), `tool_use` blocks as `ToolCall`s (their `input` is already an
+ * object), and the one user message that answers them: `tool_result` blocks
+ * first, in the order given, `is_error: true` on failures. Wire types follow
+ * anthropic-sdk-typescript `src/resources/messages/messages.ts` (`Tool`,
+ * `ToolUseBlock`, `ServerToolUseBlock`, `ToolResultBlockParam`,
+ * `CacheControlEphemeral`). Server tools (`server_tool_use`, their
+ * `*_tool_result` blocks, MCP connector blocks) are passthrough.
+ */
+import { Result } from "effect"
+import type { ToolSpec } from "../Tool.ts"
+import type { ToolCall } from "../ToolCall.ts"
+import type { ToolResult } from "../ToolResult.ts"
+import * as AnthropicStrict from "./internal/anthropicStrict.ts"
+import { imagesOf, textOf } from "./internal/content.ts"
+import * as Names from "./internal/names.ts"
+import { inputSchemaOf } from "./internal/schema.ts"
+import type { ProviderCalls } from "./ProviderCalls.ts"
+import { fromProblem, type ProviderExportError } from "./ProviderExportError.ts"
+
+// ---------------------------------------------------------------------------
+// wire types
+// ---------------------------------------------------------------------------
+
+/** `CacheControlEphemeral`: a prompt-cache breakpoint. */
+export interface CacheControlEphemeral {
+  readonly type: "ephemeral"
+  readonly ttl?: "5m" | "1h"
+}
+
+/** `Tool.InputSchema`: a JSON Schema 2020-12 object schema. */
+export interface InputSchema {
+  readonly type: "object"
+  readonly properties?: unknown
+  readonly required?: ReadonlyArray<string> | null
+  readonly [key: string]: unknown
+}
+
+/** `Tool`: a custom (client) tool. */
+export interface Tool {
+  readonly name: string
+  readonly description?: string
+  readonly input_schema: InputSchema
+  readonly cache_control?: CacheControlEphemeral | null
+  /** "When true, guarantees schema validation on tool names and inputs." */
+  readonly strict?: boolean
+  readonly type?: "custom"
+}
+
+/** `ToolUseBlock`: `input` is an already-parsed object. */
+export interface ToolUseBlock {
+  readonly type: "tool_use"
+  readonly id: string
+  readonly name: string
+  readonly input: unknown
+}
+
+/** Any other content block (`text`, `thinking`, `server_tool_use`, `web_search_tool_result`, ...). */
+export interface OtherBlock {
+  readonly type: string
+  readonly [key: string]: unknown
+}
+
+/** A block of an assistant message's `content`. */
+export type ContentBlock = ToolUseBlock | OtherBlock
+
+/** `Message` (the fields read here). */
+export interface Message {
+  readonly role: "assistant"
+  readonly content: ReadonlyArray<ContentBlock>
+}
+
+/** `TextBlockParam`. */
+export interface TextBlockParam {
+  readonly type: "text"
+  readonly text: string
+}
+
+/** `ImageBlockParam` with a base64 source. */
+export interface ImageBlockParam {
+  readonly type: "image"
+  readonly source: {
+    readonly type: "base64"
+    readonly media_type: "image/jpeg" | "image/png" | "image/gif" | "image/webp"
+    readonly data: string
+  }
+}
+
+/** `ToolResultBlockParam`: the answer to one `tool_use` id. */
+export interface ToolResultBlockParam {
+  readonly type: "tool_result"
+  readonly tool_use_id: string
+  readonly content?: string | ReadonlyArray<TextBlockParam | ImageBlockParam>
+  readonly is_error?: boolean
+  readonly cache_control?: CacheControlEphemeral | null
+}
+
+/** The user message that answers a turn's tool calls. */
+export interface ToolResultMessage {
+  readonly role: "user"
+  readonly content: ReadonlyArray<ToolResultBlockParam | TextBlockParam>
+}
+
+// ---------------------------------------------------------------------------
+// definitions
+// ---------------------------------------------------------------------------
+
+/**
+ * Strict tool use: `false` (default) omits `strict`; `"auto"` sends
+ * `strict: true` with the SDK-transformed schema when the schema allows it and
+ * the plain schema otherwise; `"require"` fails on such a tool.
+ */
+export type Strict = "auto" | "require" | false
+
+/** Export options. */
+export interface ExportOptions {
+  readonly strict?: Strict
+  /** `cache_control` per canonical tool name (e.g. on the last tool, to cache the tool list). */
+  readonly cacheControl?: Readonly<Record<string, CacheControlEphemeral>>
+  /** Called for each tool that `"auto"` exported non-strict, with the reason. */
+  readonly onFallback?: (reason: ProviderExportError) => void
+}
+
+/** The request's `tools`, one custom tool per spec, named by canonical name. */
+export const toolDefinitions = (
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions = {}
+): Result.Result<Array<Tool>, ProviderExportError> => {
+  const unique = Names.makeUniqueness("anthropic")
+  const out: Array<Tool> = []
+  for (const spec of specs) {
+    const name = Names.check("anthropic", Names.anthropicRule, spec.name).pipe(Result.flatMap(unique))
+    if (Result.isFailure(name)) return Result.fail(name.failure)
+    const canonical = inputSchemaOf(spec) as InputSchema
+    let input_schema = canonical
+    let strict: boolean | undefined
+    if (options.strict === "auto" || options.strict === "require") {
+      const transformed = AnthropicStrict.toStrict(canonical)
+      if (Result.isSuccess(transformed)) {
+        input_schema = transformed.success as InputSchema
+        strict = true
+      } else {
+        const error = fromProblem("anthropic", spec.name, transformed.failure)
+        if (options.strict === "require") return Result.fail(error)
+        options.onFallback?.(error)
+      }
+    }
+    const cacheControl = options.cacheControl?.[spec.name]
+    out.push({
+      name: name.success,
+      description: spec.description,
+      input_schema,
+      ...(strict === undefined ? {} : { strict }),
+      ...(cacheControl === undefined ? {} : { cache_control: cacheControl })
+    })
+  }
+  return Result.succeed(out)
+}
+
+// ---------------------------------------------------------------------------
+// calls
+// ---------------------------------------------------------------------------
+
+const isToolUse = (block: ContentBlock): block is ToolUseBlock =>
+  block.type === "tool_use" && typeof block.id === "string" && typeof block.name === "string"
+
+/** Server-side tool activity: `server_tool_use`, `*_tool_result`, MCP connector blocks. */
+const isServerToolBlock = (block: ContentBlock): boolean =>
+  block.type === "server_tool_use" || block.type.endsWith("_tool_result") || block.type.startsWith("mcp_tool_")
+
+/**
+ * The `tool_use` blocks of an assistant message (or of its content), ids
+ * preserved, `input` passed through as the object it is. Server tool blocks
+ * are passthrough.
+ */
+export const toolCalls = (response: Message | ReadonlyArray<ContentBlock>): ProviderCalls<OtherBlock> => {
+  const blocks = "content" in response ? response.content : response
+  const calls: Array<ToolCall> = []
+  const passthrough: Array<OtherBlock> = []
+  for (const block of blocks) {
+    if (isToolUse(block)) calls.push({ id: block.id, name: block.name, arguments: block.input })
+    else if (isServerToolBlock(block)) passthrough.push(block)
+  }
+  return { calls, passthrough }
+}
+
+// ---------------------------------------------------------------------------
+// results
+// ---------------------------------------------------------------------------
+
+const imageTypes = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"])
+
+const resultBlock = (result: ToolResult): ToolResultBlockParam => {
+  const images = imagesOf(result)
+  const text = textOf(result)
+  const supported = images.filter((image) => imageTypes.has(image.mimeType))
+  const notes = images.filter((image) => !imageTypes.has(image.mimeType)).map((image) =>
+    `[${image.mimeType} image omitted: Anthropic accepts JPEG, PNG, GIF and WebP]`
+  )
+  const fullText = [text, ...notes].filter((part) => part.length > 0).join("\n")
+  const content: string | ReadonlyArray<TextBlockParam | ImageBlockParam> = supported.length === 0
+    ? fullText
+    : [
+      ...(fullText.length === 0 ? [] : [{ type: "text" as const, text: fullText }]),
+      ...supported.map((image) => ({
+        type: "image" as const,
+        source: {
+          type: "base64" as const,
+          media_type: image.mimeType as ImageBlockParam["source"]["media_type"],
+          data: image.data
+        }
+      }))
+    ]
+  return {
+    type: "tool_result",
+    tool_use_id: result.toolCallId,
+    content,
+    ...(result.isError ? { is_error: true } : {})
+  }
+}
+
+/** Options of {@link toolMessages}. */
+export interface MessageOptions {
+  /** Text to send in the same user message, after every `tool_result` block. */
+  readonly after?: ReadonlyArray<TextBlockParam>
+}
+
+/**
+ * The single user message answering a turn: one `tool_result` per result, in
+ * the order given (use `ToolAnswers.answerAll` to put them in call order and
+ * check every call is answered once), then any `after` text.
+ */
+export const toolMessages = (results: ReadonlyArray<ToolResult>, options: MessageOptions = {}): ToolResultMessage => ({
+  role: "user",
+  content: [...results.map(resultBlock), ...(options.after ?? [])]
+})

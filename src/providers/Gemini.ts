@@ -1,0 +1,250 @@
+/**
+ * Google Gemini: function declarations (`parametersJsonSchema` by default,
+ * or `parameters` in Google's OpenAPI 3.0 subset on request), `functionCall`
+ * parts as `ToolCall`s (a missing `id` becomes a deterministic one from the
+ * call's position and name), and `functionResponse` parts answering them.
+ * Wire types follow googleapis/js-genai `src/types.ts` (`FunctionDeclaration`,
+ * `Schema`, `FunctionCall`, `FunctionResponse`, `Part`). Code execution parts
+ * (`executableCode`, `codeExecutionResult`) run on Google's side and are
+ * passthrough.
+ */
+import { Result } from "effect"
+import type { ToolSpec } from "../Tool.ts"
+import type { ToolCall } from "../ToolCall.ts"
+import type { ToolResult } from "../ToolResult.ts"
+import { imagesOf, textOf } from "./internal/content.ts"
+import * as GeminiOpenApi from "./internal/geminiOpenApi.ts"
+import * as Names from "./internal/names.ts"
+import { inputSchemaOf, isRecord } from "./internal/schema.ts"
+import type { ProviderCalls } from "./ProviderCalls.ts"
+import { fromProblem, ProviderExportError } from "./ProviderExportError.ts"
+
+// ---------------------------------------------------------------------------
+// wire types
+// ---------------------------------------------------------------------------
+
+/** Google's `Schema`: the OpenAPI 3.0 subset of `parameters`. */
+export type Schema = GeminiOpenApi.Schema
+
+/** `FunctionDeclaration`: `parameters` and `parametersJsonSchema` are mutually exclusive. */
+export interface FunctionDeclaration {
+  readonly name: string
+  readonly description?: string
+  readonly parameters?: Schema
+  readonly parametersJsonSchema?: { readonly [key: string]: unknown }
+}
+
+/** `Tool` with function declarations. */
+export interface Tool {
+  readonly functionDeclarations: ReadonlyArray<FunctionDeclaration>
+}
+
+/** `FunctionCall`: `args` is an already-parsed object; `id` may be missing. */
+export interface FunctionCall {
+  readonly id?: string
+  readonly name?: string
+  readonly args?: { readonly [key: string]: unknown }
+}
+
+/** `FunctionResponseBlob` of a multimodal function response. */
+export interface FunctionResponsePart {
+  readonly inlineData: { readonly mimeType: string; readonly data: string }
+}
+
+/** `FunctionResponse`: `output` holds the output, `error` the error. */
+export interface FunctionResponse {
+  readonly id?: string
+  readonly name: string
+  readonly response: { readonly [key: string]: unknown }
+  readonly parts?: ReadonlyArray<FunctionResponsePart>
+}
+
+/** `Part` (the fields read or written here). */
+export interface Part {
+  readonly text?: string
+  readonly thought?: boolean
+  readonly thoughtSignature?: string
+  readonly functionCall?: FunctionCall
+  readonly functionResponse?: FunctionResponse
+  readonly executableCode?: { readonly code?: string; readonly language?: string }
+  readonly codeExecutionResult?: { readonly outcome?: string; readonly output?: string }
+  readonly [key: string]: unknown
+}
+
+/** `Content`. */
+export interface Content {
+  readonly role?: string
+  readonly parts?: ReadonlyArray<Part>
+}
+
+/** `GenerateContentResponse` (the fields read here). */
+export interface GenerateContentResponse {
+  readonly candidates?: ReadonlyArray<{ readonly content?: Content; readonly index?: number }>
+}
+
+// ---------------------------------------------------------------------------
+// definitions
+// ---------------------------------------------------------------------------
+
+/** Export options. */
+export interface ExportOptions {
+  /**
+   * `"json-schema"` (default): the canonical schema as `parametersJsonSchema`.
+   * `"openapi"`: `parameters` in Google's OpenAPI 3.0 subset.
+   */
+  readonly dialect?: "json-schema" | "openapi"
+  /**
+   * `"canonical"` (default) or `"original"` (`math.factorial`; Gemini's rule
+   * allows dots and colons). The registry resolves either.
+   */
+  readonly names?: "canonical" | "original"
+}
+
+/** Gemini's rule for parameter (property) names: letter or `_` first, `[A-Za-z0-9_]`, at most 64. */
+const propertyName = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/
+
+const badPropertyName = (schema: unknown, path: ReadonlyArray<string>): ReadonlyArray<string> | undefined => {
+  if (!isRecord(schema)) return undefined
+  if (isRecord(schema.properties)) {
+    for (const [name, child] of Object.entries(schema.properties)) {
+      if (!propertyName.test(name)) return [...path, "properties", name]
+      const found = badPropertyName(child, [...path, "properties", name])
+      if (found !== undefined) return found
+    }
+  }
+  return badPropertyName(schema.items, [...path, "items"])
+}
+
+/**
+ * The request's `tools`: one `Tool` holding a declaration per spec (none when
+ * `specs` is empty).
+ */
+export const toolDefinitions = (
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions = {}
+): Result.Result<Array<Tool>, ProviderExportError> => {
+  const unique = Names.makeUniqueness("gemini")
+  const declarations: Array<FunctionDeclaration> = []
+  for (const spec of specs) {
+    const wanted = options.names === "original" ? spec.originalName ?? spec.name : spec.name
+    const name = Names.check("gemini", Names.geminiRule, wanted).pipe(Result.flatMap(unique))
+    if (Result.isFailure(name)) return Result.fail(name.failure)
+    const canonical = inputSchemaOf(spec)
+    const badName = badPropertyName(canonical, [])
+    if (badName !== undefined) {
+      return Result.fail(
+        new ProviderExportError({
+          provider: "gemini",
+          toolName: spec.name,
+          reason: "unsupported_schema",
+          path: badName,
+          detail: `parameter name ${
+            JSON.stringify(badName.at(-1))
+          } breaks Gemini's rule: start with a letter or underscore, then A-Z, a-z, 0-9 or _, at most 64 characters`
+        })
+      )
+    }
+    const base = { name: name.success, description: spec.description }
+    if (options.dialect === "openapi") {
+      const parameters = GeminiOpenApi.toOpenApi(canonical)
+      if (Result.isFailure(parameters)) return Result.fail(fromProblem("gemini", spec.name, parameters.failure))
+      declarations.push(parameters.success === undefined ? base : { ...base, parameters: parameters.success })
+    } else {
+      declarations.push({ ...base, parametersJsonSchema: canonical })
+    }
+  }
+  return Result.succeed(declarations.length === 0 ? [] : [{ functionDeclarations: declarations }])
+}
+
+// ---------------------------------------------------------------------------
+// calls
+// ---------------------------------------------------------------------------
+
+/** Prefix of the ids made up for calls Gemini sent without one; such ids are never sent back. */
+export const generatedIdPrefix = "gemini-call:"
+
+/** A server-side part: code Gemini wrote and ran itself. */
+export type ServerPart = Part & ({ readonly executableCode: object } | { readonly codeExecutionResult: object })
+
+const isServerPart = (part: Part): part is ServerPart =>
+  part.executableCode !== undefined || part.codeExecutionResult !== undefined
+
+/**
+ * The `functionCall` parts of a response's first candidate (or of a content
+ * or a part list), in order. `args` is passed through as the object it is (a
+ * missing `args` is `{}`: Gemini omits it for calls without arguments). A
+ * call without `id` gets `gemini-call:<candidate>:<part>:<name>`.
+ */
+export const toolCalls = (
+  response: GenerateContentResponse | Content | ReadonlyArray<Part>
+): ProviderCalls<ServerPart> => {
+  const [parts, candidate] = Array.isArray(response)
+    ? [response as ReadonlyArray<Part>, 0]
+    : "candidates" in response
+    ? [response.candidates?.[0]?.content?.parts ?? [], response.candidates?.[0]?.index ?? 0]
+    : [(response as Content).parts ?? [], 0]
+  const calls: Array<ToolCall> = []
+  const passthrough: Array<ServerPart> = []
+  parts.forEach((part, index) => {
+    const call = part.functionCall
+    if (call !== undefined) {
+      const name = call.name ?? ""
+      calls.push({
+        id: call.id ?? `${generatedIdPrefix}${candidate}:${index}:${name}`,
+        name,
+        arguments: call.args ?? {}
+      })
+    } else if (isServerPart(part)) passthrough.push(part)
+  })
+  return { calls, passthrough }
+}
+
+// ---------------------------------------------------------------------------
+// results
+// ---------------------------------------------------------------------------
+
+const isPlainObject = (value: unknown): value is { readonly [key: string]: unknown } =>
+  isRecord(value) && (Object.getPrototypeOf(value) === Object.prototype || Object.getPrototypeOf(value) === null)
+
+/**
+ * The `response` object: `{error}` for failures; for successes the value when
+ * it is a plain object without `output`/`error` keys, else `{output: value}`.
+ * A result without a value (or whose value went to an artifact) sends its text.
+ */
+const responseOf = (result: ToolResult): { readonly [key: string]: unknown } => {
+  if (result.isError) return { error: textOf(result) }
+  const value = result.value !== undefined && result.artifacts.length === 0 ? result.value : textOf(result)
+  return isPlainObject(value) && !("output" in value) && !("error" in value)
+    ? value
+    : { output: value }
+}
+
+/** Options of {@link toolMessages}. */
+export interface MessageOptions {
+  /** The calls being answered: each response then carries the name the model used. */
+  readonly calls?: ReadonlyArray<ToolCall>
+}
+
+/**
+ * One user `Content` with a `functionResponse` part per result, in the order
+ * given. Ids Gemini sent are echoed; made-up ones are not. Images travel as
+ * `parts` of the function response.
+ */
+export const toolMessages = (results: ReadonlyArray<ToolResult>, options: MessageOptions = {}): Content => {
+  const names = new Map((options.calls ?? []).map((call) => [call.id, call.name]))
+  return {
+    role: "user",
+    parts: results.map((result) => {
+      const images = imagesOf(result)
+      const functionResponse: FunctionResponse = {
+        ...(result.toolCallId.startsWith(generatedIdPrefix) ? {} : { id: result.toolCallId }),
+        name: names.get(result.toolCallId) ?? result.name,
+        response: responseOf(result),
+        ...(images.length === 0
+          ? {}
+          : { parts: images.map((image) => ({ inlineData: { mimeType: image.mimeType, data: image.data } })) })
+      }
+      return { functionResponse }
+    })
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * Model Context Protocol (2025-11-25): tools as an MCP server lists them
+ * (`tools/list` entries, under their original names such as
+ * `admin.tools.list`, with annotations derived from `Safety`), `tools/call`
+ * requests as `ToolCall`s, and `CallToolResult`s answering them
+ * (`structuredContent` for object values, checked against the tool's output
+ * schema). Wire types follow `schema/2025-11-25/schema.ts` of
+ * modelcontextprotocol/modelcontextprotocol. No transport or JSON-RPC session
+ * lives here.
+ */
+import { JsonSchema, Result, Schema, SchemaRepresentation } from "effect"
+import * as Safety from "../Safety.ts"
+import type { ToolSpec } from "../Tool.ts"
+import type { ToolCall } from "../ToolCall.ts"
+import { issuesOf } from "../ToolInput.ts"
+import { formatPath } from "../ToolError.ts"
+import type { ToolResult } from "../ToolResult.ts"
+import { imagesOf, stringify, textOf } from "./internal/content.ts"
+import * as Names from "./internal/names.ts"
+import { isRecord, toDraft2020 } from "./internal/schema.ts"
+import type { ProviderCalls } from "./ProviderCalls.ts"
+import type { ProviderExportError } from "./ProviderExportError.ts"
+
+// ---------------------------------------------------------------------------
+// wire types
+// ---------------------------------------------------------------------------
+
+/** `ToolAnnotations`: hints, never guarantees. */
+export interface ToolAnnotations {
+  readonly title?: string
+  readonly readOnlyHint?: boolean
+  readonly destructiveHint?: boolean
+  readonly idempotentHint?: boolean
+  readonly openWorldHint?: boolean
+}
+
+/** An object JSON Schema as `inputSchema` / `outputSchema` require (root `type: "object"`). */
+export interface ObjectSchema {
+  readonly $schema?: string
+  readonly type: "object"
+  readonly properties?: { readonly [key: string]: object }
+  readonly required?: ReadonlyArray<string>
+  readonly [key: string]: unknown
+}
+
+/** `Tool`: an entry of `tools/list`. */
+export interface Tool {
+  readonly name: string
+  readonly title?: string
+  readonly description?: string
+  readonly inputSchema: ObjectSchema
+  readonly outputSchema?: ObjectSchema
+  readonly annotations?: ToolAnnotations
+}
+
+/** `CallToolRequestParams`. */
+export interface CallToolRequestParams {
+  readonly name: string
+  readonly arguments?: { readonly [key: string]: unknown }
+  readonly _meta?: { readonly [key: string]: unknown }
+}
+
+/** `CallToolRequest`: a JSON-RPC request with method `tools/call`. */
+export interface CallToolRequest {
+  readonly jsonrpc?: "2.0"
+  readonly id: string | number
+  readonly method: "tools/call"
+  readonly params: CallToolRequestParams
+}
+
+/** Any other JSON-RPC request (passthrough of {@link toolCalls}). */
+export interface OtherRequest {
+  readonly jsonrpc?: "2.0"
+  readonly id?: string | number
+  readonly method: string
+  readonly params?: unknown
+}
+
+/** `TextContent`. */
+export interface TextContent {
+  readonly type: "text"
+  readonly text: string
+}
+
+/** `ImageContent`: base64 data. */
+export interface ImageContent {
+  readonly type: "image"
+  readonly data: string
+  readonly mimeType: string
+}
+
+/** `CallToolResult`: execution errors are results with `isError: true`, not protocol errors. */
+export interface CallToolResult {
+  readonly content: ReadonlyArray<TextContent | ImageContent>
+  readonly structuredContent?: { readonly [key: string]: unknown }
+  readonly isError?: boolean
+}
+
+// ---------------------------------------------------------------------------
+// definitions
+// ---------------------------------------------------------------------------
+
+/** Export options. */
+export interface ExportOptions {
+  /** `"original"` (default: `spec.originalName ?? spec.name`) or `"canonical"`. */
+  readonly names?: "original" | "canonical"
+}
+
+const objectSchema = (schema: JsonSchema.JsonSchema): ObjectSchema | undefined =>
+  schema.type === "object" ? schema as ObjectSchema : undefined
+
+/**
+ * The `tools/list` entries: original names (MCP allows dots), input schema
+ * in draft 2020-12 (draft-07 input is converted), the output schema when its
+ * root is an object (the 2025-11-25 restriction), and annotations from `Safety`.
+ */
+export const toolDefinitions = (
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions = {}
+): Result.Result<Array<Tool>, ProviderExportError> => {
+  const unique = Names.makeUniqueness("mcp")
+  const out: Array<Tool> = []
+  for (const spec of specs) {
+    const wanted = options.names === "canonical" ? spec.name : spec.originalName ?? spec.name
+    const name = Names.check("mcp", Names.mcpRule, wanted).pipe(Result.flatMap(unique))
+    if (Result.isFailure(name)) return Result.fail(name.failure)
+    const outputSchema = spec.outputSchema === undefined ? undefined : objectSchema(toDraft2020(spec.outputSchema))
+    out.push({
+      name: name.success,
+      description: spec.description,
+      inputSchema: toDraft2020(spec.inputSchema) as ObjectSchema,
+      ...(outputSchema === undefined ? {} : { outputSchema }),
+      annotations: Safety.toMcpAnnotations(spec.safety)
+    })
+  }
+  return Result.succeed(out)
+}
+
+// ---------------------------------------------------------------------------
+// calls
+// ---------------------------------------------------------------------------
+
+const isCallTool = (request: CallToolRequest | OtherRequest): request is CallToolRequest =>
+  request.method === "tools/call" && request.id !== undefined && isRecord(request.params) &&
+  typeof request.params.name === "string"
+
+/**
+ * The `tools/call` requests among `requests`, as calls: the JSON-RPC id as
+ * text, the name as sent, `arguments` as the object it is (`{}` when absent,
+ * as the protocol makes it optional). Other requests are passthrough.
+ */
+export const toolCalls = (
+  requests: CallToolRequest | OtherRequest | ReadonlyArray<CallToolRequest | OtherRequest>
+): ProviderCalls<OtherRequest> => {
+  const list: ReadonlyArray<CallToolRequest | OtherRequest> = Array.isArray(requests)
+    ? requests
+    : [requests as CallToolRequest | OtherRequest]
+  const calls: Array<ToolCall> = []
+  const passthrough: Array<OtherRequest> = []
+  for (const request of list) {
+    if (isCallTool(request)) {
+      calls.push({ id: String(request.id), name: request.params.name, arguments: request.params.arguments ?? {} })
+    } else passthrough.push(request)
+  }
+  return { calls, passthrough }
+}
+
+// ---------------------------------------------------------------------------
+// results
+// ---------------------------------------------------------------------------
+
+type Validator = (value: unknown) => string | undefined
+
+const validators = new WeakMap<object, Validator>()
+
+/** A validator for an output schema, compiled once per schema with Effect's JSON Schema importer. */
+const validatorFor = (schema: JsonSchema.JsonSchema): Validator => {
+  const cached = validators.get(schema)
+  if (cached !== undefined) return cached
+  let validator: Validator
+  try {
+    const imported = SchemaRepresentation.fromJsonSchemaDocument(JsonSchema.fromSchemaDraft2020_12(toDraft2020(schema)))
+    const decode = Schema.decodeUnknownResult(imported as unknown as Schema.ConstraintDecoder<unknown>, { errors: "all", onExcessProperty: "error" })
+    validator = (value) => {
+      const decoded = decode(value)
+      return Result.isSuccess(decoded)
+        ? undefined
+        : issuesOf(decoded.failure).map((issue) => `at ${formatPath(issue.path)}: ${issue.message}`).join("; ")
+    }
+  } catch (error) {
+    const reason = `the output schema cannot be checked: ${error instanceof Error ? error.message : String(error)}`
+    validator = () => reason
+  }
+  validators.set(schema, validator)
+  return validator
+}
+
+/** Options of {@link toolMessages}. */
+export interface MessageOptions {
+  /** Specs of the tools answered: object values are checked against their `outputSchema`. */
+  readonly specs?: ReadonlyArray<ToolSpec>
+}
+
+/**
+ * One `CallToolResult` per result, in the order given. An object `value`
+ * becomes `structuredContent` (its JSON also stands in the text when the
+ * result has none); a value that breaks the tool's output schema turns the
+ * result into an error instead.
+ */
+export const toolMessages = (results: ReadonlyArray<ToolResult>, options: MessageOptions = {}): Array<CallToolResult> =>
+  results.map((result) => {
+    const images: ReadonlyArray<ImageContent> = imagesOf(result).map((image) => ({
+      type: "image",
+      data: image.data,
+      mimeType: image.mimeType
+    }))
+    const structured = !result.isError && isRecord(result.value) ? result.value : undefined
+    const spec = options.specs === undefined ? undefined : Names.specFor(options.specs, result.name)
+    if (structured !== undefined && spec?.outputSchema !== undefined) {
+      const problem = validatorFor(spec.outputSchema)(structured)
+      if (problem !== undefined) {
+        return {
+          content: [{
+            type: "text",
+            text: `${result.name}: the tool's structured output does not match its output schema: ${problem}`
+          }],
+          isError: true
+        }
+      }
+    }
+    const text = textOf(result)
+    const shown = text.length === 0 && structured !== undefined ? stringify(structured) : text
+    return {
+      content: [...(shown.length === 0 && images.length > 0 ? [] : [{ type: "text" as const, text: shown }]), ...images],
+      ...(structured === undefined ? {} : { structuredContent: structured }),
+      isError: result.isError
+    }
+  })

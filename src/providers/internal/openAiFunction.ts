@@ -1,0 +1,80 @@
+/**
+ * The part of an OpenAI function tool that Chat Completions and Responses
+ * share: name check, strict or non-strict parameters (with the `"auto"`
+ * fallback), and the null-to-absent step on incoming arguments.
+ */
+import { Result } from "effect"
+import type { ToolSpec } from "../../Tool.ts"
+import type { ToolCall } from "../../ToolCall.ts"
+import { fromProblem, type Provider, type ProviderExportError } from "../ProviderExportError.ts"
+import * as Names from "./names.ts"
+import * as OpenAiStrict from "./openAiStrict.ts"
+import { inputSchemaOf, type Node } from "./schema.ts"
+
+/**
+ * Strict mode: `"auto"` (default) exports strict when the schema allows it and
+ * falls back to `strict: false` otherwise; `"require"` fails on such a tool;
+ * `false` never uses strict mode.
+ */
+export type Strict = "auto" | "require" | false
+
+/** Options of the OpenAI exporters. */
+export interface ExportOptions {
+  readonly strict?: Strict
+  /** Overrides of the documented strict-mode limits. */
+  readonly limits?: Partial<OpenAiStrict.Limits>
+  /** Called for each tool that `"auto"` exported non-strict, with the reason. */
+  readonly onFallback?: (reason: ProviderExportError) => void
+}
+
+/** One exported function, before the Chat or Responses envelope. */
+export interface ExportedFunction {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Node
+  readonly strict: boolean
+}
+
+/** Exports each spec in order; the first failing tool fails the whole export. */
+export const exportAll = (
+  provider: Provider,
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions
+): Result.Result<Array<ExportedFunction>, ProviderExportError> => {
+  const unique = Names.makeUniqueness(provider)
+  const limits = { ...OpenAiStrict.defaultLimits, ...options.limits }
+  const out: Array<ExportedFunction> = []
+  for (const spec of specs) {
+    const name = Names.check(provider, Names.openAiRule, spec.name).pipe(Result.flatMap(unique))
+    if (Result.isFailure(name)) return Result.fail(name.failure)
+    const canonical = inputSchemaOf(spec)
+    const base = { name: name.success, description: spec.description }
+    if (options.strict === false) {
+      out.push({ ...base, parameters: canonical, strict: false })
+      continue
+    }
+    const strict = OpenAiStrict.toStrict(canonical, limits)
+    if (Result.isSuccess(strict)) {
+      out.push({ ...base, parameters: strict.success, strict: true })
+      continue
+    }
+    const error = fromProblem(provider, spec.name, strict.failure)
+    if (options.strict === "require") return Result.fail(error)
+    options.onFallback?.(error)
+    out.push({ ...base, parameters: canonical, strict: false })
+  }
+  return Result.succeed(out)
+}
+
+/** Turns `null` for a formerly optional property back into an absent key (see `OpenAiStrict.normalizeNulls`). */
+export const normalizeArguments = (spec: ToolSpec, args: unknown): unknown =>
+  OpenAiStrict.normalizeNulls(inputSchemaOf(spec), args)
+
+/** Normalises a call's arguments when `specs` holds the tool it names; other calls pass unchanged. */
+export const normalizeCall = (call: ToolCall, specs: ReadonlyArray<ToolSpec> | undefined): ToolCall => {
+  if (specs === undefined) return call
+  const spec = Names.specFor(specs, call.name)
+  if (spec === undefined) return call
+  const args = normalizeArguments(spec, call.arguments)
+  return args === call.arguments ? call : { ...call, arguments: args }
+}
