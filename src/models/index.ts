@@ -1,0 +1,8 @@
+/**
+ * Chat-model adapters: each module provides the `ChatModel` service over a
+ * real model. Import as namespaces:
+ * `import { OpenAiChatModel, AnthropicModel, LanguageModelBridge } from "tinyagents/models"`.
+ */
+export * as AnthropicModel from "./AnthropicModel.ts"
+export * as LanguageModelBridge from "./LanguageModelBridge.ts"
+export * as OpenAiChatModel from "./OpenAiChatModel.ts"

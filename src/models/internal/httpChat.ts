@@ -1,0 +1,268 @@
+/**
+ * The plumbing the chat-model adapters share: one JSON POST, every failure
+ * mapped to a `ChatModelError` whose message quotes the provider's error text
+ * (never a header, never the key), `retry-after` read from 429/5xx answers,
+ * and the attempt policy (per-attempt timeout, a warning per failed attempt,
+ * retries that honour `retry-after`) that the bridge uses too. It knows
+ * nothing about any provider's message format.
+ */
+import { Clock, Duration, Effect, Redacted, Schedule } from "effect"
+import { HttpClient, HttpClientRequest } from "effect/http"
+import type { HttpClientResponse } from "effect/http"
+import { ChatModelError } from "../../ChatModel.ts"
+
+/** A retry policy for model requests: its input is the failed attempt's error. */
+export type RetryPolicy = Schedule.Schedule<unknown, ChatModelError>
+
+/** How each attempt is bounded and when a failed one is asked again. */
+export interface AttemptPolicy {
+  /** Names the provider in error messages and log annotations. */
+  readonly provider: string
+  /** Per attempt; none when undefined. */
+  readonly timeout: Duration.Duration | undefined
+  readonly retry: RetryPolicy | false
+  readonly maxRetryAfter: Duration.Duration
+}
+
+/** What one adapter sends and how it retries. */
+export interface PostOptions extends AttemptPolicy {
+  readonly url: string
+  /** Header values; secret ones are scrubbed from every message. */
+  readonly headers: Readonly<Record<string, string>>
+  /** Values that must never appear in an error message or log line. */
+  readonly secrets: ReadonlyArray<Redacted.Redacted<string>>
+  readonly timeout: Duration.Duration
+}
+
+/** Default per-attempt timeout. */
+export const defaultTimeout: Duration.Duration = Duration.seconds(60)
+
+/** Default ceiling on a server's `retry-after`: longer waits fail instead. */
+export const defaultMaxRetryAfter: Duration.Duration = Duration.seconds(60)
+
+/**
+ * The default retry policy: up to 3 retries with jittered exponential backoff
+ * from 500 ms. The adapter only ever retries retryable errors and waits at
+ * least the server's `retry-after`.
+ */
+export const defaultRetry: RetryPolicy = Schedule.max([
+  Schedule.exponential("500 millis"),
+  Schedule.recurs(3)
+]).pipe(Schedule.jittered)
+
+const retryAfters = new WeakMap<ChatModelError, Duration.Duration>()
+
+/** The wait a 429/5xx answer asked for (`retry-after` or `retry-after-ms`), when it gave one. */
+export const retryAfter = (error: ChatModelError): Duration.Duration | undefined => retryAfters.get(error)
+
+/** Records the wait the server asked for with `error`; returns `error`. */
+export const withRetryAfter = (error: ChatModelError, wait: Duration.Duration | undefined): ChatModelError => {
+  if (wait !== undefined) retryAfters.set(error, wait)
+  return error
+}
+
+/** Replaces every secret value in `text` with `<redacted>`. */
+export const scrub = (text: string, secrets: ReadonlyArray<Redacted.Redacted<string>>): string => {
+  let out = text
+  for (const secret of secrets) {
+    const value = Redacted.value(secret)
+    if (value.length > 0) out = out.split(value).join("<redacted>")
+  }
+  return out
+}
+
+const truncate = (text: string, max = 300): string => text.length > max ? `${text.slice(0, max)}...` : text
+
+const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch {
+    return { ok: false }
+  }
+}
+
+const stringField = (value: unknown, key: string): string | undefined => {
+  if (typeof value !== "object" || value === null) return undefined
+  const field = (value as Record<string, unknown>)[key]
+  return typeof field === "string" ? field : undefined
+}
+
+/**
+ * The provider's own words from an error body: OpenAI's and Anthropic's
+ * `{ error: { message, type, code } }`, a bare `{ error: "..." }`, or
+ * `{ message }` / `{ detail }` as OpenAI-compatible servers send.
+ */
+const describeErrorBody = (text: string): { readonly message: string; readonly type?: string; readonly code?: string } => {
+  const parsed = parseJson(text)
+  if (!parsed.ok) return { message: text.trim().length === 0 ? "(empty body)" : truncate(text.trim()) }
+  const body = parsed.value
+  const error = typeof body === "object" && body !== null ? (body as Record<string, unknown>).error : undefined
+  if (typeof error === "string") return { message: truncate(error) }
+  const message = stringField(error, "message") ?? stringField(body, "message") ?? stringField(body, "detail")
+  const type = stringField(error, "type")
+  const code = stringField(error, "code")
+  return {
+    message: message === undefined ? truncate(text.trim()) : truncate(message, 1000),
+    ...(type === undefined ? {} : { type }),
+    ...(code === undefined ? {} : { code })
+  }
+}
+
+const parseRetryAfter = (
+  headers: Readonly<Record<string, string | undefined>>,
+  now: number
+): Duration.Duration | undefined => {
+  const ms = headers["retry-after-ms"]
+  if (ms !== undefined && ms.trim() !== "" && Number.isFinite(Number(ms)) && Number(ms) >= 0) {
+    return Duration.millis(Number(ms))
+  }
+  const value = headers["retry-after"]
+  if (value === undefined || value.trim() === "") return undefined
+  const seconds = Number(value)
+  if (Number.isFinite(seconds)) return seconds >= 0 ? Duration.millis(seconds * 1000) : undefined
+  const date = Date.parse(value)
+  return Number.isNaN(date) ? undefined : Duration.millis(Math.max(0, date - now))
+}
+
+/** The error for a non-2xx answer. */
+const statusError = (
+  options: PostOptions,
+  status: number,
+  text: string
+): ChatModelError => {
+  const described = describeErrorBody(text)
+  const label = described.code ?? described.type
+  const message = scrub(`${options.provider}: HTTP ${status}${label === undefined ? "" : ` ${label}`}: ${described.message}`, options.secrets)
+  if (status === 429) {
+    // OpenAI answers an exhausted quota with 429 too; asking again does not help.
+    const quota = described.code === "insufficient_quota" || described.type === "insufficient_quota"
+    return new ChatModelError({ reason: "rate_limited", message, status, retryable: !quota })
+  }
+  if (status === 408) return new ChatModelError({ reason: "timeout", message, status, retryable: true })
+  return new ChatModelError({ reason: "http", message, status, retryable: status === 409 || status >= 500 })
+}
+
+const transportError = (options: PostOptions, cause: { readonly message: string }): ChatModelError =>
+  new ChatModelError({
+    reason: "transport",
+    message: scrub(`${options.provider}: request failed: ${cause.message}`, options.secrets),
+    retryable: true
+  })
+
+const timeoutError = (provider: string, timeout: Duration.Duration): ChatModelError =>
+  new ChatModelError({
+    reason: "timeout",
+    message: `${provider}: no answer within ${Duration.format(timeout)}`,
+    retryable: true
+  })
+
+const bodyText = (
+  options: PostOptions,
+  response: HttpClientResponse.HttpClientResponse
+): Effect.Effect<string, ChatModelError> => Effect.mapError(response.text, (cause) => transportError(options, cause))
+
+/** One attempt: send, read the whole body, classify. */
+const attempt = (
+  client: HttpClient.HttpClient,
+  options: PostOptions,
+  request: HttpClientRequest.HttpClientRequest
+): Effect.Effect<unknown, ChatModelError> =>
+  Effect.gen(function*() {
+    const response = yield* Effect.mapError(client.execute(request), (cause) => transportError(options, cause))
+    const text = yield* bodyText(options, response)
+    if (response.status >= 200 && response.status < 300) {
+      const parsed = parseJson(text)
+      if (parsed.ok) return parsed.value
+      return yield* new ChatModelError({
+        reason: "decode",
+        message: scrub(`${options.provider}: the response body is not JSON: ${truncate(text.trim(), 200)}`, options.secrets),
+        status: response.status,
+        retryable: false
+      })
+    }
+    const error = statusError(options, response.status, text)
+    const wait = error.retryable ? parseRetryAfter(response.headers, yield* Clock.currentTimeMillis) : undefined
+    return yield* withRetryAfter(error, wait)
+  })
+
+/**
+ * The policy as applied: the caller's schedule, narrowed to retryable errors
+ * whose `retry-after` (if any) is within `maxRetryAfter`, with each delay
+ * raised to at least that `retry-after`.
+ */
+const honouring = (policy: RetryPolicy, maxRetryAfter: Duration.Duration): RetryPolicy =>
+  policy.pipe(
+    Schedule.while(({ input }) => {
+      if (!input.retryable) return false
+      const wait = retryAfter(input)
+      return wait === undefined || Duration.isLessThanOrEqualTo(wait, maxRetryAfter)
+    }),
+    Schedule.modifyDelay(({ input, duration }) => {
+      const wait = retryAfter(input)
+      return Effect.succeed(wait === undefined ? duration : Duration.max(duration, wait))
+    })
+  )
+
+/**
+ * Runs `once` under `policy`: each attempt bounded by the timeout, each
+ * failure logged (warning; message already scrubbed), retryable failures
+ * asked again as the policy says.
+ */
+export const withPolicy = <A>(
+  once: Effect.Effect<A, ChatModelError>,
+  policy: AttemptPolicy
+): Effect.Effect<A, ChatModelError> => {
+  const timeout = policy.timeout
+  const bounded = timeout === undefined ? once : once.pipe(
+    Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(timeoutError(policy.provider, timeout)) })
+  )
+  const logged = bounded.pipe(
+    Effect.tapError((error) =>
+      Effect.logWarning("chat model request failed").pipe(
+        Effect.annotateLogs({
+          provider: policy.provider,
+          reason: error.reason,
+          status: error.status ?? "none",
+          retryable: error.retryable,
+          error: error.message
+        })
+      )
+    )
+  )
+  return policy.retry === false ? logged : Effect.retry(logged, honouring(policy.retry, policy.maxRetryAfter))
+}
+
+/** POSTs `body` as JSON and returns the parsed 2xx body, retrying as `options.retry` says. */
+export const postJson = (
+  client: HttpClient.HttpClient,
+  options: PostOptions,
+  body: unknown
+): Effect.Effect<unknown, ChatModelError> =>
+  Effect.suspend(() => {
+    let json: string
+    try {
+      json = JSON.stringify(body)
+    } catch (cause) {
+      return Effect.fail(
+        new ChatModelError({
+          reason: "http",
+          message: scrub(`${options.provider}: request not sent: the body cannot be serialised as JSON: ${String(cause)}`, options.secrets),
+          retryable: false
+        })
+      )
+    }
+    const request = HttpClientRequest.post(options.url).pipe(
+      HttpClientRequest.setHeaders(options.headers),
+      HttpClientRequest.acceptJson,
+      HttpClientRequest.bodyText(json, "application/json")
+    )
+    return withPolicy(attempt(client, options, request), options)
+  })
+
+/** A request the adapter refused to send (the tools cannot be exported, ...): never retried. */
+export const requestError = (provider: string, message: string): ChatModelError =>
+  new ChatModelError({ reason: "http", message: `${provider}: request not sent: ${message}`, retryable: false })
+
+/** The 2xx body did not have the provider's documented shape. */
+export const decodeError = (provider: string, detail: string): ChatModelError =>
+  new ChatModelError({ reason: "decode", message: `${provider}: unexpected response shape: ${detail}`, retryable: false })
