@@ -4,10 +4,12 @@
  * a summary table. `npm start -- --live` runs the same agent against OpenAI or
  * Anthropic when `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` is set.
  */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Agent, ChatModel, EventSink, RunContext, StoreRegistry, ToolRegistry } from "../src/index.ts"
+import { AnthropicModel, OpenAiChatModel } from "../src/models/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { Workspace } from "../src/tools/index.ts"
 import { demoTools, formatEvent, formatSummary, makeWorkspace, script, summarize } from "./demo.ts"
@@ -22,12 +24,20 @@ const printer = EventSink.EventSink.layerCallback((event) => {
   console.log(formatEvent(event, start))
 })
 
-const model: Layer.Layer<ChatModel.ChatModel> = live ? liveModel() : ChatModel.scripted(script)
-
-function liveModel(): Layer.Layer<ChatModel.ChatModel> {
-  console.error("--live needs the HTTP model adapters (src/models), which are not available in this build.")
-  process.exit(2)
+/** The real provider for `--live`: OpenAI-compatible when `OPENAI_API_KEY` is set, else Anthropic. */
+const liveModel = (): Layer.Layer<ChatModel.ChatModel, unknown> => {
+  const http = NodeHttpClient.layerUndici
+  if (process.env["OPENAI_API_KEY"] !== undefined) {
+    return OpenAiChatModel.layerConfig({ model: "gpt-4o-mini" }).pipe(Layer.provide(http))
+  }
+  if (process.env["ANTHROPIC_API_KEY"] !== undefined) {
+    return AnthropicModel.layerConfig({ model: "claude-sonnet-4-5" }).pipe(Layer.provide(http))
+  }
+  console.error("--live needs OPENAI_API_KEY or ANTHROPIC_API_KEY (model overridable with OPENAI_MODEL / ANTHROPIC_MODEL).")
+  return process.exit(2)
 }
+
+const model: Layer.Layer<ChatModel.ChatModel, unknown> = live ? liveModel() : ChatModel.scripted(script)
 
 const program = Effect.gen(function*() {
   console.log(`tinyagents demo: ${live ? "live model" : "scripted model (offline)"}; workspace ${root}`)
