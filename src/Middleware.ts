@@ -63,20 +63,21 @@ const layer = <R>(
   m: Middleware<R>,
   inner: (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R>
 ): (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R> =>
-(invocation) =>
-  Effect.flatMap(Effect.context<R>(), (context) => {
-    const next: Next = (inv) => Effect.provideContext(inner(inv), context)
-    const run = (inv: Invocation): Effect.Effect<ToolResult, ToolError, R> => {
-      const core = m.around === undefined ? next(inv) : m.around(inv, next)
-      return m.after === undefined ? core : Effect.flatMap(core, (result) => m.after!(inv, result))
-    }
-    const body = m.before === undefined
-      ? run(invocation)
-      : Effect.flatMap(m.before(invocation), (out) => isResult(out) ? Effect.succeed(out) : run(out))
-    return Effect.catchCause(body, (cause) => {
-      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-      const failure = Cause.findErrorOption(cause)
-      if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) return Effect.fail(failure.value)
-      return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
-    })
+(invocation) => {
+  // `next` runs inside this layer's fiber, so it sees this layer's services plus any the
+  // middleware provides around it (e.g. a narrowed scope); its requirements are this layer's.
+  const next = inner as Next
+  const run = (inv: Invocation): Effect.Effect<ToolResult, ToolError, R> => {
+    const core = m.around === undefined ? next(inv) : m.around(inv, next)
+    return m.after === undefined ? core : Effect.flatMap(core, (result) => m.after!(inv, result))
+  }
+  const body = m.before === undefined
+    ? run(invocation)
+    : Effect.flatMap(m.before(invocation), (out) => isResult(out) ? Effect.succeed(out) : run(out))
+  return Effect.catchCause(body, (cause) => {
+    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+    const failure = Cause.findErrorOption(cause)
+    if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) return Effect.fail(failure.value)
+    return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
   })
+}

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Data, Effect, Exit, Fiber, Ref, Schema } from "effect"
+import { Cause, Context, Data, Effect, Exit, Fiber, Ref, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import {
   Cancellation,
@@ -617,4 +617,30 @@ describe("Executor invariants", () => {
       assert.isAtMost(peak, plan.concurrency)
       assert.strictEqual(running, 0)
     }).pipe(Effect.provide(test)), { timeout: 60_000, arbitrary: { runs: 100 } })
+})
+
+describe("Executor middleware context", () => {
+  it.effect("services a middleware provides around next reach inner layers and the handler", () =>
+    Effect.gen(function*() {
+      const Stage = Context.Reference<string>("test/Stage", { defaultValue: () => "outer" })
+      let seenByInner = ""
+      let seenByHandler = ""
+      const probe = Tool.make("probe", {
+        description: "Reads the stage.",
+        input: Schema.Struct({}),
+        handler: () => Effect.map(Stage, (stage) => void (seenByHandler = stage))
+      })
+      const narrow = Middleware.make({
+        name: "narrow",
+        around: (inv, next) => Effect.provideService(next(inv), Stage, "research")
+      })
+      const inner = Middleware.make({
+        name: "inner",
+        before: (inv) => Effect.map(Stage, (stage) => (seenByInner = stage, inv))
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([probe]), { middleware: [narrow, inner] })
+      yield* executor.run(call("c1", "probe"))
+      assert.strictEqual(seenByInner, "research")
+      assert.strictEqual(seenByHandler, "research")
+    }).pipe(Effect.provide(test)))
 })
