@@ -639,7 +639,8 @@ describe("Executor middleware context", () => {
         before: (inv) => Effect.map(Stage, (stage) => (seenByInner = stage, inv))
       })
       const executor = yield* Executor.make(yield* ToolRegistry.make([probe]), { middleware: [narrow, inner] })
-      yield* executor.run(call("c1", "probe"))
+      // The ambient value is in the context every layer starts with; `narrow` replaces it for `next`.
+      yield* Effect.provideService(executor.run(call("c1", "probe")), Stage, "ambient")
       assert.strictEqual(seenByInner, "research")
       assert.strictEqual(seenByHandler, "research")
     }).pipe(Effect.provide(test)))
