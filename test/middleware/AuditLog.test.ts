@@ -1,0 +1,125 @@
+/**
+ * auditLog: one receipt per call (including short-circuited and crashed
+ * calls), hashes instead of payloads, a JSONL file per run whose URI is in the
+ * audit, and an emit order.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Approval } from "../../src/Approval.ts"
+import { canonicalJson, hash, withoutKeys } from "../../src/internal/canonical.ts"
+import { auditLog, consent, AuditLog } from "../../src/middleware/index.ts"
+import { call, eventsOf, executorOf, layersOf, makeCounter, makeTools, services, tagsOf } from "./fixtures.ts"
+
+const denyDeletes = Approval.layerRules([
+  { name: "no-deletes", match: (r) => r.toolName === "delete_all", decide: "deny", reason: "deleting is not allowed" },
+  { name: "rest", match: () => true, decide: "approve" }
+])
+
+describe("auditLog", () => {
+  it.effect("one receipt per call with status, timing, emit order, hashes and the audit", () =>
+    Effect.gen(function*() {
+      const receipts: Array<AuditLog.Receipt> = []
+      const tools = makeTools(makeCounter())
+      const executor = yield* executorOf(tools.all, [auditLog((r) => receipts.push(r)), consent()])
+      const ok = yield* executor.run(call("c1", "echo", { text: "hi", token: "secret" }))
+      const denied = yield* executor.run(call("c2", "delete_all"))
+      assert.deepStrictEqual(receipts.map((r) => [r.callId, r.tool, r.status, r.emitOrder, r.isError]), [
+        ["c1", "echo", "ok", 0, false],
+        ["c2", "delete_all", "consent_denied", 1, true]
+      ])
+      const [first, second] = receipts
+      assert.strictEqual(first!.runId, "run-1")
+      assert.strictEqual(first!.argumentsSha256, hash({ text: "hi", token: "secret" }))
+      assert.strictEqual(first!.resultSha256, hash({ content: ok.content, value: ok.value }))
+      assert.notInclude(JSON.stringify(receipts), "secret")
+      assert.deepStrictEqual(layersOf(first!), ["audit_log:ok", "consent:ok"])
+      assert.strictEqual(first!.audit.consent?.decidedBy, "rule:rest")
+      assert.strictEqual(second!.error, "delete_all: the call was not approved: deleting is not allowed")
+      assert.deepStrictEqual(layersOf(denied), ["audit_log:consent_denied", "consent:consent_denied"])
+      assert.deepStrictEqual(tagsOf(yield* eventsOf).filter((t) => t === "tool.audit"), ["tool.audit", "tool.audit"])
+    }).pipe(Effect.provide([services, denyDeletes])))
+
+  it("hashes are stable under key order, change with any value, and ignore redacted keys", () => {
+    const a = { b: 1, a: { y: [1, { q: 2, p: 3 }], x: "s" } }
+    const reordered = { a: { x: "s", y: [1, { p: 3, q: 2 }] }, b: 1 }
+    assert.strictEqual(canonicalJson(a), canonicalJson(reordered))
+    assert.strictEqual(hash(a), hash(reordered))
+    assert.notStrictEqual(hash(a), hash({ ...a, b: 2 }))
+    assert.notStrictEqual(hash(a), hash({ b: 1, a: { y: [1, { q: 2, p: 4 }], x: "s" } }))
+    assert.notStrictEqual(hash([1, 2]), hash([2, 1]))
+    const redact = new Set(["token"])
+    assert.strictEqual(
+      hash(withoutKeys({ text: "hi", token: "one" }, redact)),
+      hash(withoutKeys({ token: "two", text: "hi" }, redact))
+    )
+  })
+
+  it.effect("receipts hash arguments without the redact keys", () =>
+    Effect.gen(function*() {
+      const receipts: Array<AuditLog.Receipt> = []
+      const tools = makeTools(makeCounter())
+      const executor = yield* executorOf(tools.all, [auditLog((r) => receipts.push(r), { redact: ["token"] })])
+      yield* executor.run(call("c1", "echo", { text: "hi", token: "one" }))
+      yield* executor.run(call("c2", "echo", { token: "two", text: "hi" }))
+      yield* executor.run(call("c3", "echo", { text: "hello", token: "one" }))
+      const [a, b, c] = receipts.map((r) => r.argumentsSha256)
+      assert.strictEqual(a, b)
+      assert.notStrictEqual(a, c)
+      assert.strictEqual(a, hash({ text: "hi" }))
+    }).pipe(Effect.provide(services)))
+
+  it.effect("JSONL: one line per call in <dir>/<runId>.jsonl, including a crashed handler; the URI is in the audit", () => {
+    const directory = mkdtempSync(join(tmpdir(), "tinyagents-receipts-"))
+    return Effect.gen(function*() {
+      const tools = makeTools(makeCounter())
+      const executor = yield* executorOf(tools.all, [auditLog(AuditLog.jsonl(directory)), consent()])
+      const ok = yield* executor.run(call("c1", "echo", { text: "hi" }))
+      const crash = yield* Effect.flip(executor.run(call("c2", "crash")))
+      const denied = yield* executor.run(call("c3", "delete_all"))
+      const batch = yield* executor.runBatch([call("c4", "echo", { text: "a" }), call("c5", "echo", { text: "b" })])
+      assert.strictEqual(crash._tag, "ToolDefect")
+      const file = AuditLog.receiptPath(directory, "run-1")
+      const uri = ok.audit?.metadata?.["receiptUri"]
+      assert.strictEqual(typeof uri, "string")
+      assert.strictEqual(fileURLToPath(uri as string), file)
+      assert.strictEqual(denied.audit?.metadata?.["receiptUri"], uri)
+      const lines = readFileSync(file, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as AuditLog.Receipt)
+      assert.deepStrictEqual(lines.map((r) => [r.callId, r.status]), [
+        ["c1", "ok"],
+        ["c2", "exception"],
+        ["c3", "consent_denied"],
+        ["c4", "ok"],
+        ["c5", "ok"]
+      ])
+      assert.deepStrictEqual(lines.map((r) => r.emitOrder), [0, 1, 2, 3, 4])
+      assert.strictEqual(lines[1]!.error, "internal error in tool crash")
+      assert.isUndefined(lines[1]!.resultSha256)
+      assert.strictEqual(lines[1]!.audit.metadata?.["receiptUri"], uri)
+      assert.strictEqual(batch.length, 2)
+    }).pipe(
+      Effect.provide([services, NodeFileSystem.layer, denyDeletes]),
+      Effect.ensuring(Effect.sync(() => rmSync(directory, { recursive: true, force: true })))
+    )
+  })
+
+  it.effect("several sinks: every sink gets each receipt; the file URI comes from the file sink", () => {
+    const directory = mkdtempSync(join(tmpdir(), "tinyagents-receipts-"))
+    return Effect.gen(function*() {
+      const seen: Array<string> = []
+      const tools = makeTools(makeCounter())
+      const sink = AuditLog.all([AuditLog.callback((r) => seen.push(r.callId)), AuditLog.jsonl(directory)])
+      const executor = yield* executorOf(tools.all, [auditLog(sink)])
+      const result = yield* executor.run(call("c1", "echo", { text: "hi" }))
+      assert.deepStrictEqual(seen, ["c1"])
+      assert.include(String(result.audit?.metadata?.["receiptUri"]), "run-1.jsonl")
+    }).pipe(
+      Effect.provide(Layer.mergeAll(services, NodeFileSystem.layer)),
+      Effect.ensuring(Effect.sync(() => rmSync(directory, { recursive: true, force: true })))
+    )
+  })
+})

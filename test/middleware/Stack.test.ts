@@ -1,0 +1,168 @@
+/**
+ * The catalogue's "full governance" stack: audit and telemetry outermost,
+ * consent / reason / redaction in the middle, idempotency, rate limit and dry
+ * run innermost. Layers appear in stack order; the audit log sees every call,
+ * including the ones inner layers short-circuited.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Tracer } from "effect"
+import { Approval } from "../../src/Approval.ts"
+import { Executor, ToolRegistry, ToolResult } from "../../src/index.ts"
+import {
+  AuditLog,
+  auditLog,
+  consent,
+  dryRun,
+  idempotency,
+  Idempotency,
+  rateLimit,
+  RateLimit,
+  redaction,
+  Redaction,
+  requiredReason,
+  scoped,
+  stack,
+  summary,
+  telemetry
+} from "../../src/middleware/index.ts"
+import * as Policy from "../../src/Policy.ts"
+import * as ToolTransform from "../../src/ToolTransform.ts"
+import { call, eventsOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
+
+const order = [
+  "audit_log",
+  "telemetry",
+  "summary",
+  "consent",
+  "required_reason",
+  "redaction",
+  "idempotency",
+  "rate_limit",
+  "dry_run"
+]
+
+const approver = Approval.layerRules([
+  { name: "no-deletes", match: (r) => r.toolName === "delete_all", decide: "deny", reason: "not in this session" },
+  { name: "rest", match: () => true, decide: "approve" }
+])
+
+const spans: Array<Tracer.NativeSpan> = []
+const tracer = Layer.succeed(
+  Tracer.Tracer,
+  Tracer.make({ span: (options) => (spans.push(new Tracer.NativeSpan(options)), spans.at(-1)!) })
+)
+
+const governed = Effect.gen(function*() {
+  const counter = makeCounter()
+  const receipts: Array<AuditLog.Receipt> = []
+  const reason = requiredReason({})
+  const registry = yield* ToolTransform.apply(yield* ToolRegistry.make(makeTools(counter).all), [reason.transform])
+  const executor = yield* Executor.make(registry, {
+    middleware: stack(
+      auditLog((r) => receipts.push(r), { redact: ["token"] }),
+      telemetry(),
+      summary((inv, _, audit) => `${inv.spec.name}: ${audit.summary ?? ""}`),
+      consent(),
+      reason.middleware,
+      redaction(Redaction.keys({ keys: ["token"] })),
+      idempotency(Idempotency.byArguments, { ttl: "1 minute" }),
+      rateLimit({ maxCalls: 3 }),
+      dryRun({ only: ["write_note"] })
+    )
+  })
+  return { counter, receipts, executor }
+})
+
+describe("full governance stack", () => {
+  it.effect("layers appear in stack order, outermost first, each with its status", () =>
+    Effect.gen(function*() {
+      const { counter, executor, receipts } = yield* governed
+      const result = yield* executor.run(call("c1", "echo", { text: "hi", token: "sk-1", reason: "greeting the user" }))
+      assert.isFalse(result.isError)
+      assert.deepStrictEqual(result.audit!.layers.map((l) => l.name), order)
+      assert.deepStrictEqual(
+        layersOf(result),
+        order.map((name) => `${name}:${name === "redaction" ? "redacted" : "ok"}`)
+      )
+      assert.strictEqual(result.audit?.summary, "echo: greeting the user")
+      assert.strictEqual(result.audit?.consent?.decision, "approved")
+      assert.deepStrictEqual(counter.runs.get("echo"), [{ text: "hi", token: "[redacted]" }])
+      assert.strictEqual(receipts.length, 1)
+      assert.deepStrictEqual(receipts[0]!.audit.layers.map((l) => l.name), order)
+      const audits = (yield* eventsOf).filter((e) => e._tag === "tool.audit")
+      assert.strictEqual(audits.length, 1)
+    }).pipe(Effect.provide([services, approver, RateLimit.layerMemory, tracer])))
+
+  it.effect("the audit log and telemetry see every short-circuited call", () =>
+    Effect.gen(function*() {
+      spans.length = 0
+      const { counter, executor, receipts } = yield* governed
+      const calls = [
+        call("c1", "delete_all", { reason: "cleaning up" }), // consent denied
+        call("c2", "echo", { text: "a" }), // schema: no reason (rejected before middleware)
+        call("c3", "write_note", { key: "k", text: "t", reason: "saving" }), // dry run
+        call("c4", "echo", { text: "a", reason: "first" }), // runs
+        call("c5", "echo", { text: "a", reason: "again" }), // idempotency hit (the key is taken after the reason is stripped)
+        call("c6", "echo", { text: "b", reason: "third" }), // runs (3rd counted call)
+        call("c7", "echo", { text: "c", reason: "fourth" }) // rate limited
+      ]
+      const results = yield* executor.runBatch(calls, { concurrency: 1 })
+      assert.deepStrictEqual(results.map((r) => r.audit?.layers[0]?.status ?? "rejected"), [
+        "consent_denied",
+        "rejected",
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "rate_limited"
+      ])
+      assert.deepStrictEqual(receipts.map((r) => [r.callId, r.status]), [
+        ["c1", "consent_denied"],
+        ["c3", "ok"],
+        ["c4", "ok"],
+        ["c5", "ok"],
+        ["c6", "ok"],
+        ["c7", "rate_limited"]
+      ])
+      assert.deepStrictEqual(receipts.map((r) => r.emitOrder), [0, 1, 2, 3, 4, 5])
+      const denied = receipts[0]!.audit.layers
+      assert.deepStrictEqual(denied.map((l) => l.name), ["audit_log", "telemetry", "summary", "consent"])
+      assert.deepStrictEqual(layersOf(results[2]!).slice(-1), ["dry_run:dry_run"])
+      assert.deepStrictEqual(layersOf(results[6]!).slice(-1), ["rate_limit:rate_limited"])
+      assert.include(ToolResult.textOf(results[6]!), "limit of 3 tool calls")
+      assert.strictEqual(counter.count("echo"), 2)
+      assert.strictEqual(counter.count("delete_all") + counter.count("write_note"), 0)
+      assert.strictEqual(spans.filter((s) => s.name.startsWith("execute_tool")).length, 6)
+    }).pipe(Effect.provide([services, approver, RateLimit.layerMemory, tracer])))
+
+  it.effect("a crash inside the stack: every layer records it, the receipt is written, the error is raised", () =>
+    Effect.gen(function*() {
+      const { receipts, executor } = yield* governed
+      const error = yield* Effect.flip(executor.run(call("c1", "crash", { reason: "testing a crash" })))
+      assert.strictEqual(error._tag, "ToolDefect")
+      assert.strictEqual(receipts.length, 1)
+      assert.strictEqual(receipts[0]!.status, "exception")
+      assert.deepStrictEqual(receipts[0]!.audit.layers.map((l) => l.status), order.map(() => "exception"))
+    }).pipe(Effect.provide([services, approver, RateLimit.layerMemory, tracer])))
+
+  it.effect("scope and policy compose with the rest: audit outermost, scope, then policy", () =>
+    Effect.gen(function*() {
+      const receipts: Array<AuditLog.Receipt> = []
+      const registry = yield* ToolRegistry.make(makeTools(makeCounter()).all)
+      const executor = yield* Executor.make(registry, {
+        middleware: stack(
+          auditLog((r) => receipts.push(r)),
+          scoped({ stage: "review", allowedTools: ["echo", "write_note"] }),
+          Policy.middleware({ stages: { review: "read" } })
+        )
+      })
+      const blocked = yield* executor.run(call("c1", "write_note", { key: "k", text: "t" }))
+      const outside = yield* executor.run(call("c2", "delete_all"))
+      const ok = yield* executor.run(call("c3", "echo", { text: "hi" }))
+      assert.deepStrictEqual(layersOf(blocked), ["audit_log:policy_blocked", "scoped:policy_blocked", "policy:policy_blocked"])
+      assert.include(ToolResult.textOf(blocked), "stage \"review\" allows side effects up to read")
+      assert.deepStrictEqual(layersOf(outside), ["audit_log:scope_violation", "scoped:scope_violation"])
+      assert.deepStrictEqual(layersOf(ok), ["audit_log:ok", "scoped:ok", "policy:ok"])
+      assert.deepStrictEqual(receipts.map((r) => r.status), ["policy_blocked", "scope_violation", "ok"])
+    }).pipe(Effect.provide([services, approver])))
+})
