@@ -4,11 +4,12 @@
  * a summary table. `npm start -- --live` runs the same agent against OpenAI or
  * Anthropic when `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` is set.
  */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Effect, Layer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Agent, ChatModel, EventSink, RunContext, StoreRegistry, ToolRegistry } from "../src/index.ts"
+import { Agent, Approval, ChatModel, EventSink, middleware, RunContext, StoreRegistry, ToolRegistry } from "../src/index.ts"
 import { AnthropicModel, OpenAiChatModel } from "../src/models/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { Workspace } from "../src/tools/index.ts"
@@ -39,6 +40,18 @@ const liveModel = (): Layer.Layer<ChatModel.ChatModel, unknown> => {
 
 const model: Layer.Layer<ChatModel.ChatModel, unknown> = live ? liveModel() : ChatModel.scripted(script)
 
+const receipts = path.join(root, ".receipts")
+
+/**
+ * Governance: every call gets a hashed audit receipt (JSONL, one file per run);
+ * tools that write or mutate ask for consent first. At a terminal you answer the
+ * prompt; without one (CI) the approver approves automatically and says so.
+ */
+const governance = middleware.stack(
+  middleware.auditLog(middleware.AuditLog.jsonl(receipts), { redact: ["content"] }),
+  middleware.consent({ when: (inv) => inv.spec.safety.effect === "write" || inv.spec.safety.effect === "mutate" })
+)
+
 const program = Effect.gen(function*() {
   console.log(`tinyagents demo: ${live ? "live model" : "scripted model (offline)"}; workspace ${root}`)
   const tools = yield* ToolRegistry.make(demoTools)
@@ -47,11 +60,15 @@ const program = Effect.gen(function*() {
     messages: [{ role: "user", content: "Summarise Q3 revenue against the target in USD and write report.md." }],
     tools,
     concurrency: 4,
-    maxTurns: 8
+    maxTurns: 8,
+    middleware: governance
   })
   console.log(`\nAnswer: ${result.text}`)
   const report = path.join(root, "report.md")
   if (fs.existsSync(report)) console.log(`\nreport.md (${fs.statSync(report).size} bytes):\n${fs.readFileSync(report, "utf8")}`)
+  const receiptFile = middleware.AuditLog.receiptPath(receipts, "demo-run")
+  const lines = fs.readFileSync(receiptFile, "utf8").trim().split("\n")
+  console.log(`audit log: ${lines.length} receipts in ${path.basename(receiptFile)}; the last one:\n${lines.at(-1)}\n`)
   console.log(formatSummary(summarize(events)))
 }).pipe(
   Effect.provide(Layer.mergeAll(
@@ -59,7 +76,9 @@ const program = Effect.gen(function*() {
     printer,
     RunContext.RunContext.layer({ threadId: "demo-thread", runId: "demo-run", turn: 0 }),
     StoreRegistry.StoreRegistry.layerMemory,
-    Workspace.Workspace.layer(root)
+    Workspace.Workspace.layer(root),
+    Approval.Approval.layerTerminal({ fallback: "approve", output: process.stdout }),
+    NodeFileSystem.layer
   ))
 )
 

@@ -24,5 +24,11 @@ describe("npm start (the demo agent)", () => {
     expect(out).toMatch(/artifact +read_file +call_read_log stored as artifacts\/demo-run\/call_read_log/)
     expect(out).toContain("Revenue: 1245 kEUR = 1344.6 kUSD (rate 1.08).")
     expect(out).toContain("── finished: final_answer after 5 turn(s)")
+    // Governance: consent asked for the writing tool (answered automatically, and said so, without a
+    // terminal) and one hashed audit receipt per executed call.
+    expect(out).toContain("write_file: auto-approved (stdin is not a terminal)")
+    expect(out).toMatch(/audit +write_file +call_write audit_log:ok consent:ok/)
+    expect(out).toMatch(/audit log: 6 receipts in demo-run\.jsonl/)
+    expect(out).toMatch(/"argumentsSha256":"[0-9a-f]{64}"/)
   })
 })
