@@ -19,8 +19,20 @@ const addTool = Tool.make("add", {
   handler: (input) => Effect.succeed(add(input))
 })
 
-const callsOf = (n: number): ReadonlyArray<ToolCall.ToolCall> =>
-  Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, name: "add", arguments: `{"a":${i},"b":2,"label":"x"}` }))
+/** The same tool with an `Effect.gen` handler: it cannot take the executor's completed-Exit fast path. */
+const addGenTool = Tool.make("add_gen", {
+  description: "Adds two numbers.",
+  input: Input,
+  output: Schema.Struct({ sum: Schema.Number }),
+  safety: { effect: "read", idempotent: true },
+  handler: (input) =>
+    Effect.gen(function*() {
+      return add(input)
+    })
+})
+
+const callsOf = (n: number, name: string): ReadonlyArray<ToolCall.ToolCall> =>
+  Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, name, arguments: `{"a":${i},"b":2,"label":"x"}` }))
 
 const layer = Layer.mergeAll(
   RunContext.RunContext.layer({ threadId: "bench", runId: "bench", turn: 0 }),
@@ -28,7 +40,7 @@ const layer = Layer.mergeAll(
   EventSink.EventSink.layerMemory
 )
 
-const registry = Result.getOrThrow(ToolRegistry.makeResult([addTool]))
+const registry = Result.getOrThrow(ToolRegistry.makeResult([addTool, addGenTool]))
 
 const median = (samples: Array<number>): number => {
   samples.sort((x, y) => x - y)
@@ -80,13 +92,18 @@ const full = (calls: ReadonlyArray<ToolCall.ToolCall>, concurrency: number) => (
   )
 
 const rows: Array<Record<string, string | number>> = []
-for (const n of [1, 100, 10_000]) {
-  const calls = callsOf(n)
+const cases = [
+  ...[1, 100, 10_000].flatMap((n) => [1, 16].map((concurrency) => ({ n, concurrency, tool: "add" }))),
+  { n: 10_000, concurrency: 16, tool: "add_gen" }
+]
+for (const { concurrency, n, tool } of cases) {
+  const calls = callsOf(n, tool)
   const runs = n === 10_000 ? 9 : n === 100 ? 51 : 501
-  for (const concurrency of [1, 16]) {
+  {
     await timePair(3, floor(calls), full(calls, concurrency)) // warm-up
     const [floorMs, ms] = await timePair(runs, floor(calls), full(calls, concurrency))
     rows.push({
+      handler: tool === "add" ? "Effect.succeed" : "Effect.gen",
       N: n,
       concurrency,
       "µs/call": +(ms * 1000 / n).toFixed(2),

@@ -36,25 +36,34 @@ export const makeRunCancel: Effect.Effect<RunCancel> = Effect.map(Deferred.make<
   isCancelled: Deferred.isDone(deferred)
 }))
 
+/** One call's cancellation: the `AbortController` is created on first use of `signal` (most handlers never read it). */
+class CallCancellation implements CancellationShape {
+  controller: AbortController | undefined
+  readonly cancelRun: (reason: string) => Effect.Effect<void>
+  constructor(cancelRun: (reason: string) => Effect.Effect<void>) {
+    this.controller = undefined
+    this.cancelRun = cancelRun
+  }
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController()
+    return this.controller.signal
+  }
+  abort(): void {
+    this.controller?.abort(new Error("tool call cancelled"))
+  }
+}
+
 /**
  * Runs `effect` with a `Cancellation` whose signal aborts when the effect is
- * interrupted (or finishes: a signal is never reused).
+ * interrupted (a signal is never reused).
  */
 export const provide = (runCancel: RunCancel) => <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, Exclude<R, Cancellation>> =>
   Effect.suspend(() => {
-    // Created on first use of `signal`: most handlers never read it.
-    let controller: AbortController | undefined
-    const service: CancellationShape = {
-      get signal() {
-        controller ??= new AbortController()
-        return controller.signal
-      },
-      cancelRun: runCancel.cancel
-    }
+    const service = new CallCancellation(runCancel.cancel)
     return effect.pipe(
       Effect.provideService(Cancellation, service),
-      Effect.onInterrupt(() => Effect.sync(() => controller?.abort(new Error("tool call cancelled"))))
+      Effect.onInterrupt(() => Effect.sync(() => service.abort()))
     )
   })

@@ -150,6 +150,7 @@ export const make = <R, MR = never>(
     let runCalls = 0
     const toolCalls = new Map<string, number>()
 
+
     /** Services every call needs, read once per `run`/`runBatch` instead of once per event. */
     const environment = Effect.map(
       Effect.all([RunContext, EventSink, Effect.clockWith(Effect.succeed)]),
@@ -228,27 +229,33 @@ export const make = <R, MR = never>(
       const { tool, spec, call } = invocation
       const name = spec.name
       const retrySafe = tool.safety.idempotent === true || tool.idempotency !== undefined
-      const timeout = tool.timeout ?? defaultTimeout
-      const once: Effect.Effect<unknown, ToolError.ToolError> = (tool.handler(invocation.input) as Effect.Effect<
-        unknown,
-        unknown
-      >).pipe(
-        Cancellation.provide(runCancel),
-        Effect.timeoutOrElse({
-          duration: timeout,
-          orElse: () =>
-            Effect.fail(
-              new ToolError.ToolTimeout({
-                toolName: name,
-                timeoutMillis: Duration.toMillis(timeout),
-                idempotent: retrySafe
-              })
-            )
-        }),
-        Effect.catchCause((cause) =>
-          Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.fail(toToolError(tool, name, cause))
-        )
-      ) as Effect.Effect<unknown, ToolError.ToolError>
+      const timeoutMillis = Duration.toMillis(tool.timeout ?? defaultTimeout)
+      const toFailure = (cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError.ToolError> =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.failCause(cause as Cause.Cause<never>)
+          : Effect.fail(toToolError(tool, name, cause))
+      /** One attempt: the handler is invoked anew each time (retries included). */
+      const invoke = (): Effect.Effect<unknown, ToolError.ToolError> => {
+        let effect: Effect.Effect<unknown, unknown>
+        try {
+          effect = tool.handler(invocation.input) as Effect.Effect<unknown, unknown>
+        } catch (defect) {
+          return Effect.fail(new ToolError.ToolDefect({ toolName: name, cause: Cause.die(defect) }))
+        }
+        // Fast path: a handler that returned an already-completed Exit (`Effect.succeed(...)`)
+        // can neither hang nor be cancelled, so it needs no timer and no abort signal.
+        if (Exit.isExit(effect)) return Exit.isSuccess(effect) ? Effect.succeed(effect.value) : toFailure(effect.cause)
+        return effect.pipe(
+          Cancellation.provide(runCancel),
+          Effect.timeoutOrElse({
+            duration: timeoutMillis,
+            orElse: () =>
+              Effect.fail(new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: retrySafe }))
+          }),
+          Effect.catchCause(toFailure)
+        ) as Effect.Effect<unknown, ToolError.ToolError>
+      }
+      const once = Effect.suspend(invoke)
       const attempts = tool.retry === undefined || !retrySafe ? once : Effect.flatMap(
         Schedule.toStep(tool.retry),
         (step) => {

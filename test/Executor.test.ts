@@ -645,3 +645,38 @@ describe("Executor middleware context", () => {
       assert.strictEqual(seenByHandler, "research")
     }).pipe(Effect.provide(test)))
 })
+
+describe("Executor handler invocation", () => {
+  it.effect("a handler that throws synchronously is a ToolDefect, not a crash", () =>
+    Effect.gen(function*() {
+      const thrower = Tool.make("thrower", {
+        description: "Throws before returning an Effect.",
+        input: Schema.Struct({}),
+        handler: (): Effect.Effect<string> => {
+          throw new Error("sync boom")
+        }
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([thrower]))
+      const error = yield* Effect.flip(executor.run(call("c1", "thrower")))
+      assert.strictEqual(error._tag, "ToolDefect")
+      assert.strictEqual(error.message, "internal error in tool thrower")
+    }).pipe(Effect.provide(test)))
+
+  it.effect("each retry invokes the handler again (work outside the returned Effect is repeated)", () =>
+    Effect.gen(function*() {
+      let invocations = 0
+      const eager = Tool.make("eager", {
+        description: "Decides eagerly, outside Effect.",
+        input: Schema.Struct({}),
+        safety: { idempotent: true },
+        retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }),
+        handler: () => ++invocations < 3 ? Effect.fail(ToolError.retryable("not yet")) : Effect.succeed("ready")
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([eager]))
+      const fiber = yield* Effect.forkChild(executor.run(call("c1", "eager")))
+      yield* advance(100, 10)
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(result.value, "ready")
+      assert.strictEqual(invocations, 3)
+    }).pipe(Effect.provide(test)))
+})
