@@ -78,17 +78,17 @@ export class BatchFailed extends Data.TaggedError("BatchFailed")<{
 export type Requirements<R> = Exclude<R, Cancellation.Cancellation> | RunContext | EventSink | StoreRegistry
 
 export interface BatchOptions {
-  readonly advertised?: ToolRegistry.Advertised<any>
+  readonly advertised?: ToolRegistry.Advertised<unknown>
   readonly concurrency?: number
   readonly failurePolicy?: FailurePolicy
 }
 
 export interface Executor<R> {
-  readonly registry: ToolRegistry.ToolRegistry<any>
+  readonly registry: ToolRegistry.ToolRegistry<unknown>
   /** Runs one call. Fails only with a fatal error (or a repairable one when repair is off). */
   readonly run: (
     call: ToolCall,
-    options?: { readonly advertised?: ToolRegistry.Advertised<any> }
+    options?: { readonly advertised?: ToolRegistry.Advertised<unknown> }
   ) => Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, Requirements<R>>
   /** Runs calls with a concurrency bound; results in call order. Stops early when the run is cancelled. */
   readonly runBatch: (
@@ -413,7 +413,7 @@ export const make = <R, MR = never>(
     /** One call through the whole lifecycle (hot path: plain `flatMap`s, no generator). */
     const runOne = (
       call: ToolCall,
-      advertised: ToolRegistry.Advertised<any>,
+      advertised: ToolRegistry.Advertised<unknown>,
       state: CallState,
       env: Env
     ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, Requirements<R | MR>> =>
