@@ -150,7 +150,6 @@ export const make = <R, MR = never>(
     let runCalls = 0
     const toolCalls = new Map<string, number>()
 
-
     /** Services every call needs, read once per `run`/`runBatch` instead of once per event. */
     const environment = Effect.map(
       Effect.all([RunContext, EventSink, Effect.clockWith(Effect.succeed)]),
@@ -203,7 +202,10 @@ export const make = <R, MR = never>(
     const encoderOf = (tool: Tool.Any) => {
       let encode = encoders.get(tool)
       if (encode === undefined) {
-        encode = tool.output === undefined ? Result.succeed : Schema.encodeUnknownResult(tool.output)
+        // The JSON codec: exactly the form the exported output schema describes.
+        encode = tool.output === undefined
+          ? Result.succeed
+          : Schema.encodeUnknownResult(Schema.toCodecJson(tool.output as Schema.Top) as unknown as Schema.Codec<unknown, unknown>)
         encoders.set(tool, encode)
       }
       return encode
