@@ -17,20 +17,9 @@
  */
 import { Result } from "effect"
 import type { SchemaProblem } from "../ProviderExportError.ts"
-import { describeKeywords, findRecursion, fromEntries, isRecord, type Node, refKey, resolveRef } from "./schema.ts"
+import { describeKeywords, fail, findRecursion, fromEntries, Incompatible, isRecord, type Node, refKey, resolveRef } from "./schema.ts"
 
 const formats = new Set(["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"])
-
-class Incompatible {
-  readonly problem: SchemaProblem
-  constructor(problem: SchemaProblem) {
-    this.problem = problem
-  }
-}
-
-const fail = (path: ReadonlyArray<string>, detail: string): never => {
-  throw new Incompatible({ reason: "unsupported_schema", path, detail })
-}
 
 /** Rewrites a draft 2020-12 input schema as the SDK would for `strict: true`, or names what cannot be. */
 export const toStrict = (root: Node): Result.Result<Node, SchemaProblem> => {

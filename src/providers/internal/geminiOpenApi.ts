@@ -13,7 +13,7 @@
  */
 import { Result } from "effect"
 import type { SchemaProblem } from "../ProviderExportError.ts"
-import { describeKeywords, fromEntries, isRecord, type Node, refKey, resolveRef } from "./schema.ts"
+import { describeKeywords, fail, fromEntries, Incompatible, isRecord, type Node, refKey, resolveRef } from "./schema.ts"
 
 /** Gemini's `Type` enum. */
 export type Type = "TYPE_UNSPECIFIED" | "STRING" | "NUMBER" | "INTEGER" | "BOOLEAN" | "ARRAY" | "OBJECT" | "NULL"
@@ -68,17 +68,6 @@ const formatsFor: Readonly<Record<string, ReadonlySet<string>>> = {
   STRING: new Set(["enum", "date-time"]),
   NUMBER: new Set(["float", "double"]),
   INTEGER: new Set(["int32", "int64"])
-}
-
-class Incompatible {
-  readonly problem: SchemaProblem
-  constructor(problem: SchemaProblem) {
-    this.problem = problem
-  }
-}
-
-const fail = (path: ReadonlyArray<string>, detail: string): never => {
-  throw new Incompatible({ reason: "unsupported_schema", path, detail })
 }
 
 /** Google's JSON type name for a JSON Schema type. */

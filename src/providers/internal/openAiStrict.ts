@@ -16,18 +16,7 @@
  */
 import { Result } from "effect"
 import type { SchemaProblem } from "../ProviderExportError.ts"
-import {
-  admitsNull,
-  definitionsOf,
-  describeKeywords,
-  fromEntries,
-  isRecord,
-  type Node,
-  refKey,
-  requiredOf,
-  resolveRef,
-  typesOf
-} from "./schema.ts"
+import { admitsNull, definitionsOf, describeKeywords, fail, fromEntries, Incompatible, isRecord, type Node, refKey, requiredOf, resolveRef, typesOf } from "./schema.ts"
 
 /** The documented strict-mode limits; all configurable (they were 100 properties and 5 levels in 2024). */
 export interface Limits {
@@ -87,17 +76,6 @@ const keptFor: Readonly<Record<string, ReadonlySet<string>>> = {
   number: new Set(["multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]),
   integer: new Set(["multipleOf", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]),
   array: new Set(["minItems", "maxItems"])
-}
-
-class Incompatible {
-  readonly problem: SchemaProblem
-  constructor(problem: SchemaProblem) {
-    this.problem = problem
-  }
-}
-
-const fail = (path: ReadonlyArray<string>, detail: string, reason: SchemaProblem["reason"] = "unsupported_schema") => {
-  throw new Incompatible({ reason, path, detail })
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { JsonSchema } from "effect"
 import type { ToolSpec } from "../../Tool.ts"
+import type { SchemaProblem } from "../ProviderExportError.ts"
 
 /** A JSON Schema node (an open record of keywords). */
 export type Node = JsonSchema.JsonSchema
@@ -170,3 +171,20 @@ export const requiredOf = (node: Node): ReadonlyArray<string> =>
 /** Builds an object with own data properties only (safe for keys like `__proto__`). */
 export const fromEntries = (entries: Iterable<readonly [string, unknown]>): Record<string, unknown> =>
   Object.fromEntries(entries)
+
+/** Thrown by a dialect transform on a node it cannot express; caught at its entry point. */
+export class Incompatible {
+  readonly problem: SchemaProblem
+  constructor(problem: SchemaProblem) {
+    this.problem = problem
+  }
+}
+
+/** Stops a transform with a problem at `path`. */
+export const fail = (
+  path: ReadonlyArray<string>,
+  detail: string,
+  reason: SchemaProblem["reason"] = "unsupported_schema"
+): never => {
+  throw new Incompatible({ reason, path, detail })
+}
