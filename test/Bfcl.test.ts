@@ -1,6 +1,6 @@
 /**
  * The BFCL corpus (Berkeley Function Calling Leaderboard v4, see
- * `shared/corpora/README.md`): every function of `simple_python`, `multiple`
+ * `test/fixtures/bfcl/SOURCE.md`): every function of `simple_python`, `multiple`
  * and `live_simple` becomes a dynamic tool; every canonical call without
  * `schema_errors` validates by its original name, as JSON text and as an
  * object; each call mutated (a required key removed, a value of the wrong type)
@@ -18,7 +18,7 @@ import * as ToolRegistry from "../src/ToolRegistry.ts"
 // corpus
 // ---------------------------------------------------------------------------
 
-const corpusDir = new URL("../../shared/corpora/bfcl/derived/", import.meta.url)
+const corpusDir = new URL("./fixtures/bfcl/", import.meta.url)
 
 const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
 

@@ -125,11 +125,11 @@ interface CorpusEntry {
   readonly canonical_calls: ReadonlyArray<{ readonly name: string }>
 }
 
-const corpus = new URL("../../shared/corpora/bfcl/", import.meta.url)
+const corpus = new URL("./fixtures/bfcl/", import.meta.url)
 const linesOf = (file: string) => readFileSync(new URL(file, corpus), "utf8").trim().split("\n").map((l) => JSON.parse(l))
-const entries: ReadonlyArray<CorpusEntry> = linesOf("derived/multiple.normalized.jsonl")
+const entries: ReadonlyArray<CorpusEntry> = linesOf("multiple.normalized.jsonl")
 const questions = new Map<string, string>(
-  linesOf("raw/BFCL_v4_multiple.json").map((e: { id: string; question: Array<Array<{ role: string; content: string }>> }) => [
+  linesOf("multiple.questions.jsonl").map((e: { id: string; question: Array<Array<{ role: string; content: string }>> }) => [
     e.id,
     e.question.flat().filter((m) => m.role === "user").map((m) => m.content).join("\n")
   ])

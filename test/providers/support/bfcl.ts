@@ -1,5 +1,5 @@
 /**
- * Loads the BFCL corpus (shared/corpora/bfcl/derived) and builds one registry
+ * Loads the vendored BFCL corpus (test/fixtures/bfcl) and builds one registry
  * per entry from its JSON-Schema tools, as imported MCP-style tools would be.
  */
 import { readFileSync } from "node:fs"
@@ -30,7 +30,7 @@ export interface BfclEntry {
 
 export const categories = ["simple_python", "multiple", "live_simple", "parallel", "parallel_multiple"] as const
 
-const root = new URL("../../../../shared/corpora/bfcl/derived/", import.meta.url)
+const root = new URL("../../fixtures/bfcl/", import.meta.url)
 
 /** Every entry of the given categories. */
 export const load = (which: ReadonlyArray<string> = categories): ReadonlyArray<BfclEntry> =>
