@@ -96,6 +96,18 @@ export class Approval extends Context.Service<Approval, {
     })
 }
 
+/** Decides with a function (the same as `Approval.layer`). */
+export const layer: (decide: (request: Request) => Effect.Effect<Decision>) => Layer.Layer<Approval> = Approval.layer
+
+/** Decides by rules (the same as `Approval.layerRules`). */
+export const layerRules: (
+  rules: ReadonlyArray<Rule>,
+  otherwise?: (request: Request) => Decision
+) => Layer.Layer<Approval> = Approval.layerRules
+
+/** Asks on a terminal (the same as `Approval.layerTerminal`). */
+export const layerTerminal: (options?: TerminalOptions) => Layer.Layer<Approval> = Approval.layerTerminal
+
 const byRules = (rules: ReadonlyArray<Rule>, otherwise: (request: Request) => Decision, request: Request): Decision => {
   for (const [index, rule] of rules.entries()) {
     if (!rule.match(request)) continue

@@ -19,6 +19,9 @@ export class RunContext extends Context.Service<RunContext, RunInfo>()("tinyagen
   static readonly layer = (info: RunInfo): Layer.Layer<RunContext> => Layer.succeed(RunContext, info)
 }
 
+/** A layer with fixed values (the same as `RunContext.layer`). */
+export const layer: (info: RunInfo) => Layer.Layer<RunContext> = RunContext.layer
+
 /** Runs `effect` with `turn` as the current turn. */
 export const withTurn = (turn: number) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | RunContext> =>
   RunContext.use((info) => Effect.provideService(effect, RunContext, { ...info, turn }))

@@ -39,6 +39,13 @@ export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryS
     )
 }
 
+/** Stores in memory (the same as `StoreRegistry.layerMemory`). */
+export const layerMemory: Layer.Layer<StoreRegistry> = StoreRegistry.layerMemory
+
+/** Stores on disk under `root` (the same as `StoreRegistry.layerFileSystem`). */
+export const layerFileSystem: (root: string) => Layer.Layer<StoreRegistry, never, FileSystem.FileSystem | Path.Path> =
+  StoreRegistry.layerFileSystem
+
 const storeName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
 
 const make = (

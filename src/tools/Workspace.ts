@@ -40,6 +40,9 @@ export class Workspace extends Context.Service<Workspace, WorkspaceShape>()("tin
     )
 }
 
+/** A workspace at `root` (the same as `Workspace.layer`). */
+export const layer: (root: string) => Layer.Layer<Workspace, InvalidWorkspaceRoot> = Workspace.layer
+
 /** Which rule refused a path. */
 export type PathRule = "empty" | "nul_byte" | "absolute" | "escapes_root" | "symlink_outside" | "unresolvable"
 

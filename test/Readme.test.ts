@@ -1,0 +1,206 @@
+/**
+ * The README cannot drift from the code:
+ * - every TypeScript block is preceded by `<!-- file: path -->` and is that
+ *   file, whole (the file is type-checked with the project and run here, or by
+ *   the test named in `runElsewhere`); a `text` block preceded by
+ *   `<!-- output: path -->` is what running that file prints;
+ * - every dotted name of ours in inline code (`ToolRegistry.resolve`,
+ *   `RunContext.layer`, `Models.OpenAiChatModel.layerConfig`) exists: as a value
+ *   at run time, or as an exported type of the module's source;
+ * - every `npm run X` is a script, and every environment variable the library,
+ *   the examples or the demo read is documented.
+ */
+import { spawnSync } from "node:child_process"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "vitest"
+
+const repo = fileURLToPath(new URL("..", import.meta.url))
+const readme = readFileSync(join(repo, "README.md"), "utf8")
+
+/** Files the README shows that need something only another test provides (a loopback model server). */
+const runElsewhere: Record<string, string> = {
+  "scratchpad/quickstart.ts": "test/Quickstart.test.ts"
+}
+
+interface Block {
+  readonly lang: string
+  readonly body: string
+  readonly marker: { readonly kind: "file" | "output"; readonly path: string } | undefined
+  readonly line: number
+}
+
+const blocks: ReadonlyArray<Block> = (() => {
+  const out: Array<Block> = []
+  const lines = readme.split("\n")
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\w*)\s*$/.exec(lines[i]!)
+    if (open === null) continue
+    const start = i
+    const body: Array<string> = []
+    for (i++; i < lines.length && lines[i] !== "```"; i++) body.push(lines[i]!)
+    let previous = start - 1
+    while (previous >= 0 && lines[previous]!.trim() === "") previous--
+    const marker = previous >= 0 ? /^<!-- (file|output): (\S+) -->$/.exec(lines[previous]!.trim()) : null
+    out.push({
+      lang: open[1]!,
+      body: body.join("\n"),
+      marker: marker === null ? undefined : { kind: marker[1] as "file" | "output", path: marker[2]! },
+      line: start + 1
+    })
+  }
+  return out
+})()
+
+const runFile = (path: string) =>
+  spawnSync(process.execPath, ["--conditions=tinyagents-source", path], {
+    cwd: repo,
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" }
+  })
+
+describe("README code blocks", () => {
+  const code = blocks.filter((b) => b.lang === "ts" || b.lang === "typescript")
+
+  it("has TypeScript examples", () => {
+    expect(code.length).toBeGreaterThan(0)
+  })
+
+  for (const block of code) {
+    it(`line ${block.line}: is a file of the repository, whole`, () => {
+      expect(block.marker?.kind, `the block at README line ${block.line} needs <!-- file: path --> before it`).toBe("file")
+      const path = block.marker!.path
+      expect(existsSync(join(repo, path)), path).toBe(true)
+      expect(block.body.trimEnd()).toBe(readFileSync(join(repo, path), "utf8").trimEnd())
+    })
+  }
+
+  const shown = [...new Set(code.flatMap((b) => (b.marker?.kind === "file" ? [b.marker.path] : [])))]
+  for (const path of shown) {
+    const elsewhere = runElsewhere[path]
+    if (elsewhere !== undefined) {
+      it(`${path} is run by ${elsewhere}`, () => {
+        expect(readFileSync(join(repo, elsewhere), "utf8")).toContain(path)
+      })
+      continue
+    }
+    it(`${path} runs, and prints what the README says it prints`, () => {
+      const result = runFile(path)
+      expect(result.status, result.stderr).toBe(0)
+      for (const output of blocks.filter((b) => b.marker?.kind === "output" && b.marker.path === path)) {
+        expect(result.stdout.trimEnd()).toBe(output.body.trimEnd())
+      }
+    })
+  }
+
+  it("every output block belongs to a shown file", () => {
+    for (const output of blocks.filter((b) => b.marker?.kind === "output")) {
+      expect(shown).toContain(output.marker!.path)
+    }
+  })
+})
+
+// ---------------------------------------------------------------------------
+// names
+// ---------------------------------------------------------------------------
+
+interface Node {
+  readonly value: unknown
+  /** The module source the value came from, while we are still walking modules. */
+  readonly source: string | undefined
+}
+
+const namespacesOf = (indexFile: string): Map<string, string> => {
+  const text = readFileSync(indexFile, "utf8")
+  const out = new Map<string, string>()
+  for (const match of text.matchAll(/export \* as (\w+) from "(\.[^"]+)"/g)) {
+    out.set(match[1]!, resolve(dirname(indexFile), match[2]!))
+  }
+  return out
+}
+
+const declaresExport = (source: string, name: string): boolean => {
+  const text = readFileSync(source, "utf8")
+  const declared = new RegExp(`export\\s+(declare\\s+)?(type|interface|class|const|function|namespace|enum)\\s+${name}\\b`)
+  const listed = new RegExp(`export\\s+(type\\s+)?\\{[^}]*\\b${name}\\b[^}]*\\}`)
+  return declared.test(text) || listed.test(text)
+}
+
+const step = (node: Node, segment: string): Node | "type" | undefined => {
+  if (node.source !== undefined) {
+    const nested = node.source.endsWith("index.ts") ? namespacesOf(node.source).get(segment) : undefined
+    const value = (node.value as Record<string, unknown>)[segment]
+    if (nested !== undefined) return { value, source: nested }
+    if (value !== undefined) return { value, source: undefined }
+    return declaresExport(node.source, segment) ? "type" : undefined
+  }
+  if (node.value === null || node.value === undefined) return undefined
+  const value = (node.value as Record<string, unknown>)[segment]
+  return value === undefined && !(segment in Object(node.value)) ? undefined : { value, source: undefined }
+}
+
+describe("README names", () => {
+  it("every name of ours in inline code exists", async () => {
+    const roots = new Map<string, Node>()
+    const entries: ReadonlyArray<readonly [string, string]> = [
+      ["tinyagents", "src/index.ts"],
+      ["tinyagents/tools", "src/tools/index.ts"],
+      ["tinyagents/providers", "src/providers/index.ts"],
+      ["tinyagents/models", "src/models/index.ts"],
+      ["tinyagents/middleware", "src/middleware/index.ts"]
+    ]
+    for (const [specifier, file] of entries) {
+      const module = (await import(specifier)) as Record<string, unknown>
+      for (const [name, source] of namespacesOf(join(repo, file))) {
+        roots.set(name, { value: module[name], source })
+      }
+    }
+    // A name used without a namespace in prose (`summary(...)`, `stack(...)`) is not checked here.
+    const prose = readme.replace(/^```[\s\S]*?^```/gm, "")
+    const checked: Array<string> = []
+    const missing: Array<string> = []
+    for (const span of prose.matchAll(/`([^`\n]+)`/g)) {
+      for (const match of span[1]!.matchAll(/(?<![\w$.])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+/g)) {
+        const [first, ...rest] = match[0].split(".")
+        let node: Node | "type" | undefined = roots.get(first!)
+        if (node === undefined) continue
+        checked.push(match[0])
+        for (const segment of rest) {
+          if (node === "type" || node === undefined) break
+          node = step(node, segment)
+        }
+        if (node === undefined) missing.push(match[0])
+      }
+    }
+    expect(checked.length).toBeGreaterThan(30)
+    expect([...new Set(missing)]).toEqual([])
+  })
+
+  it("every `npm run` script exists", () => {
+    const scripts = (JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts
+    const named = [...readme.matchAll(/npm run ([\w:-]+)/g)].map((m) => m[1]!)
+    expect(named.length).toBeGreaterThan(0)
+    expect(named.filter((name) => scripts[name] === undefined)).toEqual([])
+  })
+
+  it("every environment variable read by the library, the examples and the demo is documented", () => {
+    const files = (dir: string): Array<string> =>
+      readdirSync(join(repo, dir), { withFileTypes: true }).flatMap((entry) =>
+        entry.isDirectory() ? files(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : []
+      )
+    // Upper-snake string literals are environment variables, except these wire-format constants.
+    const notVariables = new Set(["TYPE_UNSPECIFIED"])
+    const variables = new Set<string>()
+    for (const file of [...files("src"), ...files("scratchpad")]) {
+      const text = readFileSync(join(repo, file), "utf8")
+      for (const m of text.matchAll(/process\.env\.([A-Z][A-Z0-9_]+)|["']([A-Z][A-Z0-9]*_[A-Z0-9_]+)["']/g)) {
+        const name = m[1] ?? m[2]!
+        if (!notVariables.has(name)) variables.add(name)
+      }
+    }
+    expect(variables.size).toBeGreaterThan(0)
+    expect([...variables].filter((name) => !readme.includes(`\`${name}\``))).toEqual([])
+  })
+})
