@@ -1,16 +1,27 @@
 /**
  * `npm start`: the demo agent. Offline and with no keys, a scripted model drives
  * the real runtime over a sample workspace; the tool lifecycle prints live, then
- * a summary table. `npm start -- --live` runs the same agent against OpenAI or
- * Anthropic when `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` is set.
+ * a summary table. `npm start -- --live` runs the same agent against a real model:
+ * OpenAI (or any OpenAI-compatible server) when `OPENAI_API_KEY` is set, else
+ * Anthropic when `ANTHROPIC_API_KEY` is set. Configuration is read with `Config`
+ * through the adapters' `layerConfig`: `OPENAI_MODEL` (default gpt-4o-mini),
+ * `OPENAI_BASE_URL`, `ANTHROPIC_MODEL` (default claude-sonnet-4-5),
+ * `ANTHROPIC_BASE_URL` (with or without `/v1`).
+ *
+ * Every run ends with the summary table or one `tinyagents demo: ...` line on
+ * stderr. Exit codes: 0 the run finished (even when every tool call failed:
+ * the model sees those failures and answers anyway), 1 the run failed (the
+ * model could not be reached or answered with an error, after retries), 2 the
+ * configuration is missing or invalid (no key for `--live`, a bad base URL).
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { Effect, Layer } from "effect"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Cause, Effect, Layer, Logger, References, Result } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Agent, Approval, ChatModel, EventSink, middleware, RunContext, StoreRegistry, ToolRegistry } from "../src/index.ts"
-import { AnthropicModel, OpenAiChatModel } from "../src/models/index.ts"
+import { AnthropicModel, ModelConfigError, OpenAiChatModel } from "../src/models/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { Workspace } from "../src/tools/index.ts"
 import { demoTools, formatEvent, formatSummary, makeWorkspace, script, summarize } from "./demo.ts"
@@ -25,20 +36,43 @@ const printer = EventSink.EventSink.layerCallback((event) => {
   console.log(formatEvent(event, start))
 })
 
-/** The real provider for `--live`: OpenAI-compatible when `OPENAI_API_KEY` is set, else Anthropic. */
-const liveModel = (): Layer.Layer<ChatModel.ChatModel, unknown> => {
-  const http = NodeHttpClient.layerUndici
-  if (process.env["OPENAI_API_KEY"] !== undefined) {
-    return OpenAiChatModel.layerConfig({ model: "gpt-4o-mini" }).pipe(Layer.provide(http))
-  }
-  if (process.env["ANTHROPIC_API_KEY"] !== undefined) {
-    return AnthropicModel.layerConfig({ model: "claude-sonnet-4-5" }).pipe(Layer.provide(http))
-  }
-  console.error("--live needs OPENAI_API_KEY or ANTHROPIC_API_KEY (model overridable with OPENAI_MODEL / ANTHROPIC_MODEL).")
-  return process.exit(2)
-}
+/** Log lines (the adapters warn on each failed model request) as one indented line each, between the events. */
+const logLine = Logger.make(({ fiber, logLevel, message }) => {
+  const error = fiber.getRef(References.CurrentLogAnnotations)["error"]
+  const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+  console.log(`           ${logLevel === "Warn" ? "warning" : logLevel.toLowerCase()}: ${text}${typeof error === "string" ? ` (${error})` : ""}`)
+})
 
-const model: Layer.Layer<ChatModel.ChatModel, unknown> = live ? liveModel() : ChatModel.scripted(script)
+const isMissing = (error: ModelConfigError, variable: string) => error.problem === "missing" && error.variable === variable
+const failWith = (error: ModelConfigError) => Layer.effect(ChatModel.ChatModel, Effect.fail(error))
+
+/**
+ * The real provider for `--live`: OpenAI-compatible when `OPENAI_API_KEY` is
+ * set, else Anthropic when `ANTHROPIC_API_KEY` is; neither is one error naming both.
+ */
+const liveModel: Layer.Layer<ChatModel.ChatModel, ModelConfigError> = OpenAiChatModel.layerConfig({ model: "gpt-4o-mini" })
+  .pipe(
+    Layer.catchTag("ModelConfigError", (error) =>
+      isMissing(error, "OPENAI_API_KEY")
+        ? AnthropicModel.layerConfig({ model: "claude-sonnet-4-5" }).pipe(
+          Layer.catchTag("ModelConfigError", (error) =>
+            failWith(
+              isMissing(error, "ANTHROPIC_API_KEY")
+                ? new ModelConfigError({
+                  provider: "demo",
+                  variable: "OPENAI_API_KEY",
+                  problem: "missing",
+                  message:
+                    `--live needs OPENAI_API_KEY (OpenAI or a compatible server) or ANTHROPIC_API_KEY; neither is set (see README "Environment variables")`
+                })
+                : error
+            ))
+        )
+        : failWith(error)),
+    Layer.provide(NodeHttpClient.layerUndici)
+  )
+
+const model: Layer.Layer<ChatModel.ChatModel, ModelConfigError> = live ? liveModel : ChatModel.scripted(script)
 
 const receipts = path.join(root, ".receipts")
 
@@ -55,22 +89,41 @@ const governance = middleware.stack(
 const program = Effect.gen(function*() {
   console.log(`tinyagents demo: ${live ? "live model" : "scripted model (offline)"}; workspace ${root}`)
   const tools = yield* ToolRegistry.make(demoTools)
-  const result = yield* Agent.run({
+  const run = yield* Effect.result(Agent.run({
     system: "You are a careful analyst. Use the tools; answer in one sentence.",
     messages: [{ role: "user", content: "Summarise Q3 revenue against the target in USD and write report.md." }],
     tools,
     concurrency: 4,
     maxTurns: 8,
     middleware: governance
-  })
-  console.log(`\nAnswer: ${result.text}`)
+  }))
+  if (Result.isSuccess(run)) {
+    const { reason, text, turns } = run.success
+    console.log(`\nAnswer: ${text === "" ? `(none: the run stopped with ${reason} after ${turns} turn(s))` : text}`)
+  } else {
+    console.log(`\nNo answer: the run failed (${run.failure.reason} error; see stderr)`)
+  }
   const report = path.join(root, "report.md")
   if (fs.existsSync(report)) console.log(`\nreport.md (${fs.statSync(report).size} bytes):\n${fs.readFileSync(report, "utf8")}`)
   const receiptFile = middleware.AuditLog.receiptPath(receipts, "demo-run")
-  const lines = fs.readFileSync(receiptFile, "utf8").trim().split("\n")
-  console.log(`audit log: ${lines.length} receipts in ${path.basename(receiptFile)}; the last one:\n${lines.at(-1)}\n`)
+  const lines = fs.existsSync(receiptFile) ? fs.readFileSync(receiptFile, "utf8").trim().split("\n") : []
+  console.log(
+    lines.length === 0
+      ? "audit log: no receipts (no tool call ran)\n"
+      : `audit log: ${lines.length} receipts in ${path.basename(receiptFile)}; the last one:\n${lines.at(-1)}\n`
+  )
   console.log(formatSummary(summarize(events)))
-}).pipe(
+  if (Result.isFailure(run)) return yield* run.failure
+})
+
+/** Ends with one line on stderr and the documented exit code on every failure (never a stack trace). */
+const reportFailure = (message: string, code: number) =>
+  Effect.sync(() => {
+    console.error(`tinyagents demo: ${message.replace(/\s*\n\s*/g, " ")}`)
+    process.exitCode = code
+  })
+
+program.pipe(
   Effect.provide(Layer.mergeAll(
     model,
     printer,
@@ -78,14 +131,12 @@ const program = Effect.gen(function*() {
     StoreRegistry.StoreRegistry.layerMemory,
     Workspace.Workspace.layer(root),
     Approval.Approval.layerTerminal({ fallback: "approve", output: process.stdout }),
-    NodeFileSystem.layer
-  ))
-)
-
-Effect.runPromise(program).then(
-  () => fs.rmSync(root, { recursive: true, force: true }),
-  (error) => {
-    console.error(error instanceof Error ? error.message : error)
-    process.exitCode = 1
-  }
+    NodeFileSystem.layer,
+    Logger.layer([logLine])
+  )),
+  Effect.catchTag("ModelConfigError", (error) => reportFailure(error.message, 2)),
+  Effect.catch((error) => reportFailure(error.message, 1)),
+  Effect.catchDefect((defect) => reportFailure(`unexpected failure: ${Cause.pretty(Cause.die(defect)).split("\n")[0]}`, 1)),
+  Effect.ensuring(Effect.sync(() => fs.rmSync(root, { recursive: true, force: true }))),
+  NodeRuntime.runMain({ disableErrorReporting: true })
 )

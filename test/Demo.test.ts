@@ -1,8 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { type Reply, serve } from "./models/support/loopback.ts"
+import { completion, runNode } from "./models/support/node.ts"
 
 const repo = fileURLToPath(new URL("..", import.meta.url))
+const row = (out: string, label: string) => new RegExp(`│ ${label} +│ +(\\d+) │`).exec(out)?.[1]
 
 describe("npm start (the demo agent)", () => {
   it("exits 0 and its summary matches the scripted scenario", () => {
@@ -10,14 +14,13 @@ describe("npm start (the demo agent)", () => {
     expect(run.stderr).toBe("")
     expect(run.status).toBe(0)
     const out = run.stdout
-    const row = (label: string) => new RegExp(`│ ${label} +│ +(\\d+) │`).exec(out)?.[1]
-    expect(row("tool calls")).toBe("7")
-    expect(row("completed")).toBe("6")
-    expect(row("failed: repairable")).toBe("1")
-    expect(row("failed: fatal")).toBe("0")
-    expect(row("retries")).toBe("1")
-    expect(row("artifacts")).toBe("1")
-    expect(row("turns")).toBe("5")
+    expect(row(out, "tool calls")).toBe("7")
+    expect(row(out, "completed")).toBe("6")
+    expect(row(out, "failed: repairable")).toBe("1")
+    expect(row(out, "failed: fatal")).toBe("0")
+    expect(row(out, "retries")).toBe("1")
+    expect(row(out, "artifacts")).toBe("1")
+    expect(row(out, "turns")).toBe("5")
     // The scenario's milestones, in the live event lines.
     expect(out).toMatch(/rejected +calc +call_total_bad \[repair\] calc: invalid arguments: at "expr"/)
     expect(out).toMatch(/retrying +fetch_rate call_rate attempt 2/)
@@ -31,4 +34,100 @@ describe("npm start (the demo agent)", () => {
     expect(out).toMatch(/audit log: 6 receipts in demo-run\.jsonl/)
     expect(out).toMatch(/"argumentsSha256":"[0-9a-f]{64}"/)
   })
+})
+
+/**
+ * `npm start -- --live` against a loopback OpenAI-compatible server (the real
+ * HTTP adapter, no network, no key from the machine): every unhappy path ends
+ * with the summary or one `tinyagents demo:` line, never a stack trace.
+ */
+describe("npm start -- --live (unhappy paths)", () => {
+  const key = "sk-test-demo-live-0a1b2c3d4e5f"
+  const live = (replies: ReadonlyArray<Reply>) =>
+    Effect.gen(function*() {
+      const server = yield* serve(replies)
+      const run = yield* Effect.promise(() =>
+        runNode(["scratchpad/main.ts", "--live"], { OPENAI_API_KEY: key, OPENAI_BASE_URL: `${server.origin}/v1` })
+      )
+      return { ...run, requests: server.requests }
+    })
+
+  it("no key: one line naming both variables, exit code 2", async () => {
+    const run = await runNode(["scratchpad/main.ts", "--live"])
+    expect(run.status).toBe(2)
+    expect(run.stdout).toBe("")
+    expect(run.stderr).toBe(
+      `tinyagents demo: --live needs OPENAI_API_KEY (OpenAI or a compatible server) or ANTHROPIC_API_KEY; neither is set (see README "Environment variables")\n`
+    )
+  })
+
+  it.live("no call passes validation (invalid arguments, unknown tool, malformed JSON): summary, no receipts, exit code 0", () =>
+    Effect.gen(function*() {
+      const run = yield* live([
+        {
+          json: completion("Trying the tools.", [
+            ["call_bad_args", "calc", "{\"expr\":\"1 + 1\"}"],
+            ["call_unknown", "delete_everything", "{}"],
+            ["call_malformed", "read_file", "{\"path\": \"notes.md\""]
+          ])
+        },
+        { json: completion("I could not use the tools, so I cannot summarise Q3 revenue.") }
+      ])
+      expect(run.stderr).toBe("")
+      expect(run.status).toBe(0)
+      expect(run.stdout).toContain("tinyagents demo: live model")
+      expect(run.stdout).toMatch(/rejected +calc +call_bad_args \[repair\]/)
+      expect(run.stdout).toMatch(/rejected +delete_everything call_unknown \[repair\]/)
+      expect(run.stdout).toMatch(/rejected +read_file +call_malformed \[repair\]/)
+      expect(run.stdout).toContain("Answer: I could not use the tools, so I cannot summarise Q3 revenue.")
+      expect(run.stdout).toContain("audit log: no receipts")
+      expect(row(run.stdout, "tool calls")).toBe("3")
+      expect(row(run.stdout, "completed")).toBe("0")
+      expect(row(run.stdout, "failed: repairable")).toBe("3")
+      expect(row(run.stdout, "turns")).toBe("2")
+      expect(run.requests.map((r) => r.path)).toEqual(["/v1/chat/completions", "/v1/chat/completions"])
+      // The model was told about every failure.
+      const messages = (run.requests[1]!.json as { messages: ReadonlyArray<{ role: string }> }).messages
+      expect(messages.filter((m) => m.role === "tool")).toHaveLength(3)
+    }).pipe(Effect.scoped))
+
+  it.live("every executed call fails (a missing file, a directory): summary, exit code 0", () =>
+    Effect.gen(function*() {
+      const run = yield* live([
+        {
+          json: completion(null, [
+            ["call_missing", "read_file", "{\"path\":\"missing.txt\"}"],
+            ["call_directory", "read_file", "{\"path\":\"data\"}"]
+          ])
+        },
+        { json: completion("Neither file could be read.") }
+      ])
+      expect(run.stderr).toBe("")
+      expect(run.status).toBe(0)
+      expect(run.stdout).toMatch(/failed +read_file +call_missing \[repair\] .*no such file or directory/)
+      expect(run.stdout).toMatch(/failed +read_file +call_directory \[repair\] .*it is a directory/)
+      expect(run.stdout).toContain("Answer: Neither file could be read.")
+      expect(run.stdout).toMatch(/audit log: 2 receipts in demo-run\.jsonl/)
+      expect(row(run.stdout, "tool calls")).toBe("2")
+      expect(row(run.stdout, "completed")).toBe("0")
+      expect(row(run.stdout, "turns")).toBe("2")
+      expect(run.stdout).toMatch(/│ elapsed \(ms\) +│ +\d+ │/)
+    }).pipe(Effect.scoped))
+
+  it.live("the model always answers HTTP 500: retried, then the summary and one line on stderr, exit code 1", () =>
+    Effect.gen(function*() {
+      const serverError: Reply = { status: 500, json: { error: { message: "The server had an error.", type: "server_error" } } }
+      const run = yield* live(Array.from({ length: 10 }, () => serverError))
+      expect(run.status).toBe(1)
+      expect(run.stderr).toBe(
+        "tinyagents demo: agent run failed (model) on turn 1: openai-chat: HTTP 500 server_error: The server had an error.\n"
+      )
+      // The default policy: the first attempt and 3 retries, each failure one indented warning line.
+      expect(run.requests).toHaveLength(4)
+      expect(run.stdout.match(/warning: chat model request failed \(openai-chat: HTTP 500/g)).toHaveLength(4)
+      expect(run.stdout).toContain("── finished: failed after 1 turn(s)")
+      expect(run.stdout).toContain("audit log: no receipts")
+      expect(row(run.stdout, "tool calls")).toBe("0")
+      expect(run.stdout).not.toMatch(/ENOENT|at .*\.ts:\d+/)
+    }).pipe(Effect.scoped))
 })

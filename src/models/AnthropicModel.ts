@@ -1,6 +1,6 @@
 /**
  * Anthropic Messages as a `ChatModel`: it turns the transcript into
- * `POST {baseUrl}/messages` (`x-api-key`, `anthropic-version: 2023-06-01`,
+ * `POST {baseUrl}/v1/messages` (`x-api-key`, `anthropic-version: 2023-06-01`,
  * `max_tokens`, system prompt as the top-level `system` field, tool results
  * as one user message with the `tool_result` blocks first), and the `Message`
  * it gets back into a `Response`. Tool definitions, `tool_use` blocks and the
@@ -8,14 +8,16 @@
  * rest of the request and response, errors, timeouts and retries. It does not
  * stream. Needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici`).
  */
-import { Config, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
 import { ChatModel, type ChatModelShape, type Message, type Request, type Response } from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
 import * as Anthropic from "../providers/Anthropic.ts"
 import type { ToolCall } from "../ToolCall.ts"
+import * as ModelConfig from "./internal/config.ts"
 import * as HttpChat from "./internal/httpChat.ts"
 import { inCallOrder } from "./internal/transcript.ts"
+import type { ModelConfigError } from "./ModelConfigError.ts"
 
 const provider = "anthropic"
 
@@ -33,7 +35,11 @@ export type RetryPolicy = HttpChat.RetryPolicy
 export interface Options {
   readonly apiKey: Redacted.Redacted<string>
   readonly model: string
-  /** Default `https://api.anthropic.com/v1`. */
+  /**
+   * Default `https://api.anthropic.com`. With or without the trailing `/v1`:
+   * like the official SDK, the host (or a proxy's prefix) alone is enough.
+   * See {@link messagesUrl}.
+   */
   readonly baseUrl?: string
   /** `max_tokens` of every request. Default 4096. */
   readonly maxTokens?: number
@@ -246,13 +252,24 @@ export const decodeResponse = (body: unknown): Result.Result<Response, ChatModel
 // service
 // ---------------------------------------------------------------------------
 
+/**
+ * The endpoint for a base URL: `{baseUrl}/v1/messages`, or `{baseUrl}/messages`
+ * when `baseUrl` already ends in `/v1` (trailing slashes ignored). So
+ * `https://api.anthropic.com` (the official SDK's convention) and
+ * `https://api.anthropic.com/v1` both reach `https://api.anthropic.com/v1/messages`.
+ */
+export const messagesUrl = (baseUrl: string = "https://api.anthropic.com"): string => {
+  const base = baseUrl.trim().replace(/\/+$/, "")
+  return `${/\/v1$/i.test(base) ? base : `${base}/v1`}/messages`
+}
+
 /** The model over the current `HttpClient`. */
 export const make = (options: Options): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
     const post: HttpChat.PostOptions = {
       provider,
-      url: `${(options.baseUrl ?? "https://api.anthropic.com/v1").replace(/\/+$/, "")}/messages`,
+      url: messagesUrl(options.baseUrl),
       headers: {
         ...options.headers,
         "anthropic-version": apiVersion,
@@ -282,17 +299,18 @@ export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClien
 /**
  * Like {@link layer}, reading the key from `ANTHROPIC_API_KEY` (as `Redacted`),
  * the model from `ANTHROPIC_MODEL` (falling back to `options.model`; one of the
- * two is required) and the base URL from `ANTHROPIC_BASE_URL` (optional).
+ * two is required) and the base URL from `ANTHROPIC_BASE_URL` (optional, an
+ * http(s) URL, with or without `/v1`: see {@link messagesUrl}). A missing or
+ * invalid value fails the layer with a {@link ModelConfigError} naming the
+ * variable; an empty one counts as missing.
  */
 export const layerConfig = (
   options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
-): Layer.Layer<ChatModel, Config.ConfigError, HttpClient.HttpClient> =>
+): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
   Layer.unwrap(Effect.gen(function*() {
-    const apiKey = yield* Config.Redacted("ANTHROPIC_API_KEY")
-    const baseUrl = yield* Config.option(Config.String("ANTHROPIC_BASE_URL"))
-    const model = options.model === undefined
-      ? yield* Config.String("ANTHROPIC_MODEL")
-      : yield* Config.withDefault(Config.String("ANTHROPIC_MODEL"), options.model)
+    const apiKey = yield* ModelConfig.requiredSecret(provider, "ANTHROPIC_API_KEY", "your Anthropic API key")
+    const model = yield* ModelConfig.stringOr(provider, "ANTHROPIC_MODEL", options.model, "a model name, e.g. claude-sonnet-4-5")
+    const baseUrl = yield* ModelConfig.optionalUrl(provider, "ANTHROPIC_BASE_URL", "https://api.anthropic.com")
     return layer({
       ...options,
       apiKey,

@@ -9,14 +9,16 @@
  * wrote it, malformed or not. Needs an `HttpClient` (e.g.
  * `NodeHttpClient.layerUndici` or `FetchHttpClient.layer`).
  */
-import { Config, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
 import { ChatModel, type ChatModelShape, type Message, type Request, type Response } from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
 import * as OpenAiChat from "../providers/OpenAiChat.ts"
 import type { ToolCall } from "../ToolCall.ts"
+import * as ModelConfig from "./internal/config.ts"
 import * as HttpChat from "./internal/httpChat.ts"
 import { inCallOrder } from "./internal/transcript.ts"
+import type { ModelConfigError } from "./ModelConfigError.ts"
 
 const provider = "openai-chat"
 
@@ -249,17 +251,18 @@ export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClien
 /**
  * Like {@link layer}, reading the key from `OPENAI_API_KEY` (as `Redacted`),
  * the model from `OPENAI_MODEL` (falling back to `options.model`; one of the
- * two is required) and the base URL from `OPENAI_BASE_URL` (optional).
+ * two is required) and the base URL from `OPENAI_BASE_URL` (optional, an
+ * http(s) URL including the API's `/v1`, as the official SDK expects). A
+ * missing or invalid value fails the layer with a {@link ModelConfigError}
+ * naming the variable; an empty one counts as missing.
  */
 export const layerConfig = (
   options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
-): Layer.Layer<ChatModel, Config.ConfigError, HttpClient.HttpClient> =>
+): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
   Layer.unwrap(Effect.gen(function*() {
-    const apiKey = yield* Config.Redacted("OPENAI_API_KEY")
-    const baseUrl = yield* Config.option(Config.String("OPENAI_BASE_URL"))
-    const model = options.model === undefined
-      ? yield* Config.String("OPENAI_MODEL")
-      : yield* Config.withDefault(Config.String("OPENAI_MODEL"), options.model)
+    const apiKey = yield* ModelConfig.requiredSecret(provider, "OPENAI_API_KEY", "your OpenAI API key")
+    const model = yield* ModelConfig.stringOr(provider, "OPENAI_MODEL", options.model, "a model name, e.g. gpt-4o-mini")
+    const baseUrl = yield* ModelConfig.optionalUrl(provider, "OPENAI_BASE_URL", "https://api.openai.com/v1")
     return layer({
       ...options,
       apiKey,

@@ -314,4 +314,50 @@ describe("AnthropicModel", () => {
       assert.strictEqual(bodyOf(server.requests[0]).max_tokens, 256)
       assert.strictEqual(server.requests[0]?.headers["x-api-key"], key)
     }).pipe(Effect.scoped))
+
+  it.live("ANTHROPIC_BASE_URL with or without /v1 (and a trailing slash) reaches /v1/messages, as the official SDK does", () =>
+    Effect.gen(function*() {
+      const server = yield* serve([ok("finalAnswer"), ok("finalAnswer"), ok("finalAnswer"), ok("finalAnswer")])
+      for (const baseUrl of [server.origin, `${server.origin}/v1`, `${server.origin}/`, `${server.origin}/v1/`]) {
+        const config = ConfigProvider.layer(ConfigProvider.fromEnv({
+          env: { ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: baseUrl, ANTHROPIC_MODEL: "claude-haiku-4-5" }
+        }))
+        const layer = AnthropicModel.layerConfig().pipe(Layer.provide([NodeHttpClient.layerUndici, config]))
+        const response = yield* generate(ask("hi")).pipe(Effect.provide(layer))
+        assert.strictEqual(response.text, "2 + 3 = 5 and 10 + -4 = 6.")
+      }
+      assert.deepStrictEqual(server.requests.map((r) => `${r.method} ${r.path}`), Array(4).fill("POST /v1/messages"))
+      // The same rule for `layer`'s `baseUrl`, and a proxy prefix keeps its path.
+      assert.strictEqual(AnthropicModel.messagesUrl(), "https://api.anthropic.com/v1/messages")
+      assert.strictEqual(AnthropicModel.messagesUrl("https://api.anthropic.com"), "https://api.anthropic.com/v1/messages")
+      assert.strictEqual(AnthropicModel.messagesUrl("https://api.anthropic.com/v1"), "https://api.anthropic.com/v1/messages")
+      assert.strictEqual(AnthropicModel.messagesUrl("https://proxy.example/anthropic/"), "https://proxy.example/anthropic/v1/messages")
+    }).pipe(Effect.scoped))
+
+  it.effect("layerConfig fails with a ModelConfigError naming the variable: missing key, missing model, invalid base URL", () =>
+    Effect.gen(function*() {
+      const fails = (env: Record<string, string>, options: { readonly model?: string } = {}) =>
+        Effect.flip(Layer.build(AnthropicModel.layerConfig(options).pipe(
+          Layer.provide([NodeHttpClient.layerUndici, ConfigProvider.layer(ConfigProvider.fromEnv({ env }))])
+        ))).pipe(Effect.scoped)
+      const noKey = yield* fails({ ANTHROPIC_MODEL: "claude-haiku-4-5" })
+      assert.strictEqual(noKey._tag, "ModelConfigError")
+      assert.strictEqual(noKey.variable, "ANTHROPIC_API_KEY")
+      assert.strictEqual(noKey.problem, "missing")
+      assert.strictEqual(
+        noKey.message,
+        `missing environment variable ANTHROPIC_API_KEY (set it to your Anthropic API key; see README "Environment variables")`
+      )
+      assert.instanceOf(noKey, Error)
+      const emptyKey = yield* fails({ ANTHROPIC_API_KEY: "", ANTHROPIC_MODEL: "claude-haiku-4-5" })
+      assert.strictEqual(emptyKey.variable, "ANTHROPIC_API_KEY")
+      const noModel = yield* fails({ ANTHROPIC_API_KEY: key })
+      assert.strictEqual(noModel.variable, "ANTHROPIC_MODEL")
+      assert.strictEqual(noModel.problem, "missing")
+      const badUrl = yield* fails({ ANTHROPIC_API_KEY: key, ANTHROPIC_BASE_URL: "api.anthropic.com" }, { model: "claude-haiku-4-5" })
+      assert.strictEqual(badUrl.variable, "ANTHROPIC_BASE_URL")
+      assert.strictEqual(badUrl.problem, "invalid")
+      assert.notInclude(badUrl.message, "\n")
+      assertNoSecret(key, [noKey, emptyKey, noModel, badUrl])
+    }))
 })

@@ -309,4 +309,41 @@ describe("OpenAiChatModel", () => {
       assert.strictEqual(bodyOf(server.requests[0]).model, "gpt-4.1-mini")
       assert.strictEqual(server.requests[0]?.headers.authorization, `Bearer ${key}`)
     }).pipe(Effect.scoped))
+
+  it.effect("layerConfig fails with a ModelConfigError naming the variable: missing key, missing model, invalid base URL", () =>
+    Effect.gen(function*() {
+      const fails = (env: Record<string, string>, options: { readonly model?: string } = {}) =>
+        Effect.flip(Layer.build(OpenAiChatModel.layerConfig(options).pipe(
+          Layer.provide([NodeHttpClient.layerUndici, ConfigProvider.layer(ConfigProvider.fromEnv({ env }))])
+        ))).pipe(Effect.scoped)
+      const noKey = yield* fails({}, { model: "gpt-4o-mini" })
+      assert.strictEqual(noKey._tag, "ModelConfigError")
+      assert.strictEqual(noKey.provider, "openai-chat")
+      assert.strictEqual(noKey.variable, "OPENAI_API_KEY")
+      assert.strictEqual(noKey.problem, "missing")
+      assert.strictEqual(
+        noKey.message,
+        `missing environment variable OPENAI_API_KEY (set it to your OpenAI API key; see README "Environment variables")`
+      )
+      assert.instanceOf(noKey, Error)
+      assert.notInclude(String(noKey), "[object Object]")
+      const noModel = yield* fails({ OPENAI_API_KEY: key })
+      assert.strictEqual(noModel.variable, "OPENAI_MODEL")
+      assert.strictEqual(noModel.problem, "missing")
+      const badUrl = yield* fails({ OPENAI_API_KEY: key, OPENAI_BASE_URL: "ftp://example.com/v1" }, { model: "gpt-4o-mini" })
+      assert.strictEqual(badUrl.variable, "OPENAI_BASE_URL")
+      assert.strictEqual(badUrl.problem, "invalid")
+      assert.include(badUrl.message, `got "ftp://example.com/v1"`)
+      assertNoSecret(key, [noKey, noModel, badUrl])
+    }))
+
+  it.live("HTTP 404 (a base URL without /v1) names the URL it posted to", () =>
+    Effect.gen(function*() {
+      const server = yield* serve([{ status: 404, text: "404 page not found" }])
+      const failed = yield* Effect.flip(generate(ask("hi")).pipe(Effect.provide(model(server.origin, { baseUrl: server.origin, retry: false })), Effect.provide(captureLogs().layer)))
+      assert.strictEqual(failed.status, 404)
+      assert.isFalse(failed.retryable)
+      assert.strictEqual(failed.message, `openai-chat: HTTP 404: 404 page not found (POST ${server.origin}/chat/completions)`)
+      assert.strictEqual(server.requests[0]?.path, "/chat/completions")
+    }).pipe(Effect.scoped))
 })

@@ -132,7 +132,12 @@ const statusError = (
 ): ChatModelError => {
   const described = describeErrorBody(text)
   const label = described.code ?? described.type
-  const message = scrub(`${options.provider}: HTTP ${status}${label === undefined ? "" : ` ${label}`}: ${described.message}`, options.secrets)
+  // A 404 is most often a base URL that misses (or doubles) a path segment: say which URL was asked.
+  const where = status === 404 ? ` (POST ${options.url})` : ""
+  const message = scrub(
+    `${options.provider}: HTTP ${status}${label === undefined ? "" : ` ${label}`}: ${described.message}${where}`,
+    options.secrets
+  )
   if (status === 429) {
     // OpenAI answers an exhausted quota with 429 too; asking again does not help.
     const quota = described.code === "insufficient_quota" || described.type === "insufficient_quota"
