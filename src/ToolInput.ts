@@ -6,9 +6,10 @@
  * decoded with the input schema, failing with `InvalidArguments` that lists every
  * issue with its path.
  */
-import { Predicate, Result, Schema, SchemaIssue } from "effect"
+import { Formatter, Predicate, Result, Schema, type SchemaAST, SchemaIssue } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import { type Issue, InvalidArguments, MalformedArguments } from "./ToolError.ts"
+import { isInteger, isIntFilter, toModelCodec } from "./internal/modelSchema.ts"
 import { isEmptyStruct } from "./ToolSchema.ts"
 
 /** A decoder from raw arguments to a tool's input. Pure and synchronous. */
@@ -84,9 +85,10 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   schema: S,
   options: DecoderOptions = {}
 ): Decoder<S["Type"]> => {
-  // Decode with the JSON codec: exactly the form the exported JSON Schema describes
-  // (e.g. `Schema.optional` fields accept `null`, which decodes to absent).
-  const decode = Schema.decodeUnknownResult(Schema.toCodecJson(schema as unknown as Schema.Top) as unknown as S, {
+  // Decode with the model codec: exactly the form the exported JSON Schema describes
+  // (e.g. `Schema.optional` fields accept `null`, which decodes to absent; numbers
+  // are JSON numbers, never the strings "NaN" or "Infinity").
+  const decode = Schema.decodeUnknownResult(toModelCodec(schema as unknown as Schema.Top), {
     errors: "all",
     reportInput: true,
     onExcessProperty: options.allowUnknownKeys === true ? "ignore" : "error"
@@ -114,11 +116,73 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   }
 }
 
-const formatter = SchemaIssue.makeFormatterStandardSchemaV1()
+/** `Expected <what>, got <input>`, as Effect words it (the input is present with `reportInput`). */
+const expected = (what: string, issue: SchemaIssue.Issue): string =>
+  SchemaIssue.hasInput(issue) ? `Expected ${what}, got ${Formatter.format(issue.input)}` : `Expected ${what}`
 
-/** Every issue of a schema error, with its path and a readable message. */
-export const issuesOf = (error: Schema.SchemaError): ReadonlyArray<Issue> =>
-  formatter(error.issue).issues.map((issue) => ({
-    path: (issue.path ?? []).map((p) => (Predicate.isObject(p) && "key" in p ? p.key : p) as PropertyKey),
-    message: issue.message
-  }))
+/** A wrong type for an integer field says "an integer", not "number". */
+const leafHook: SchemaIssue.LeafHook = (issue) =>
+  issue._tag === "InvalidType" && isInteger(issue.ast) && issue.ast.annotations?.["message"] === undefined
+    ? expected("an integer", issue)
+    : SchemaIssue.defaultLeafHook(issue)
+
+const safeRange = `an integer between ${Number.MIN_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}`
+
+const count = (n: number, unit: string): string => `${n} ${unit}${n === 1 ? "" : "s"}`
+
+/**
+ * Length checks count items or characters: `Expected at least 1 item, got []`
+ * rather than `Expected a value with a length of at least 1`.
+ */
+const lengthExpected = (filter: SchemaAST.Filter<never>, input: unknown): string | undefined => {
+  const unit = Array.isArray(input) ? "item" : typeof input === "string" ? "character" : undefined
+  const representation = filter.annotations?.representation
+  const expectedText = filter.annotations?.["expected"]
+  if (unit === undefined || representation === undefined || typeof expectedText !== "string") return undefined
+  // Only Effect's own wording is replaced; a user's `expected` stays.
+  if (!expectedText.startsWith("a value with a length")) return undefined
+  const payload = representation.payload as Record<string, number> | null
+  switch (representation.id) {
+    case "effect/schema/isMinLength":
+      return `at least ${count(payload!["minLength"]!, unit)}`
+    case "effect/schema/isMaxLength":
+      return `at most ${count(payload!["maxLength"]!, unit)}`
+    case "effect/schema/isBetweenLength": {
+      const { minimum, maximum } = payload as { minimum: number; maximum: number }
+      return minimum === maximum ? `exactly ${count(minimum, unit)}` : `between ${minimum} and ${count(maximum, unit)}`
+    }
+  }
+  return undefined
+}
+
+/**
+ * An integer too large to be exact (an id sent as a number) says so, instead of
+ * "Expected an integer, got 1e+21"; length checks count items or characters.
+ */
+const checkHook: SchemaIssue.CheckHook = (issue) => {
+  if (issue.filter.annotations?.["message"] !== undefined || !SchemaIssue.hasInput(issue)) {
+    return SchemaIssue.defaultCheckHook(issue)
+  }
+  if (isIntFilter(issue.filter) && Number.isInteger(issue.input)) return expected(safeRange, issue)
+  const length = lengthExpected(issue.filter, issue.input)
+  return length === undefined ? SchemaIssue.defaultCheckHook(issue) : expected(length, issue)
+}
+
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1({ leafHook, checkHook })
+
+/**
+ * Every issue of a schema error, with its path and a readable message. Identical
+ * issues (the same unknown key reported by each member of a union) are listed once.
+ */
+export const issuesOf = (error: Schema.SchemaError): ReadonlyArray<Issue> => {
+  const seen = new Set<string>()
+  const issues: Array<Issue> = []
+  for (const issue of formatter(error.issue).issues) {
+    const path = (issue.path ?? []).map((p) => (Predicate.isObject(p) && "key" in p ? p.key : p) as PropertyKey)
+    const key = `${path.map(String).join("\u0000")}\u0001${issue.message}`
+    if (seen.has(key)) continue
+    seen.add(key)
+    issues.push({ path, message: issue.message })
+  }
+  return issues
+}

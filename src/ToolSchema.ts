@@ -4,8 +4,12 @@
  * descriptions kept. Export refuses any schema that is not plain JSON
  * (functions, `Redacted`, symbols, bigint, class instances, `Unknown` at the
  * root), naming the offending path: hidden values can never reach a model.
+ * Numbers export as `{"type":"number"}` (never the `"NaN"`/`"Infinity"`
+ * strings of Effect's JSON codec) and integers as `{"type":"integer"}` (without
+ * the safe-integer bounds); see `internal/modelSchema.ts`.
  */
 import { Data, JsonSchema, Result, Schema, SchemaAST } from "effect"
+import { toModelSchema } from "./internal/modelSchema.ts"
 
 /** A JSON Schema object as sent to providers. */
 export type JsonSchemaObject = JsonSchema.JsonSchema
@@ -48,7 +52,9 @@ export const toJsonSchema = (
       ...(typeof description === "string" ? { description } : {})
     })
   }
-  const document = Schema.toJsonSchemaDocument(schema, {
+  // The same model schema `ToolInput` decodes with: finite numbers, integers
+  // without safe-integer bounds, enums as plain `enum` lists.
+  const document = Schema.toJsonSchemaDocument(toModelSchema(schema), {
     onExcessProperty: options.allowUnknownKeys === true ? "ignore" : "error",
     referencePolicy: () => undefined
   })

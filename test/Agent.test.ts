@@ -101,7 +101,7 @@ describe("Agent.run", () => {
       const [bad, good] = result.results
       assert.isTrue(bad!.isError)
       assert.strictEqual(bad!.error?._tag, "InvalidArguments")
-      assert.strictEqual(ToolResult.textOf(bad!), "add: invalid arguments: at \"b\": Expected number, got \"4\"")
+      assert.strictEqual(ToolResult.textOf(bad!), "add: invalid arguments: at \"b\": Expected an integer, got \"4\"")
       assert.deepStrictEqual(good!.value, 7)
       assertEveryCallAnswered(result.transcript)
     }).pipe(Effect.provide(layer([

@@ -85,7 +85,7 @@ describe("ToolInput", () => {
     ])
     assert.include(error.message, "at \"options\".\"encoding\": Expected \"utf8\" | \"base64\", got \"latin1\"")
     assert.include(error.message, "at \"options\".\"ranges\"[1].\"end\": Missing key")
-    assert.include(error.message, "at \"options\".\"ranges\"[1].\"start\": Expected number, got \"x\"")
+    assert.include(error.message, "at \"options\".\"ranges\"[1].\"start\": Expected an integer, got \"x\"")
   })
 
   it("unknown keys are accepted (and dropped) when the tool allows them", () => {
@@ -109,5 +109,118 @@ describe("ToolInput", () => {
     const refused = decode({ b: null })
     assert.isTrue(Result.isFailure(refused))
     if (Result.isFailure(refused)) assert.include(refused.failure.message, "at \"b\": Expected string, got null")
+  })
+
+  describe("repair messages read like a person wrote them", () => {
+    const Shape = Schema.Union([
+      Schema.Struct({ kind: Schema.Literal("circle"), radius: Schema.Number }),
+      Schema.Struct({ kind: Schema.Literal("square"), side: Schema.Number })
+    ])
+    const Everything = Schema.Struct({
+      s: Schema.optionalKey(Schema.String),
+      n: Schema.optionalKey(Schema.Number),
+      i: Schema.optionalKey(Schema.Int),
+      f: Schema.optionalKey(Schema.Finite),
+      b: Schema.optionalKey(Schema.Boolean),
+      literal: Schema.optionalKey(Schema.Literal("on")),
+      mode: Schema.optionalKey(Schema.Literals(["fast", "slow"])),
+      color: Schema.optionalKey(Schema.Enum({ Red: "red", Blue: "blue" })),
+      tags: Schema.optionalKey(Schema.Array(Schema.String)),
+      paths: Schema.optionalKey(Schema.NonEmptyArray(Schema.String)),
+      pair: Schema.optionalKey(Schema.Array(Schema.Number).check(Schema.isBetweenLength(2, 2))),
+      name: Schema.optionalKey(Schema.NonEmptyString.check(Schema.isMaxLength(8))),
+      point: Schema.optionalKey(Schema.Struct({ x: Schema.Number, y: Schema.Number })),
+      count: Schema.optionalKey(Schema.Number.check(Schema.isGreaterThanOrEqualTo(0))),
+      percent: Schema.optionalKey(Schema.Number.check(Schema.isBetween({ minimum: 0, maximum: 100 }))),
+      page: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10 }))),
+      id: Schema.optionalKey(Schema.Int),
+      maybe: Schema.optional(Schema.Number),
+      nullable: Schema.optionalKey(Schema.NullOr(Schema.String)),
+      shape: Schema.optionalKey(Shape)
+    })
+    const decodeEverything = ToolInput.decoder("t", Everything)
+    const cases: ReadonlyArray<readonly [label: string, raw: unknown, message: string]> = [
+      ["string, wrong type", { s: 1 }, "at \"s\": Expected string, got 1"],
+      ["number, wrong type", { n: "x" }, "at \"n\": Expected number, got \"x\""],
+      ["number, boolean", { n: true }, "at \"n\": Expected number, got true"],
+      ["number, the string \"NaN\"", "{\"n\":\"NaN\"}", "at \"n\": Expected number, got \"NaN\""],
+      ["number, the string \"Infinity\"", { n: "Infinity" }, "at \"n\": Expected number, got \"Infinity\""],
+      ["number, the string \"-Infinity\"", { n: "-Infinity" }, "at \"n\": Expected number, got \"-Infinity\""],
+      ["finite, the string \"NaN\"", { f: "NaN" }, "at \"f\": Expected number, got \"NaN\""],
+      ["integer, a fraction", { i: 2.5 }, "at \"i\": Expected an integer, got 2.5"],
+      ["integer, wrong type", { i: "3" }, "at \"i\": Expected an integer, got \"3\""],
+      [
+        "integer, too large to be exact",
+        "{\"id\":12345678901234567890}",
+        "at \"id\": Expected an integer between -9007199254740991 and 9007199254740991, got 12345678901234567000"
+      ],
+      ["boolean, a string", { b: "true" }, "at \"b\": Expected boolean, got \"true\""],
+      ["literal", { literal: "off" }, "at \"literal\": Expected \"on\", got \"off\""],
+      ["literals", { mode: "medium" }, "at \"mode\": Expected \"fast\" | \"slow\", got \"medium\""],
+      ["enum", { color: "green" }, "at \"color\": Expected \"red\" | \"blue\", got \"green\""],
+      ["array, a string", { tags: "a" }, "at \"tags\": Expected array, got \"a\""],
+      ["array, a wrong element", { tags: ["a", 2] }, "at \"tags\"[1]: Expected string, got 2"],
+      ["non-empty array, empty", { paths: [] }, "at \"paths\": Expected at least 1 item, got []"],
+      ["array of a fixed length", { pair: [1] }, "at \"pair\": Expected exactly 2 items, got [1]"],
+      ["non-empty string, empty", { name: "" }, "at \"name\": Expected at least 1 character, got \"\""],
+      ["string, too long", { name: "abcdefghi" }, "at \"name\": Expected at most 8 characters, got \"abcdefghi\""],
+      ["nested struct, wrong type", { point: "1,2" }, "at \"point\": Expected object, got \"1,2\""],
+      ["nested struct, wrong field", { point: { x: 1, y: "2" } }, "at \"point\".\"y\": Expected number, got \"2\""],
+      ["nested struct, missing key", { point: { x: 1 } }, "at \"point\".\"y\": Missing key"],
+      ["unknown key", { colour: "red" }, "at \"colour\": Unexpected key with value \"red\""],
+      ["non-negative, out of range", { count: -1 }, "at \"count\": Expected a value greater than or equal to 0, got -1"],
+      ["between, out of range", { percent: 101 }, "at \"percent\": Expected a value between 0 and 100, got 101"],
+      ["integer between, out of range", { page: 0 }, "at \"page\": Expected a value between 1 and 10, got 0"],
+      ["optional number, wrong type", { maybe: "x" }, "at \"maybe\": Expected number | null, got \"x\""],
+      ["nullable string, wrong type", { nullable: 1 }, "at \"nullable\": Expected string | null, got 1"],
+      [
+        "tagged union, unknown tag",
+        { shape: { kind: "triangle" } },
+        "at \"shape\": Expected an object with \"kind\": \"circle\" | \"square\", got {\"kind\":\"triangle\"}"
+      ],
+      ["tagged union, wrong field", { shape: { kind: "circle", radius: "1" } }, "at \"shape\".\"radius\": Expected number, got \"1\""]
+    ]
+    for (const [label, raw, message] of cases) {
+      it(`${label}: ${message}`, () => {
+        const result = decodeEverything(raw)
+        assert.isTrue(Result.isFailure(result), `expected a failure for ${JSON.stringify(raw)}`)
+        if (Result.isFailure(result)) assert.strictEqual(result.failure.message, `t: invalid arguments: ${message}`)
+      })
+    }
+
+    it("a missing key of the root", () => {
+      const decode = ToolInput.decoder("t", Schema.Struct({ a: Schema.Number }))
+      const result = decode({})
+      assert.isTrue(Result.isFailure(result))
+      if (Result.isFailure(result)) assert.strictEqual(result.failure.message, "t: invalid arguments: at \"a\": Missing key")
+    })
+
+    it("the same issue reported by several union members is listed once", () => {
+      const decode = ToolInput.decoder("t", Schema.Struct({
+        by: Schema.Union([Schema.Struct({ name: Schema.String }), Schema.Struct({ id: Schema.Number })])
+      }))
+      const result = decode({ by: { nick: "x" } })
+      assert.isTrue(Result.isFailure(result))
+      if (Result.isFailure(result)) {
+        assert.strictEqual(
+          result.failure.message,
+          "t: invalid arguments: at \"by\".\"nick\": Unexpected key with value \"x\"; at \"by\".\"name\": Missing key; at \"by\".\"id\": Missing key"
+        )
+      }
+    })
+
+    it("numbers decode as numbers; the strings \"NaN\" and \"Infinity\" never become NaN or Infinity", () => {
+      assert.deepStrictEqual(Result.getOrThrow(decodeEverything({ n: 1.5, f: -2, i: 3, maybe: null })), {
+        n: 1.5,
+        f: -2,
+        i: 3,
+        maybe: undefined
+      })
+      for (const value of ["NaN", "Infinity", "-Infinity"]) {
+        assert.isTrue(Result.isFailure(decodeEverything({ n: value })))
+        assert.isTrue(Result.isFailure(decodeEverything({ maybe: value })))
+        assert.isTrue(Result.isFailure(decodeEverything({ point: { x: value, y: 0 } })))
+      }
+    })
   })
 })

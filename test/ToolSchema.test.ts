@@ -1,5 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
+import * as ToolInput from "../src/ToolInput.ts"
+import { validate2020 } from "./providers/support/schemaChecks.ts"
 import {
   Cancellation,
   EventSink,
@@ -136,4 +138,148 @@ describe("ToolSchema", () => {
       const error = yield* Effect.flip(ToolRegistry.make([leaky]))
       assert.include(error.message, "tool leaky: its schema cannot be shown to a model: at \"key\"")
     }))
+
+  describe("common constructors export as a person would write them", () => {
+    const Common = Schema.Struct({
+      number: Schema.Number,
+      described: Schema.Number.annotate({ description: "a count" }),
+      int: Schema.Int,
+      finite: Schema.Finite,
+      nonNegative: Schema.Number.check(Schema.isGreaterThanOrEqualTo(0)),
+      positive: Schema.Number.check(Schema.isGreaterThan(0)),
+      between: Schema.Number.check(Schema.isBetween({ minimum: 1, maximum: 10 })),
+      intBetween: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10 })),
+      natural: Schema.Natural,
+      literal: Schema.Literal("on"),
+      literals: Schema.Literals(["fast", "slow"]),
+      numbers: Schema.Literals([1, 2]),
+      color: Schema.Enum({ Red: "red", Blue: "blue" }),
+      text: Schema.NonEmptyString,
+      flag: Schema.Boolean,
+      nullable: Schema.NullOr(Schema.Number),
+      list: Schema.Array(Schema.Number),
+      paths: Schema.NonEmptyArray(Schema.String),
+      key: Schema.optionalKey(Schema.Int),
+      maybe: Schema.optional(Schema.Number)
+    })
+
+    it("numbers are {type: number}, integers {type: integer} (no safe-integer bounds), user bounds and descriptions kept", () => {
+      const schema = Result.getOrThrow(ToolSchema.toJsonSchema("t", Common))
+      assert.deepStrictEqual(schema.properties, {
+        number: { type: "number" },
+        described: { type: "number", description: "a count" },
+        int: { type: "integer" },
+        finite: { type: "number" },
+        nonNegative: { type: "number", minimum: 0 },
+        positive: { type: "number", exclusiveMinimum: 0 },
+        between: { type: "number", minimum: 1, maximum: 10 },
+        intBetween: { type: "integer", minimum: 1, maximum: 10 },
+        natural: { type: "integer", minimum: 0 },
+        literal: { type: "string", enum: ["on"] },
+        literals: { type: "string", enum: ["fast", "slow"] },
+        numbers: { type: "number", enum: [1, 2] },
+        color: { type: "string", enum: ["red", "blue"] },
+        text: { type: "string", minLength: 1 },
+        flag: { type: "boolean" },
+        nullable: { anyOf: [{ type: "number" }, { type: "null" }] },
+        list: { type: "array", items: { type: "number" } },
+        paths: { type: "array", items: { type: "string" }, minItems: 1 },
+        key: { type: "integer" },
+        maybe: { anyOf: [{ type: "number" }, { type: "null" }] }
+      })
+      assert.deepStrictEqual(schema.required, Object.keys(Common.fields).filter((k) => k !== "key" && k !== "maybe"))
+      const text = JSON.stringify(schema)
+      for (const noise of ["NaN", "Infinity", "9007199254740991", "title", "prefixItems"]) assert.notInclude(text, noise)
+    })
+
+    it("numbers inside unions, records, tuples and recursive schemas are clean too", () => {
+      interface Tree {
+        readonly value: number
+        readonly children: ReadonlyArray<Tree>
+      }
+      const Tree = Schema.Struct({
+        value: Schema.Number,
+        children: Schema.Array(Schema.suspend((): Schema.Codec<Tree> => Tree))
+      })
+      const schema = Result.getOrThrow(ToolSchema.toJsonSchema(
+        "t",
+        Schema.Struct({
+          either: Schema.Union([Schema.String, Schema.Number]),
+          scores: Schema.Record(Schema.String, Schema.Number),
+          pair: Schema.Tuple([Schema.String, Schema.Int]),
+          tree: Tree
+        })
+      ))
+      const text = JSON.stringify(schema)
+      for (const noise of ["NaN", "Infinity", "9007199254740991"]) assert.notInclude(text, noise)
+      const properties = schema.properties as Record<string, unknown>
+      assert.deepStrictEqual(properties["either"], { anyOf: [{ type: "string" }, { type: "number" }] })
+      assert.deepStrictEqual(properties["scores"], { type: "object", additionalProperties: { type: "number" } })
+    })
+
+    it("decoding accepts exactly what the export advertises (checked with Ajv)", () => {
+      const schema = Result.getOrThrow(ToolSchema.toJsonSchema("t", Common))
+      const decode = ToolInput.decoder("t", Common)
+      const valid = {
+        number: 1.5,
+        described: 0,
+        int: -3,
+        finite: 2,
+        nonNegative: 0,
+        positive: 0.1,
+        between: 10,
+        intBetween: 1,
+        natural: 0,
+        literal: "on",
+        literals: "slow",
+        numbers: 2,
+        color: "blue",
+        text: "x",
+        flag: false,
+        nullable: null,
+        list: [1, 2.5],
+        paths: ["a"]
+      }
+      const variants: ReadonlyArray<Record<string, unknown>> = [
+        {},
+        { key: 3 },
+        { maybe: null },
+        { maybe: 4 },
+        { nullable: 3 },
+        ...["NaN", "Infinity", "-Infinity", "1"].flatMap((s) => [{ number: s }, { finite: s }, { list: [s] }, { maybe: s }]),
+        { int: 2.5 },
+        { int: "3" },
+        { key: 1.5 },
+        { key: null },
+        { nonNegative: -1 },
+        { positive: 0 },
+        { between: 11 },
+        { intBetween: 0 },
+        { natural: -1 },
+        { literal: "off" },
+        { numbers: 3 },
+        { color: "Red" },
+        { text: "" },
+        { flag: "true" },
+        { list: "1" },
+        { paths: [] },
+        { paths: ["a", 1] },
+        { extra: 1 }
+      ]
+      for (const variant of variants) {
+        const value = { ...valid, ...variant }
+        const advertised = validate2020(schema, value).length === 0
+        const accepted = Result.isSuccess(decode(value))
+        assert.strictEqual(accepted, advertised, JSON.stringify(variant))
+      }
+    })
+
+    it("the one intended difference: integers beyond 2^53 are advertised as integers but refused, with a clear message", () => {
+      const schema = Result.getOrThrow(ToolSchema.toJsonSchema("t", Schema.Struct({ id: Schema.Int })))
+      assert.deepStrictEqual(validate2020(schema, { id: 2 ** 60 }), [])
+      const result = ToolInput.decoder("t", Schema.Struct({ id: Schema.Int }))({ id: 2 ** 60 })
+      assert.isTrue(Result.isFailure(result))
+      if (Result.isFailure(result)) assert.include(result.failure.message, "Expected an integer between -9007199254740991 and 9007199254740991")
+    })
+  })
 })
