@@ -7,7 +7,10 @@
  * anthropic-sdk-typescript `src/resources/messages/messages.ts` (`Tool`,
  * `ToolUseBlock`, `ServerToolUseBlock`, `ToolResultBlockParam`,
  * `CacheControlEphemeral`). Server tools (`server_tool_use`, their
- * `*_tool_result` blocks, MCP connector blocks) are passthrough.
+ * `*_tool_result` blocks, MCP connector blocks) are passthrough. Outbound
+ * types use mutable arrays, so they assign to `@anthropic-ai/sdk`'s request
+ * params; {@link toolCalls} reads only `type` of a block it does not know, so
+ * the SDK's `Message` and `ContentBlock[]` pass as they are.
  */
 import { Result } from "effect"
 import type { ToolSpec } from "../Tool.ts"
@@ -34,7 +37,7 @@ export interface CacheControlEphemeral {
 export interface InputSchema {
   readonly type: "object"
   readonly properties?: unknown
-  readonly required?: ReadonlyArray<string> | null
+  readonly required?: Array<string> | null
   readonly [key: string]: unknown
 }
 
@@ -57,19 +60,28 @@ export interface ToolUseBlock {
   readonly input: unknown
 }
 
-/** Any other content block (`text`, `thinking`, `server_tool_use`, `web_search_tool_result`, ...). */
+/** Any other content block (`text`, `thinking`, `server_tool_use`, `web_search_tool_result`, ...), as parsed JSON. */
 export interface OtherBlock {
   readonly type: string
   readonly [key: string]: unknown
 }
 
-/** A block of an assistant message's `content`. */
+/** A block of an assistant message's `content`, as parsed JSON. */
 export type ContentBlock = ToolUseBlock | OtherBlock
 
-/** `Message` (the fields read here). */
-export interface Message {
+/**
+ * What {@link toolCalls} needs of any block: a `type` (a `tool_use` is then
+ * checked field by field). No index signature, so the SDK's block
+ * interfaces, which have none, qualify.
+ */
+export interface AnyBlock {
+  readonly type: string
+}
+
+/** `Message` (the fields read here), over the block type you have: parsed JSON by default, or the SDK's. */
+export interface Message<Block extends AnyBlock = ContentBlock> {
   readonly role: "assistant"
-  readonly content: ReadonlyArray<ContentBlock>
+  readonly content: ReadonlyArray<Block>
 }
 
 /** `TextBlockParam`. */
@@ -88,19 +100,19 @@ export interface ImageBlockParam {
   }
 }
 
-/** `ToolResultBlockParam`: the answer to one `tool_use` id. */
+/** `ToolResultBlockParam`: the answer to one `tool_use` id (a mutable array, as the SDK's param wants). */
 export interface ToolResultBlockParam {
   readonly type: "tool_result"
   readonly tool_use_id: string
-  readonly content?: string | ReadonlyArray<TextBlockParam | ImageBlockParam>
+  readonly content?: string | Array<TextBlockParam | ImageBlockParam>
   readonly is_error?: boolean
   readonly cache_control?: CacheControlEphemeral | null
 }
 
-/** The user message that answers a turn's tool calls. */
+/** The user message that answers a turn's tool calls (a `MessageParam`). */
 export interface ToolResultMessage {
   readonly role: "user"
-  readonly content: ReadonlyArray<ToolResultBlockParam | TextBlockParam>
+  readonly content: Array<ToolResultBlockParam | TextBlockParam>
 }
 
 // ---------------------------------------------------------------------------
@@ -163,25 +175,41 @@ export const toolDefinitions = (
 // calls
 // ---------------------------------------------------------------------------
 
-const isToolUse = (block: ContentBlock): block is ToolUseBlock =>
-  block.type === "tool_use" && typeof block.id === "string" && typeof block.name === "string"
+const isToolUse = (block: AnyBlock): block is ToolUseBlock => {
+  const fields = block as { readonly id?: unknown; readonly name?: unknown }
+  return block.type === "tool_use" && typeof fields.id === "string" && typeof fields.name === "string"
+}
 
 /** Server-side tool activity: `server_tool_use`, `*_tool_result`, MCP connector blocks. */
-const isServerToolBlock = (block: ContentBlock): boolean =>
+const isServerToolBlock = (block: AnyBlock): boolean =>
   block.type === "server_tool_use" || block.type.endsWith("_tool_result") || block.type.startsWith("mcp_tool_")
+
+/**
+ * The passthrough blocks of {@link toolCalls}, in the type given: the members
+ * of `Block` whose `type` is server-side tool activity (`server_tool_use`,
+ * `*_tool_result`, `mcp_tool_*`); a block typed with `type: string` may be any of them.
+ */
+export type Passthrough<Block extends AnyBlock> = Block extends { readonly type: infer T extends string }
+  ? string extends T ? Block
+  : T extends "server_tool_use" | `${string}_tool_result` | `mcp_tool_${string}` ? Block
+  : never
+  : never
 
 /**
  * The `tool_use` blocks of an assistant message (or of its content), ids
  * preserved, `input` passed through as the object it is. Server tool blocks
- * are passthrough.
+ * are passthrough, typed as the blocks given (the SDK's `ContentBlock`
+ * members when you pass its `Message`), so they can be replayed unchanged.
  */
-export const toolCalls = (response: Message | ReadonlyArray<ContentBlock>): ProviderCalls<OtherBlock> => {
-  const blocks = "content" in response ? response.content : response
+export const toolCalls = <Block extends AnyBlock = ContentBlock>(
+  response: Message<Block> | ReadonlyArray<Block>
+): ProviderCalls<Passthrough<Block>> => {
+  const blocks: ReadonlyArray<Block> = "content" in response ? response.content : response
   const calls: Array<ToolCall> = []
-  const passthrough: Array<OtherBlock> = []
+  const passthrough: Array<Passthrough<Block>> = []
   for (const block of blocks) {
     if (isToolUse(block)) calls.push({ id: block.id, name: block.name, arguments: block.input })
-    else if (isServerToolBlock(block)) passthrough.push(block)
+    else if (isServerToolBlock(block)) passthrough.push(block as Passthrough<Block>)
   }
   return { calls, passthrough }
 }
@@ -200,7 +228,7 @@ const resultBlock = (result: ToolResult): ToolResultBlockParam => {
     `[${image.mimeType} image omitted: Anthropic accepts JPEG, PNG, GIF and WebP]`
   )
   const fullText = [text, ...notes].filter((part) => part.length > 0).join("\n")
-  const content: string | ReadonlyArray<TextBlockParam | ImageBlockParam> = supported.length === 0
+  const content: string | Array<TextBlockParam | ImageBlockParam> = supported.length === 0
     ? fullText
     : [
       ...(fullText.length === 0 ? [] : [{ type: "text" as const, text: fullText }]),

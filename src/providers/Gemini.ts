@@ -6,7 +6,10 @@
  * Wire types follow googleapis/js-genai `src/types.ts` (`FunctionDeclaration`,
  * `Schema`, `FunctionCall`, `FunctionResponse`, `Part`). Code execution parts
  * (`executableCode`, `codeExecutionResult`) run on Google's side and are
- * passthrough.
+ * passthrough. Outbound types use mutable arrays and the SDK-compatible
+ * `Type` enum, so they assign to `@google/genai`'s `Tool` and `Content`;
+ * inbound types have every field optional, as the SDK's, so its
+ * `GenerateContentResponse`, `Content` and `Part[]` pass as they are.
  */
 import { Result } from "effect"
 import type { ToolSpec } from "../Tool.ts"
@@ -26,6 +29,15 @@ import { fromProblem, ProviderExportError } from "./ProviderExportError.ts"
 /** Google's `Schema`: the OpenAPI 3.0 subset of `parameters`. */
 export type Schema = GeminiOpenApi.Schema
 
+/**
+ * Google's `Type` enum, for types only (at runtime a `type` is the plain
+ * string, e.g. `"OBJECT"`). An enum, not string literals, so that `Schema`
+ * assigns to the SDK's: TypeScript relates two enums of the same name member
+ * by member, while a string literal never assigns to an enum. It compares
+ * with plain strings (`schema.type === "OBJECT"`).
+ */
+export type Type = GeminiOpenApi.Type
+
 /** `FunctionDeclaration`: `parameters` and `parametersJsonSchema` are mutually exclusive. */
 export interface FunctionDeclaration {
   readonly name: string
@@ -34,9 +46,9 @@ export interface FunctionDeclaration {
   readonly parametersJsonSchema?: { readonly [key: string]: unknown }
 }
 
-/** `Tool` with function declarations. */
+/** `Tool` with function declarations (a mutable array, as the SDK's type has). */
 export interface Tool {
-  readonly functionDeclarations: ReadonlyArray<FunctionDeclaration>
+  readonly functionDeclarations: Array<FunctionDeclaration>
 }
 
 /** `FunctionCall`: `args` is an already-parsed object; `id` may be missing. */
@@ -46,40 +58,55 @@ export interface FunctionCall {
   readonly args?: { readonly [key: string]: unknown }
 }
 
-/** `FunctionResponseBlob` of a multimodal function response. */
+/** `FunctionResponsePart` of a multimodal function response (its `FunctionResponseBlob`). */
 export interface FunctionResponsePart {
   readonly inlineData: { readonly mimeType: string; readonly data: string }
 }
 
-/** `FunctionResponse`: `output` holds the output, `error` the error. */
+/**
+ * `FunctionResponse` as {@link toolMessages} writes it: `response` holds
+ * `output` or `error`, and `name` is always set (the API wants it; the SDK's
+ * type leaves it optional, and a `Part` read back may lack it).
+ */
 export interface FunctionResponse {
   readonly id?: string
   readonly name: string
   readonly response: { readonly [key: string]: unknown }
-  readonly parts?: ReadonlyArray<FunctionResponsePart>
+  readonly parts?: Array<FunctionResponsePart>
 }
 
-/** `Part` (the fields read or written here). */
+/**
+ * `Part` (the fields read here, and the usual others), every field optional
+ * as in the SDK and without an index signature, so the SDK's `Part` assigns.
+ * Enum-typed SDK fields (`codeExecutionResult.outcome`, `executableCode.language`)
+ * are read as strings.
+ */
 export interface Part {
   readonly text?: string
   readonly thought?: boolean
   readonly thoughtSignature?: string
+  readonly inlineData?: { readonly mimeType?: string; readonly data?: string }
   readonly functionCall?: FunctionCall
-  readonly functionResponse?: FunctionResponse
+  readonly functionResponse?: Partial<Omit<FunctionResponse, "parts">>
   readonly executableCode?: { readonly code?: string; readonly language?: string }
   readonly codeExecutionResult?: { readonly outcome?: string; readonly output?: string }
-  readonly [key: string]: unknown
 }
 
-/** `Content`. */
-export interface Content {
+/** `Content` as read, over the part type you have: this module's `Part` by default, or the SDK's. */
+export interface Content<P extends Part = Part> {
   readonly role?: string
-  readonly parts?: ReadonlyArray<Part>
+  readonly parts?: ReadonlyArray<P>
 }
 
-/** `GenerateContentResponse` (the fields read here). */
-export interface GenerateContentResponse {
-  readonly candidates?: ReadonlyArray<{ readonly content?: Content; readonly index?: number }>
+/** `GenerateContentResponse` (the fields read here), over the part type you have. */
+export interface GenerateContentResponse<P extends Part = Part> {
+  readonly candidates?: ReadonlyArray<{ readonly content?: Content<P>; readonly index?: number }>
+}
+
+/** The user `Content` {@link toolMessages} builds: one `functionResponse` part per result. */
+export interface FunctionResponseContent {
+  readonly role: "user"
+  readonly parts: Array<{ readonly functionResponse: FunctionResponse }>
 }
 
 // ---------------------------------------------------------------------------
@@ -163,28 +190,32 @@ export const toolDefinitions = (
 /** Prefix of the ids made up for calls Gemini sent without one; such ids are never sent back. */
 export const generatedIdPrefix = "gemini-call:"
 
-/** A server-side part: code Gemini wrote and ran itself. */
-export type ServerPart = Part & ({ readonly executableCode: object } | { readonly codeExecutionResult: object })
+/** A server-side part: code Gemini wrote and ran itself, in the part type given (the SDK's `Part` when you pass its response). */
+export type ServerPart<P extends Part = Part> =
+  & P
+  & ({ readonly executableCode: object } | { readonly codeExecutionResult: object })
 
-const isServerPart = (part: Part): part is ServerPart =>
+const isServerPart = <P extends Part>(part: P): part is ServerPart<P> =>
   part.executableCode !== undefined || part.codeExecutionResult !== undefined
 
 /**
  * The `functionCall` parts of a response's first candidate (or of a content
  * or a part list), in order. `args` is passed through as the object it is (a
  * missing `args` is `{}`: Gemini omits it for calls without arguments). A
- * call without `id` gets `gemini-call:<candidate>:<part>:<name>`.
+ * call without `id` gets `gemini-call:<candidate>:<part>:<name>`. Server
+ * parts are passthrough, typed as the parts given, so the SDK's (with its
+ * enums) replay unchanged.
  */
-export const toolCalls = (
-  response: GenerateContentResponse | Content | ReadonlyArray<Part>
-): ProviderCalls<ServerPart> => {
-  const [parts, candidate] = Array.isArray(response)
-    ? [response as ReadonlyArray<Part>, 0]
+export const toolCalls = <P extends Part = Part>(
+  response: GenerateContentResponse<P> | Content<P> | ReadonlyArray<P>
+): ProviderCalls<ServerPart<P>> => {
+  const [parts, candidate]: readonly [ReadonlyArray<P>, number] = Array.isArray(response)
+    ? [response as ReadonlyArray<P>, 0]
     : "candidates" in response
     ? [response.candidates?.[0]?.content?.parts ?? [], response.candidates?.[0]?.index ?? 0]
-    : [(response as Content).parts ?? [], 0]
+    : [(response as Content<P>).parts ?? [], 0]
   const calls: Array<ToolCall> = []
-  const passthrough: Array<ServerPart> = []
+  const passthrough: Array<ServerPart<P>> = []
   parts.forEach((part, index) => {
     const call = part.functionCall
     if (call !== undefined) {
@@ -230,7 +261,10 @@ export interface MessageOptions {
  * given. Ids Gemini sent are echoed; made-up ones are not. Images travel as
  * `parts` of the function response.
  */
-export const toolMessages = (results: ReadonlyArray<ToolResult>, options: MessageOptions = {}): Content => {
+export const toolMessages = (
+  results: ReadonlyArray<ToolResult>,
+  options: MessageOptions = {}
+): FunctionResponseContent => {
   const names = new Map((options.calls ?? []).map((call) => [call.id, call.name]))
   return {
     role: "user",

@@ -6,7 +6,10 @@
  * (`structuredContent` for object values, checked against the tool's output
  * schema). Wire types follow `schema/2025-11-25/schema.ts` of
  * modelcontextprotocol/modelcontextprotocol. No transport or JSON-RPC session
- * lives here.
+ * lives here. Outbound types use mutable arrays, so they assign to
+ * `@modelcontextprotocol/sdk`'s `Tool` and `CallToolResult`; a request
+ * handler's `CallToolRequest` (no JSON-RPC envelope) is read with its
+ * `extra.requestId`.
  */
 import { JsonSchema, Result, Schema, SchemaRepresentation } from "effect"
 import * as Safety from "../Safety.ts"
@@ -39,7 +42,7 @@ export interface ObjectSchema {
   readonly $schema?: string
   readonly type: "object"
   readonly properties?: { readonly [key: string]: object }
-  readonly required?: ReadonlyArray<string>
+  readonly required?: Array<string>
   readonly [key: string]: unknown
 }
 
@@ -53,17 +56,21 @@ export interface Tool {
   readonly annotations?: ToolAnnotations
 }
 
-/** `CallToolRequestParams`. */
+/** `CallToolRequestParams` (optional fields may hold `undefined`, as the SDK's zod-inferred type has). */
 export interface CallToolRequestParams {
   readonly name: string
-  readonly arguments?: { readonly [key: string]: unknown }
-  readonly _meta?: { readonly [key: string]: unknown }
+  readonly arguments?: { readonly [key: string]: unknown } | undefined
+  readonly _meta?: { readonly [key: string]: unknown } | undefined
 }
 
-/** `CallToolRequest`: a JSON-RPC request with method `tools/call`. */
+/**
+ * `CallToolRequest`: a JSON-RPC request with method `tools/call`. The MCP
+ * SDK hands a request handler the request without `jsonrpc` and `id` (the id
+ * is `extra.requestId`): pass that as {@link CallOptions.requestId}.
+ */
 export interface CallToolRequest {
   readonly jsonrpc?: "2.0"
-  readonly id: string | number
+  readonly id?: string | number
   readonly method: "tools/call"
   readonly params: CallToolRequestParams
 }
@@ -89,9 +96,14 @@ export interface ImageContent {
   readonly mimeType: string
 }
 
-/** `CallToolResult`: execution errors are results with `isError: true`, not protocol errors. */
-export interface CallToolResult {
-  readonly content: ReadonlyArray<TextContent | ImageContent>
+/**
+ * `CallToolResult`: execution errors are results with `isError: true`, not
+ * protocol errors. A type alias, not an interface, so it has the implicit
+ * index signature the SDK's (open) `CallToolResult` asks for; `content` is a
+ * mutable array, as the SDK's type has.
+ */
+export type CallToolResult = {
+  readonly content: Array<TextContent | ImageContent>
   readonly structuredContent?: { readonly [key: string]: unknown }
   readonly isError?: boolean
 }
@@ -140,17 +152,29 @@ export const toolDefinitions = (
 // calls
 // ---------------------------------------------------------------------------
 
-const isCallTool = (request: CallToolRequest | OtherRequest): request is CallToolRequest =>
-  request.method === "tools/call" && request.id !== undefined && isRecord(request.params) &&
-  typeof request.params.name === "string"
+/** Options of {@link toolCalls}. */
+export interface CallOptions {
+  /**
+   * The JSON-RPC id of a `tools/call` request given without its envelope:
+   * the MCP SDK's request handlers get `(request, extra)`, with the id in
+   * `extra.requestId`. A request's own `id` wins.
+   */
+  readonly requestId?: string | number
+}
+
+const isCallTool = (request: CallToolRequest | OtherRequest, requestId: unknown): request is CallToolRequest =>
+  request.method === "tools/call" && (request.id !== undefined || requestId !== undefined) &&
+  isRecord(request.params) && typeof request.params.name === "string"
 
 /**
- * The `tools/call` requests among `requests`, as calls: the JSON-RPC id as
- * text, the name as sent, `arguments` as the object it is (`{}` when absent,
- * as the protocol makes it optional). Other requests are passthrough.
+ * The `tools/call` requests among `requests`, as calls: the JSON-RPC id
+ * (or `options.requestId`) as text, the name as sent, `arguments` as the
+ * object it is (`{}` when absent, as the protocol makes it optional). Other
+ * requests, and a `tools/call` without any id, are passthrough.
  */
 export const toolCalls = (
-  requests: CallToolRequest | OtherRequest | ReadonlyArray<CallToolRequest | OtherRequest>
+  requests: CallToolRequest | OtherRequest | ReadonlyArray<CallToolRequest | OtherRequest>,
+  options: CallOptions = {}
 ): ProviderCalls<OtherRequest> => {
   const list: ReadonlyArray<CallToolRequest | OtherRequest> = Array.isArray(requests)
     ? requests
@@ -158,8 +182,12 @@ export const toolCalls = (
   const calls: Array<ToolCall> = []
   const passthrough: Array<OtherRequest> = []
   for (const request of list) {
-    if (isCallTool(request)) {
-      calls.push({ id: String(request.id), name: request.params.name, arguments: request.params.arguments ?? {} })
+    if (isCallTool(request, options.requestId)) {
+      calls.push({
+        id: String(request.id ?? options.requestId),
+        name: request.params.name,
+        arguments: request.params.arguments ?? {}
+      })
     } else passthrough.push(request)
   }
   return { calls, passthrough }

@@ -5,7 +5,11 @@
  * result. Wire types follow openai-node `src/resources/chat/completions` and
  * the OpenAPI spec (`ChatCompletionTool`, `FunctionObject`,
  * `ChatCompletionMessageToolCall`, `ChatCompletionRequestToolMessage`).
- * It does not call the API, stream, or parse arguments (the registry does).
+ * Outbound types (definitions, tool messages) use mutable arrays, so they
+ * assign to the `openai` package's request params; inbound types are the
+ * fields read, so its `ChatCompletion` and `ChatCompletionMessage` assign to
+ * them (checked by `test/providers/SdkTypes.test.ts`). It does not call the
+ * API, stream, or parse arguments (the registry does).
  */
 import { Result } from "effect"
 import type { ToolSpec } from "../Tool.ts"
@@ -70,11 +74,17 @@ export interface ChatCompletion {
   }>
 }
 
-/** `ChatCompletionToolMessageParam`: the answer to one tool call. */
+/** `ChatCompletionContentPartText`. */
+export interface TextPart {
+  readonly type: "text"
+  readonly text: string
+}
+
+/** `ChatCompletionToolMessageParam`: the answer to one tool call (a mutable array, as the SDK's param wants). */
 export interface ToolMessage {
   readonly role: "tool"
   readonly tool_call_id: string
-  readonly content: string | ReadonlyArray<{ readonly type: "text"; readonly text: string }>
+  readonly content: string | Array<TextPart>
 }
 
 // ---------------------------------------------------------------------------

@@ -5,7 +5,10 @@
  * types follow openai-node `src/resources/responses` and the OpenAPI spec
  * (`FunctionTool`, `FunctionToolCall`, `FunctionCallOutputItemParam`).
  * Server-side tool items (`web_search_call`, `code_interpreter_call`, ...)
- * and built-in client tools are passthrough: never run here.
+ * and built-in client tools are passthrough: never run here. Outbound types
+ * use mutable arrays, so they assign to the `openai` package's request
+ * params; {@link toolCalls} reads only `type` of an item it does not know,
+ * so the SDK's `Response` and `ResponseOutputItem[]` pass as they are.
  */
 import { Result } from "effect"
 import type { ToolSpec } from "../Tool.ts"
@@ -39,21 +42,30 @@ export interface FunctionCall {
   readonly status?: "in_progress" | "completed" | "incomplete"
 }
 
-/** Any other output item (`message`, `reasoning`, `web_search_call`, ...). */
+/** Any other output item (`message`, `reasoning`, `web_search_call`, ...), as parsed JSON. */
 export interface OtherItem {
   readonly type: string
   readonly id?: string
   readonly [key: string]: unknown
 }
 
-/** An item of `Response.output`. */
+/** An item of `Response.output`, as parsed JSON. */
 export type OutputItem = FunctionCall | OtherItem
 
-/** `Response` (the fields read here). */
-export interface Response {
+/**
+ * What {@link toolCalls} needs of any item: a `type` (a `function_call` is
+ * then checked field by field). No index signature, so the SDK's item
+ * interfaces, which have none, qualify.
+ */
+export interface AnyItem {
+  readonly type: string
+}
+
+/** `Response` (the fields read here), over the item type you have: parsed JSON by default, or the SDK's. */
+export interface Response<Item extends AnyItem = OutputItem> {
   readonly id?: string
   readonly object?: "response"
-  readonly output: ReadonlyArray<OutputItem>
+  readonly output: ReadonlyArray<Item>
 }
 
 /** `ResponseInputText`. */
@@ -69,11 +81,11 @@ export interface InputImage {
   readonly detail: "auto" | "low" | "high"
 }
 
-/** `FunctionCallOutputItemParam`: the answer to one `call_id`. */
+/** `FunctionCallOutputItemParam`: the answer to one `call_id` (a mutable array, as the SDK's param wants). */
 export interface FunctionCallOutput {
   readonly type: "function_call_output"
   readonly call_id: string
-  readonly output: string | ReadonlyArray<InputText | InputImage>
+  readonly output: string | Array<InputText | InputImage>
 }
 
 // ---------------------------------------------------------------------------
@@ -113,30 +125,46 @@ export interface CallOptions {
   readonly specs?: ReadonlyArray<ToolSpec>
 }
 
-const isFunctionCall = (item: OutputItem): item is FunctionCall =>
-  item.type === "function_call" && typeof item.call_id === "string" && typeof item.name === "string"
+const isFunctionCall = (item: AnyItem): item is FunctionCall => {
+  const fields = item as { readonly call_id?: unknown; readonly name?: unknown }
+  return item.type === "function_call" && typeof fields.call_id === "string" && typeof fields.name === "string"
+}
 
 /** Tool activity that is not a function call: `*_call` items and MCP items. */
-const isOtherToolItem = (item: OutputItem): boolean =>
+const isOtherToolItem = (item: AnyItem): boolean =>
   item.type !== "function_call" && (item.type.endsWith("_call") || item.type.startsWith("mcp_"))
 
 /**
- * The `function_call` items of a response (or of an output list), by
- * `call_id`, argument text preserved. Other tool items are passthrough.
+ * The passthrough items of {@link toolCalls}, in the type given: the members
+ * of `Item` whose `type` is a tool item other than `function_call` (`*_call`,
+ * `mcp_*`); an item typed with `type: string` may be any of them.
  */
-export const toolCalls = (
-  response: Response | ReadonlyArray<OutputItem>,
+export type Passthrough<Item extends AnyItem> = Item extends { readonly type: infer T extends string }
+  ? string extends T ? Item
+  : T extends "function_call" ? never
+  : T extends `${string}_call` | `mcp_${string}` ? Item
+  : never
+  : never
+
+/**
+ * The `function_call` items of a response (or of an output list), by
+ * `call_id`, argument text preserved. Other tool items are passthrough, typed
+ * as the items given (the SDK's `ResponseOutputItem` members when you pass
+ * its `Response`), so they can be replayed as input unchanged.
+ */
+export const toolCalls = <Item extends AnyItem = OutputItem>(
+  response: Response<Item> | ReadonlyArray<Item>,
   options: CallOptions = {}
-): ProviderCalls<OtherItem> => {
-  const items = "output" in response ? response.output : response
+): ProviderCalls<Passthrough<Item>> => {
+  const items: ReadonlyArray<Item> = "output" in response ? response.output : response
   const calls: Array<ToolCall> = []
-  const passthrough: Array<OtherItem> = []
+  const passthrough: Array<Passthrough<Item>> = []
   for (const item of items) {
     if (isFunctionCall(item)) {
       calls.push(
         OpenAiFunction.normalizeCall({ id: item.call_id, name: item.name, arguments: item.arguments }, options.specs)
       )
-    } else if (isOtherToolItem(item)) passthrough.push(item)
+    } else if (isOtherToolItem(item)) passthrough.push(item as Passthrough<Item>)
   }
   return { calls, passthrough }
 }

@@ -15,33 +15,52 @@ import { Result } from "effect"
 import type { SchemaProblem } from "../ProviderExportError.ts"
 import { describeKeywords, fail, fromEntries, Incompatible, isRecord, type Node, refKey, resolveRef } from "./schema.ts"
 
-/** Gemini's `Type` enum. */
-export type Type = "TYPE_UNSPECIFIED" | "STRING" | "NUMBER" | "INTEGER" | "BOOLEAN" | "ARRAY" | "OBJECT" | "NULL"
+/**
+ * Gemini's `Type` enum, declared for types only: at runtime a `type` is the
+ * plain string (`"OBJECT"`), exactly what the API and the SDK send. It is an
+ * enum rather than a union of string literals so that {@link Schema} assigns
+ * to `@google/genai`'s `Schema`: a string literal never assigns to an enum,
+ * but TypeScript relates two enums of the same name member by member (each
+ * of our members must exist in theirs with the same value), so this `Type`
+ * and the SDK's assign to each other. Both still compare with, and assign
+ * to, the plain strings (`schema.type === "OBJECT"`).
+ */
+declare enum Type {
+  TYPE_UNSPECIFIED = "TYPE_UNSPECIFIED",
+  STRING = "STRING",
+  NUMBER = "NUMBER",
+  INTEGER = "INTEGER",
+  BOOLEAN = "BOOLEAN",
+  ARRAY = "ARRAY",
+  OBJECT = "OBJECT",
+  NULL = "NULL"
+}
+export type { Type }
 
-/** Google's `Schema` (the OpenAPI 3.0 subset of `parameters`). */
+/** Google's `Schema` (the OpenAPI 3.0 subset of `parameters`); mutable arrays, as the SDK's type has. */
 export interface Schema {
   readonly type?: Type
   readonly format?: string
   readonly title?: string
   readonly description?: string
   readonly nullable?: boolean
-  readonly enum?: ReadonlyArray<string>
+  readonly enum?: Array<string>
   readonly default?: unknown
   readonly example?: unknown
   readonly items?: Schema
   readonly minItems?: string
   readonly maxItems?: string
   readonly properties?: Readonly<Record<string, Schema>>
-  readonly required?: ReadonlyArray<string>
+  readonly required?: Array<string>
   readonly minProperties?: string
   readonly maxProperties?: string
-  readonly propertyOrdering?: ReadonlyArray<string>
+  readonly propertyOrdering?: Array<string>
   readonly minimum?: number
   readonly maximum?: number
   readonly minLength?: string
   readonly maxLength?: string
   readonly pattern?: string
-  readonly anyOf?: ReadonlyArray<Schema>
+  readonly anyOf?: Array<Schema>
 }
 
 const unsupported = [
@@ -74,17 +93,12 @@ const formatsFor: Readonly<Record<string, ReadonlySet<string>>> = {
 const upper = (type: unknown, path: ReadonlyArray<string>): Type => {
   switch (type) {
     case "string":
-      return "STRING"
     case "number":
-      return "NUMBER"
     case "integer":
-      return "INTEGER"
     case "boolean":
-      return "BOOLEAN"
     case "array":
-      return "ARRAY"
     case "object":
-      return "OBJECT"
+      return type.toUpperCase() as Type
     case "null":
       return fail(path, "type \"null\" cannot be the only type of a field")
     default:
