@@ -23,18 +23,53 @@ export class Cancellation extends Context.Service<Cancellation, CancellationShap
 
 /** A run-level cancellation switch, shared by every call in a run. */
 export interface RunCancel {
+  /** Cancels the run: calls in flight are interrupted (and answered), calls not yet started never start. */
   readonly cancel: (reason: string) => Effect.Effect<void>
   /** Completes with the reason once `cancel` is called. */
   readonly await: Effect.Effect<string>
   readonly isCancelled: Effect.Effect<boolean>
+  /** The reason, once cancelled: a synchronous check for code that must not yield. */
+  readonly reasonUnsafe: () => string | undefined
+  /**
+   * Calls `f` once, synchronously inside `cancel` (at once when already cancelled);
+   * returns a function that removes it. `f` must not block: it may only signal.
+   */
+  readonly onCancel: (f: (reason: string) => void) => () => void
+}
+
+const noop = (): void => {}
+
+/** Makes a run-level cancellation switch, outside `Effect`. */
+export const makeRunCancelUnsafe = (): RunCancel => {
+  const deferred = Deferred.makeUnsafe<string>()
+  const listeners = new Set<(reason: string) => void>()
+  let reason: string | undefined
+  return {
+    cancel: (why) =>
+      Effect.suspend(() => {
+        if (reason !== undefined) return Effect.void
+        reason = why
+        const toCall = Array.from(listeners)
+        listeners.clear()
+        for (const f of toCall) f(why)
+        return Effect.asVoid(Deferred.succeed(deferred, why))
+      }),
+    await: Deferred.await(deferred),
+    isCancelled: Effect.sync(() => reason !== undefined),
+    reasonUnsafe: () => reason,
+    onCancel: (f) => {
+      if (reason !== undefined) {
+        f(reason)
+        return noop
+      }
+      listeners.add(f)
+      return () => void listeners.delete(f)
+    }
+  }
 }
 
 /** Makes a run-level cancellation switch. */
-export const makeRunCancel: Effect.Effect<RunCancel> = Effect.map(Deferred.make<string>(), (deferred) => ({
-  cancel: (reason) => Effect.asVoid(Deferred.succeed(deferred, reason)),
-  await: Deferred.await(deferred),
-  isCancelled: Deferred.isDone(deferred)
-}))
+export const makeRunCancel: Effect.Effect<RunCancel> = Effect.sync(makeRunCancelUnsafe)
 
 /** One call's cancellation: the `AbortController` is created on first use of `signal` (most handlers never read it). */
 class CallCancellation implements CancellationShape {

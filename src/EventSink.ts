@@ -2,7 +2,16 @@
  * Where lifecycle events go. A hidden service with one operation, `emit`.
  * Layers: an in-memory collector (tests; read it back with `EventLog`), a
  * `PubSub`-backed stream (live consumers; subscribe with `EventStream`), and a
- * callback. Emitting never fails the call that emits.
+ * callback.
+ *
+ * How the executor uses a sink: one event at a time, in sequence order, waiting
+ * for `emit` to complete before offering the next (so `emit` may suspend: a
+ * queue, a network exporter); an `emit` in progress is never interrupted, so a
+ * sink that never completes holds the run. A sink that fails (a defect, a
+ * synchronous throw, an interruption of its own) never fails the call that
+ * emits: the failure is logged at `Warn` with the event's tag and sequence, the
+ * event is dropped, its sequence number is not reused, and the next event is
+ * offered as usual.
  */
 import { Context, Effect, Layer, PubSub, Stream } from "effect"
 import type { Event } from "./ToolEvent.ts"

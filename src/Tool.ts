@@ -49,7 +49,7 @@ export interface Tool<
   readonly services: ReadonlyArray<Context.Key<any, any>>
   readonly safety: Safety
   readonly timeout: Duration.Duration | undefined
-  /** Retry schedule for retryable errors (only used when repeating the call is safe). */
+  /** Retry schedule for retryable errors; a registry refuses it unless the tool is idempotent or keyed. */
   readonly retry: Schedule.Schedule<unknown, unknown> | undefined
   /** Idempotency key of a call; a tool with one may be retried. */
   readonly idempotency: ((input: Input["Type"]) => string) | undefined

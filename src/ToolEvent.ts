@@ -2,7 +2,9 @@
  * The lifecycle events of tool calls and of the agent loop, as one tagged
  * union. Every tool event carries run, thread, call id, canonical tool name,
  * attempt, a `Clock` timestamp and a per-run sequence number. Arguments and
- * outputs in events are redacted before they get here.
+ * outputs in events are redacted before they get here. A started call ends with
+ * exactly one `tool.completed` or `tool.failed`; a refused one has one
+ * `tool.rejected` and no start; a call that never started has no events.
  */
 import type { Cause } from "effect"
 import type { ArtifactRef, Audit } from "./ToolResult.ts"
@@ -11,9 +13,9 @@ import type { Disposition, ToolError } from "./ToolError.ts"
 interface Stamp {
   readonly runId: string
   readonly threadId: string
-  /** Milliseconds since the epoch, from `Clock`. */
+  /** Milliseconds since the epoch, from `Clock`, when the event was handed to the sink. */
   readonly timestamp: number
-  /** Position in the run's event stream, from 0. */
+  /** Position in the run's event stream, from 0: gap-free, in the order the sink received the events. */
   readonly sequence: number
 }
 

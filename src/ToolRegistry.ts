@@ -35,6 +35,7 @@ export type Violation =
   | ToolName.InvalidToolName
   | ToolName.ToolNameCollision
   | DuplicateToolName
+  | UnsafeRetry
   | SchemaExportError
 
 /** Two tools with the same canonical name. */
@@ -43,6 +44,20 @@ export class DuplicateToolName extends Data.TaggedError("DuplicateToolName")<{
 }> {
   override get message(): string {
     return `tool name ${JSON.stringify(this.name)} is registered twice`
+  }
+}
+
+/**
+ * A tool declares a `retry` schedule but is neither idempotent (`safety.idempotent`)
+ * nor keyed (`idempotency`): running it again could repeat its side effect.
+ */
+export class UnsafeRetry extends Data.TaggedError("UnsafeRetry")<{
+  readonly name: string
+}> {
+  override get message(): string {
+    return `tool ${
+      JSON.stringify(this.name)
+    } declares retry but is neither idempotent (safety.idempotent) nor keyed (idempotency); a retry could repeat its side effect`
   }
 }
 
@@ -82,6 +97,10 @@ export const makeResult = <const Tools extends ReadonlyArray<Tool.Any>>(
       continue
     }
     const name = spec.success.name
+    if (tool.retry !== undefined && spec.success.idempotency === "none") {
+      violations.push(new UnsafeRetry({ name }))
+      continue
+    }
     if (byName.has(name)) {
       const previous = byName.get(name)!
       violations.push(

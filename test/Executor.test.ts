@@ -31,8 +31,9 @@ const flakyTool = (name: string, failures: number, idempotent = true) => {
   return Tool.make(name, {
     description: "Flaky.",
     input: Schema.Struct({}),
-    safety: { effect: "read", idempotent },
-    retry: Executor.backoff({ base: "100 millis", maxAttempts: 3, jitter: false }),
+    safety: { effect: idempotent ? "read" : "mutate", idempotent },
+    // A retry schedule on a tool that is neither idempotent nor keyed is refused at registration.
+    ...(idempotent ? { retry: Executor.backoff({ base: "100 millis", maxAttempts: 3, jitter: false }) } : {}),
     handler: () =>
       Effect.suspend(() => ++calls <= failures ? Effect.fail(ToolError.retryable(`flaky failure ${calls}`)) : Effect.succeed("ok"))
   })
@@ -217,8 +218,17 @@ describe("Executor.run", () => {
       assert.strictEqual(failed.attempt, 3)
     }).pipe(Effect.provide(test)))
 
-  it.effect("a non-idempotent tool is never retried", () =>
+  it.effect("a non-idempotent tool is never retried (it cannot declare retry); its transient failure is reported once", () =>
     Effect.gen(function*() {
+      const refused = yield* Effect.flip(ToolRegistry.make([
+        Tool.make("charge", {
+          description: "Not idempotent.",
+          input: Schema.Struct({}),
+          retry: Executor.backoff({ maxAttempts: 3 }),
+          handler: () => Effect.succeed("charged")
+        })
+      ]))
+      assert.strictEqual(refused.violations[0]?._tag, "UnsafeRetry")
       const executor = yield* setup()
       const result = yield* executor.run(call("c1", "flaky_mutating"))
       assert.isTrue(result.isError)
@@ -318,15 +328,21 @@ describe("Executor.runBatch", () => {
   it.effect("fail-fast: the first fatal error interrupts the rest, which still get terminal events", () =>
     Effect.gen(function*() {
       const executor = yield* setup()
+      // `boom` fails at once, so `c` (after it in call order) is never started.
       const calls = [call("a", "slow_read"), call("b", "boom"), call("c", "slow_write")]
       const failed = yield* Effect.flip(executor.runBatch(calls, { concurrency: 3, failurePolicy: "fail-fast" }))
       assert.deepStrictEqual(failed.results.map((r) => r.error?._tag), ["ToolCancelled", "ToolDefect", "ToolCancelled"])
+      assert.deepStrictEqual(
+        [failed.results[0]!, failed.results[2]!].map((r) => (r.error as ToolError.ToolCancelled).started),
+        [true, false]
+      )
       const events = yield* eventsOf
       const terminal = events.filter((e) => e._tag === "tool.failed") as Array<ToolEvent.ToolFailed>
       assert.deepStrictEqual(terminal.map((e) => [e.toolCallId, e.reason]).sort(), [["a", "cancelled"], [
         "b",
         "error"
-      ], ["c", "cancelled"]])
+      ]])
+      assert.isFalse(events.some((e) => "toolCallId" in e && e.toolCallId === "c"))
     }).pipe(Effect.provide(test)))
 
   it.effect("cancellation mid-batch: started calls get tool.failed (cancelled) and a result; unstarted are cancelled without running", () =>

@@ -1,0 +1,112 @@
+/**
+ * Lifecycle step 7's core: the handler, invoked anew for every attempt, under
+ * the tool's timeout, with its retry `Schedule` (only for tools whose repetition
+ * is safe) and, for exclusive tools, holding the run's exclusive permit for the
+ * attempt only (never through a backoff sleep). Handler failures become tool
+ * errors here; encoding the output is `Render`'s job.
+ */
+import { Cause, Duration, Effect, Exit, Schedule, Schema, Result, Semaphore } from "effect"
+import * as Cancellation from "../../Cancellation.ts"
+import type { Invocation } from "../../Middleware.ts"
+import type * as Tool from "../../Tool.ts"
+import * as ToolError from "../../ToolError.ts"
+import type { Env, Reporter } from "./Reporter.ts"
+
+/** The attempt counter of one call, read by the terminal event. */
+export interface Attempts {
+  count: number
+}
+
+export interface Config {
+  readonly defaultTimeout: Duration.Duration
+  readonly runCancel: Cancellation.RunCancel
+  readonly reporter: Reporter
+}
+
+const textOfValue = (value: unknown): string =>
+  value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value)
+
+/** The handler's failure as a tool error: declared failures render for the model; the rest are defects. */
+const toToolError = (tool: Tool.Any, name: string, cause: Cause.Cause<unknown>): ToolError.ToolError => {
+  const failure = Cause.findErrorOption(cause)
+  if (Cause.hasDies(cause) || failure._tag === "None") return new ToolError.ToolDefect({ toolName: name, cause })
+  const error = failure.value
+  if (ToolError.isToolError(error)) return error
+  if (tool.failure !== undefined && Schema.is(tool.failure)(error)) {
+    const encoded = Schema.encodeUnknownResult(tool.failure as Schema.Codec<unknown, unknown>)(error)
+    const detail = Result.isSuccess(encoded) ? encoded.success : undefined
+    const message = error instanceof Error && error.message !== "" ? error.message : textOfValue(detail)
+    return new ToolError.ToolFailure({ message: `${name}: ${message}`, detail })
+  }
+  return new ToolError.ToolDefect({ toolName: name, cause })
+}
+
+/** True when running the tool again cannot repeat a side effect: idempotent, or keyed. */
+export const retrySafe = (tool: Tool.Any): boolean => tool.safety.idempotent === true || tool.idempotency !== undefined
+
+export const make = (config: Config) => {
+  const exclusive = Semaphore.makeUnsafe(1)
+  const timeouts = new WeakMap<Tool.Any, number>()
+  const timeoutOf = (tool: Tool.Any): number => {
+    let millis = timeouts.get(tool)
+    if (millis === undefined) {
+      millis = Duration.toMillis(tool.timeout ?? config.defaultTimeout)
+      timeouts.set(tool, millis)
+    }
+    return millis
+  }
+
+  /** The handler's output, or a tool error; interruption passes through untouched. */
+  return (invocation: Invocation, env: Env, attempts: Attempts): Effect.Effect<unknown, ToolError.ToolError> => {
+    const tool = invocation.tool
+    const name = invocation.spec.name
+    const safe = retrySafe(tool)
+    const toFailure = (cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError.ToolError> =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.fail(toToolError(tool, name, cause))
+    const attempt = Effect.suspend((): Effect.Effect<unknown, ToolError.ToolError> => {
+      let effect: Effect.Effect<unknown, unknown>
+      try {
+        effect = tool.handler(invocation.input) as Effect.Effect<unknown, unknown>
+      } catch (defect) {
+        return Effect.fail(new ToolError.ToolDefect({ toolName: name, cause: Cause.die(defect) }))
+      }
+      // A handler that returned an already-completed Exit (`Effect.succeed(...)`) can
+      // neither hang nor be cancelled: it needs no timer and no abort signal.
+      if (Exit.isExit(effect)) return Exit.isSuccess(effect) ? Effect.succeed(effect.value) : toFailure(effect.cause)
+      const timeoutMillis = timeoutOf(tool)
+      return effect.pipe(
+        Cancellation.provide(config.runCancel),
+        Effect.timeoutOrElse({
+          duration: timeoutMillis,
+          orElse: () => Effect.fail(new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: safe }))
+        }),
+        Effect.catchCause(toFailure)
+      ) as Effect.Effect<unknown, ToolError.ToolError>
+    })
+    const guarded = tool.options.exclusive === true ? exclusive.withPermit(attempt) : attempt
+    if (tool.retry === undefined || !safe) return guarded
+    const policy = tool.retry.pipe(
+      Schedule.setInputType<ToolError.ToolError>(),
+      Schedule.while(({ input }) => input.disposition === "retry"),
+      Schedule.modifyDelay(({ duration, input }) =>
+        Effect.suspend(() => {
+          attempts.count++
+          return Effect.as(
+            config.reporter.emit(env, {
+              _tag: "tool.retrying",
+              toolCallId: invocation.call.id,
+              toolName: name,
+              attempt: attempts.count,
+              delay: Duration.toMillis(duration),
+              error: input
+            }),
+            duration
+          )
+        })
+      )
+    )
+    return Effect.retry(guarded, policy)
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Lifecycle step 9: the handler's output as a `ToolResult`. `encode` runs the
+ * output through the JSON codec the exported output schema describes;
+ * `finalize` redacts the model-facing text and value and offloads text over
+ * the threshold to the artifact store, keeping a bounded head and tail.
+ */
+import { Effect, Result, Schema } from "effect"
+import { redactText, redactValue } from "../redact.ts"
+import { StoreRegistry } from "../../StoreRegistry.ts"
+import type * as Tool from "../../Tool.ts"
+import type { ToolCall } from "../../ToolCall.ts"
+import * as ToolError from "../../ToolError.ts"
+import * as ToolInput from "../../ToolInput.ts"
+import * as ToolResult from "../../ToolResult.ts"
+
+export interface Config {
+  readonly threshold: number
+  readonly head: number
+  readonly tail: number
+  readonly store: string
+}
+
+export const textOfValue = (value: unknown): string =>
+  value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value)
+
+export const make = (config: Config) => {
+  const encoders = new WeakMap<Tool.Any, (value: unknown) => Result.Result<unknown, Schema.SchemaError>>()
+  const encoderOf = (tool: Tool.Any) => {
+    let encode = encoders.get(tool)
+    if (encode === undefined) {
+      // The JSON codec: exactly the form the exported output schema describes.
+      encode = tool.output === undefined
+        ? Result.succeed
+        : Schema.encodeUnknownResult(
+          Schema.toCodecJson(tool.output as Schema.Top) as unknown as Schema.Codec<unknown, unknown>
+        )
+      encoders.set(tool, encode)
+    }
+    return encode
+  }
+
+  /** The output as a successful result (elapsed is filled in by the terminal report). */
+  const encode = (
+    tool: Tool.Any,
+    spec: Tool.ToolSpec,
+    call: ToolCall,
+    output: unknown
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.InvalidOutput> => {
+    const encoded = encoderOf(tool)(output)
+    if (Result.isFailure(encoded)) {
+      return Effect.fail(new ToolError.InvalidOutput({ toolName: spec.name, issues: ToolInput.issuesOf(encoded.failure) }))
+    }
+    const value = encoded.success
+    return Effect.succeed<ToolResult.ToolResult>({
+      toolCallId: call.id,
+      name: spec.name,
+      content: [ToolResult.text(textOfValue(value))],
+      ...(value === undefined ? {} : { value }),
+      artifacts: [],
+      isError: false,
+      elapsed: 0,
+      ...(call.provider === undefined ? {} : { provider: call.provider })
+    })
+  }
+
+  /** Redaction of model-facing text and value; large text goes to the artifact store first. */
+  const finalize = (
+    result: ToolResult.ToolResult,
+    spec: Tool.ToolSpec,
+    call: ToolCall,
+    runId: string
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed, StoreRegistry> => {
+    if (result.isError) return Effect.succeed(result)
+    const policy = spec.safety.redact
+    const fullText = ToolResult.textOf(result)
+    const limit = spec.options.artifactThreshold ?? config.threshold
+    if (policy === undefined && fullText.length <= limit) return Effect.succeed(result)
+    const fromValue = result.value !== undefined && fullText === textOfValue(result.value)
+    const redacted = result.value === undefined ? undefined : redactValue(result.value, policy).value
+    const modelText = fromValue ? textOfValue(redacted) : redactText(fullText, policy)
+    const withValue: ToolResult.ToolResult = redacted === undefined ? result : { ...result, value: redacted }
+    if (modelText.length <= limit) {
+      return Effect.succeed(modelText === fullText ? withValue : { ...withValue, content: [ToolResult.text(modelText)] })
+    }
+    const keepHead = Math.min(config.head, Math.floor(limit * 0.6))
+    const keepTail = Math.min(config.tail, Math.floor(limit * 0.2))
+    return Effect.gen(function*() {
+      const key = `${runId}/${call.id}`
+      const store = yield* StoreRegistry.use((stores) => stores.store(config.store))
+      yield* store.set(key, fullText).pipe(
+        Effect.mapError((cause) => new ToolError.StoreFailed({ store: config.store, operation: "write", cause }))
+      )
+      const artifact: ToolResult.ArtifactRef = {
+        store: config.store,
+        key,
+        bytes: Buffer.byteLength(fullText),
+        mimeType: typeof result.value === "string" || result.value === undefined ? "text/plain" : "application/json"
+      }
+      const cut = modelText.length - keepHead - keepTail
+      const bounded = `${modelText.slice(0, keepHead)}\n\n[... ${cut} characters omitted; the full output (${fullText.length} characters) is stored as artifact "${key}" ...]\n\n${
+        keepTail > 0 ? modelText.slice(-keepTail) : ""
+      }`
+      return { ...withValue, content: [ToolResult.text(bounded)], artifacts: [...result.artifacts, artifact] }
+    })
+  }
+
+  return { encode, finalize }
+}

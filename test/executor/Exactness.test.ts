@@ -1,0 +1,208 @@
+/**
+ * The executor's exactness guarantees as a property over random batches on
+ * `TestClock`: sizes, concurrency, outcomes (ok, failing, defects, synchronous
+ * throws, sleeps, hangs past the timeout, retries, exclusive tools, rejected
+ * calls), every kind of sink (synchronous, asynchronous, slow, dying, throwing,
+ * self-interrupting), both failure policies, `run` and `runBatch`, and
+ * interruption or run cancellation at random points (or before the batch).
+ *
+ * `TINYAGENTS_PROPERTY_RUNS` sets the number of batches (default 1,000: about a
+ * second); `TINYAGENTS_PROPERTY_SEED` the first seed. A failure names its seed
+ * and plan, and `TINYAGENTS_PROPERTY_RUNS=1 TINYAGENTS_PROPERTY_SEED=<seed>`
+ * replays it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Fiber, Logger } from "effect"
+import { TestClock } from "effect/testing"
+import { Executor, ToolError, ToolRegistry, ToolResult } from "../../src/index.ts"
+import type { ToolCall } from "../../src/index.ts"
+import { call, makeProbe, makeSink, services, type SinkKind, snapshot, tools, violation } from "./support.ts"
+
+const runs = Number(process.env["TINYAGENTS_PROPERTY_RUNS"] ?? 1000)
+const firstSeed = Number(process.env["TINYAGENTS_PROPERTY_SEED"] ?? 1)
+
+/** mulberry32: a small deterministic generator, so a seed replays a plan. */
+const random = (seed: number) => {
+  let a = seed >>> 0
+  const next = () => {
+    a = (a + 0x6D2B79F5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+  const int = (min: number, max: number) => min + Math.floor(next() * (max - min + 1))
+  const pick = <A>(items: ReadonlyArray<A>): A => items[int(0, items.length - 1)]!
+  return { next, int, pick }
+}
+
+interface Plan {
+  readonly seed: number
+  readonly calls: ReadonlyArray<ToolCall.ToolCall>
+  readonly concurrency: number
+  readonly policy: Executor.FailurePolicy
+  readonly sink: SinkKind
+  readonly mode: "batch" | "run"
+  /** What happens at `at` ms plus `yields` scheduler turns. */
+  readonly stop: "none" | "interrupt" | "cancel" | "cancel-before"
+  readonly at: number
+  readonly yields: number
+}
+
+const plan = (seed: number): Plan => {
+  const r = random(seed)
+  const size = r.int(0, 12)
+  const calls = Array.from({ length: size }, (_, i): ToolCall.ToolCall => {
+    const id = `c${i}`
+    const tool = r.next() < 0.2 ? "mutate" : "work"
+    const kind = r.pick(["ok", "ok", "fail", "defect", "throw", "sleep", "sleep", "sleep", "hang", "flaky", "invalid", "unknown"])
+    if (kind === "invalid") return call(id, tool, { kind: 42 })
+    if (kind === "unknown") return call(id, "no_such_tool")
+    if (kind === "sleep") return call(id, tool, { kind, ms: r.int(1, 300) })
+    if (kind === "flaky") return call(id, tool, { kind, ms: r.int(0, 3), key: `${seed}/${id}` })
+    return call(id, tool, { kind })
+  })
+  return {
+    seed,
+    calls,
+    concurrency: r.int(1, 16),
+    policy: r.pick(["settle", "fail-fast"]),
+    sink: r.pick(["sync", "sync", "async", "async", "slow", "dies", "throws", "interrupts"]),
+    mode: r.next() < 0.2 ? "run" : "batch",
+    stop: r.pick(["none", "none", "interrupt", "cancel", "cancel-before"]),
+    at: r.pick([0, 0, r.int(0, 50), r.int(0, 400)]),
+    yields: r.int(0, 12)
+  }
+}
+
+const stats = {
+  runs: 0,
+  calls: 0,
+  events: 0,
+  started: 0,
+  cancelledRunning: 0,
+  cancelledBeforeStart: 0,
+  batchFailed: 0,
+  interrupted: 0
+}
+
+/** One plan: runs it, stops it as planned, and returns every broken guarantee. */
+const check = (p: Plan) =>
+  Effect.gen(function*() {
+    const problems: Array<string> = []
+    const probe = makeProbe()
+    const { offered, sink } = makeSink(p.sink)
+    const executor = yield* Executor.make(yield* ToolRegistry.make(tools(probe)))
+    let finished = false
+    let atReturn = { running: -1, invocations: -1, events: -1 }
+    const body: Effect.Effect<ReadonlyArray<ToolResult.ToolResult>, Executor.BatchFailed, Executor.Requirements<never>> = p.mode === "batch"
+      ? executor.runBatch(p.calls, { concurrency: p.concurrency, failurePolicy: p.policy })
+      : Effect.forEach(p.calls, (c) =>
+        executor.run(c).pipe(
+          Effect.catch((error) => Effect.succeed(ToolResult.fromError(c, error)))
+        ), { concurrency: p.concurrency })
+    if (p.stop === "cancel-before") yield* executor.runCancel.cancel("before")
+    const fiber = yield* Effect.forkChild(
+      Effect.exit(body).pipe(
+        Effect.ensuring(Effect.sync(() => {
+          finished = true
+          atReturn = { running: probe.running, invocations: probe.invocations, events: offered.length }
+        })),
+        Effect.provide(services(sink))
+      )
+    )
+    for (let t = 0; t < p.at && !finished; t += 10) {
+      yield* Effect.yieldNow
+      yield* TestClock.adjust(10)
+    }
+    for (let i = 0; i < p.yields; i++) yield* Effect.yieldNow
+    // Forked: the interruption waits for the calls' terminal events, which may wait for the clock.
+    if (p.stop === "interrupt") yield* Effect.forkChild(Fiber.interrupt(fiber))
+    if (p.stop === "cancel") yield* executor.runCancel.cancel("stop")
+    for (let i = 0; i < 2000 && !finished; i++) {
+      yield* Effect.yieldNow
+      yield* TestClock.adjust(50)
+    }
+    if (!finished) return ["the batch never finished"]
+    const exit = yield* Fiber.await(fiber)
+    let results: ReadonlyArray<ToolResult.ToolResult> | undefined
+    if (Exit.isSuccess(exit)) {
+      const inner = exit.value
+      if (Exit.isSuccess(inner)) results = inner.value
+      else {
+        const failure = Cause.findErrorOption(inner.cause)
+        if (failure._tag === "Some") {
+          results = failure.value.results
+          stats.batchFailed++
+        } else problems.push(`the batch died: ${Cause.pretty(inner.cause).split("\n")[0]}`)
+      }
+    } else {
+      stats.interrupted++
+    }
+    if (atReturn.running !== 0) problems.push(`handlers still running when the batch returned: ${atReturn.running}`)
+    const broken = violation(p.calls, offered, results)
+    if (broken !== undefined) problems.push(broken)
+    if (probe.peak > p.concurrency) problems.push(`peak concurrency above the bound: ${probe.peak} > ${p.concurrency}`)
+    if (probe.exclusivePeak > 1) problems.push(`exclusive tools overlapped: ${probe.exclusivePeak}`)
+    if (p.stop === "cancel-before" && probe.invocations > 0) problems.push("a handler ran on a cancelled executor")
+    if (p.stop === "none" && p.policy === "settle" && results?.some((r) => r.error?._tag === "ToolCancelled")) {
+      problems.push("settle without a stop cancelled a call")
+    }
+    // later: nothing starts, nothing is emitted, the results stay as they were
+    const before = results === undefined ? "" : snapshot(results)
+    for (let i = 0; i < 20; i++) {
+      yield* Effect.yieldNow
+      yield* TestClock.adjust(100)
+    }
+    if (probe.invocations !== atReturn.invocations) problems.push("a handler started after the batch returned")
+    if (offered.length !== atReturn.events) problems.push("an event was emitted after the batch returned")
+    if (results !== undefined && snapshot(results) !== before) problems.push("the results changed after the batch returned")
+    if (results !== undefined && p.mode === "batch" && !Object.isFrozen(results)) problems.push("the results are not frozen")
+    stats.runs++
+    stats.calls += p.calls.length
+    stats.events += offered.length
+    stats.started += offered.filter((e) => e._tag === "tool.started").length
+    for (const r of results ?? []) {
+      if (r.error?._tag === "ToolCancelled") {
+        if ((r.error as ToolError.ToolCancelled).started) stats.cancelledRunning++
+        else stats.cancelledBeforeStart++
+      }
+    }
+    return problems
+  })
+
+/** The kind of a broken guarantee: the message up to its first colon or digit-free prefix. */
+const category = (message: string) => message.replace(/c\d+/g, "c#").replace(/\d+/g, "#").split(":")[0]!
+
+describe("Executor exactness", () => {
+  it.effect(`${runs} random batches: one terminal event per started call, gap-free sequences, final results`, () =>
+    Effect.gen(function*() {
+      const broken = new Map<string, { count: number; example: string }>()
+      let failed = 0
+      for (let seed = firstSeed; seed < firstSeed + runs; seed++) {
+        const p = plan(seed)
+        const problems = yield* check(p)
+        if (problems.length > 0) failed++
+        for (const problem of problems) {
+          const key = category(problem)
+          const seen = broken.get(key)
+          if (seen === undefined) broken.set(key, { count: 1, example: `seed ${seed}: ${problem}\nplan: ${JSON.stringify(p)}` })
+          else seen.count++
+        }
+      }
+      if (broken.size > 0) {
+        assert.fail(
+          `${failed} of ${runs} batches broke a guarantee:\n${
+            [...broken].map(([key, { count, example }]) => `- ${count}× ${key}\n  first: ${example}`).join("\n")
+          }`
+        )
+      }
+      assert.strictEqual(stats.runs, runs)
+      if (runs >= 100) {
+        // Something of each kind happened.
+        assert.isAbove(stats.cancelledRunning, 0)
+        assert.isAbove(stats.cancelledBeforeStart, 0)
+      }
+      console.log(`executor exactness: ${JSON.stringify(stats)}`)
+    }).pipe(Effect.provide(Logger.layer([]))), { timeout: 600_000 })
+})
