@@ -21,6 +21,16 @@ export class Cancellation extends Context.Service<Cancellation, CancellationShap
   }))
 }
 
+/** A signal that never aborts (the same as `Cancellation.layerNever`). */
+export const layerNever: Layer.Layer<Cancellation> = Cancellation.layerNever
+
+/** Requests cancellation of the whole run, from inside a handler. */
+export const cancelRun = (reason: string): Effect.Effect<void, never, Cancellation> =>
+  Cancellation.use((cancellation) => cancellation.cancelRun(reason))
+
+/** The current call's `AbortSignal`, for code that is not Effect-aware (`fetch`). */
+export const signal: Effect.Effect<AbortSignal, never, Cancellation> = Cancellation.use((cancellation) => Effect.succeed(cancellation.signal))
+
 /** A run-level cancellation switch, shared by every call in a run. */
 export interface RunCancel {
   /** Cancels the run: calls in flight are interrupted (and answered), calls not yet started never start. */

@@ -49,6 +49,18 @@ export class EventSink extends Context.Service<EventSink, EventSinkShape>()("tin
   }))
 }
 
+/** Drops every event (the same as `EventSink.layerDiscard`). */
+export const layerDiscard: Layer.Layer<EventSink> = EventSink.layerDiscard
+
+/** Calls `f` for each event (the same as `EventSink.layerCallback`). */
+export const layerCallback: (f: (event: Event) => void) => Layer.Layer<EventSink> = EventSink.layerCallback
+
+/** Keeps every event in memory, read back with `EventLog` (the same as `EventSink.layerMemory`). */
+export const layerMemory: Layer.Layer<EventSink | EventLog> = EventSink.layerMemory
+
+/** Publishes every event to a `PubSub`, subscribed with `EventStream` (the same as `EventSink.layerPubSub`). */
+export const layerPubSub: Layer.Layer<EventSink | EventStream> = EventSink.layerPubSub
+
 /** The events collected by `EventSink.layerMemory`. */
 export class EventLog extends Context.Service<EventLog, {
   /** Every event so far, in emit order. */

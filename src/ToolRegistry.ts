@@ -135,6 +135,9 @@ export const makeResult = <const Tools extends ReadonlyArray<Tool.Any>>(
   })
 }
 
+/** The entry registered under `name`: its canonical name or, for an imported tool, its original name. */
+export const get = <R>(registry: ToolRegistry<R>, name: string): Entry<R> | undefined => registry.get(name)
+
 // ---------------------------------------------------------------------------
 // per-turn view
 // ---------------------------------------------------------------------------

@@ -296,6 +296,20 @@ describe("Executor.run", () => {
       assert.include(error.message, "bad_output: output does not match its schema: at \"n\"")
     }).pipe(Effect.provide(test)))
 
+  it.effect("a non-finite number is not valid output: it is never sent to the model as the string \"NaN\"", () =>
+    Effect.gen(function*() {
+      const nan = Tool.make("nan_output", {
+        description: "Returns NaN where its schema says number.",
+        input: Schema.Struct({}),
+        output: Schema.Struct({ n: Schema.Number }),
+        handler: () => Effect.succeed({ n: Number.NaN })
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([nan]))
+      const error = yield* Effect.flip(executor.run(call("c1", "nan_output")))
+      assert.strictEqual(error._tag, "InvalidOutput")
+      assert.include(error.message, "nan_output: output does not match its schema: at \"n\"")
+    }).pipe(Effect.provide(test)))
+
   it.effect("a handler's user-facing failure is repairable; declared failures render, undeclared ones are defects", () =>
     Effect.gen(function*() {
       const executor = yield* setup()

@@ -128,3 +128,34 @@ describe("ToolServices.layerTest", () => {
       assert.strictEqual(turn, 3)
     }).pipe(Effect.provide(ToolServices.layerTest({ runId: "r-1" }))))
 })
+
+describe("module-level layers and accessors", () => {
+  it.effect("each module's layers are its service's static layers", () =>
+    Effect.sync(() => {
+      assert.strictEqual(StoreRegistry.layerMemory, StoreRegistry.StoreRegistry.layerMemory)
+      assert.strictEqual(StoreRegistry.layerFileSystem, StoreRegistry.StoreRegistry.layerFileSystem)
+      assert.strictEqual(EventSink.layerMemory, EventSink.EventSink.layerMemory)
+      assert.strictEqual(EventSink.layerPubSub, EventSink.EventSink.layerPubSub)
+      assert.strictEqual(EventSink.layerCallback, EventSink.EventSink.layerCallback)
+      assert.strictEqual(EventSink.layerDiscard, EventSink.EventSink.layerDiscard)
+      assert.strictEqual(Cancellation.layerNever, Cancellation.Cancellation.layerNever)
+      assert.strictEqual(RunContext.layer, RunContext.RunContext.layer)
+    }))
+
+  it.effect("RunContext.layer provides the run; Cancellation.cancelRun and signal reach the call's service", () =>
+    Effect.gen(function*() {
+      const reasons: Array<string> = []
+      const controller = new AbortController()
+      const cancellation = Layer.succeed(Cancellation.Cancellation, {
+        signal: controller.signal,
+        cancelRun: (reason) => Effect.sync(() => void reasons.push(reason))
+      })
+      const [info, signal] = yield* Effect.all([RunContext.RunContext, Cancellation.signal]).pipe(
+        Effect.tap(() => Cancellation.cancelRun("enough")),
+        Effect.provide(Layer.merge(RunContext.layer({ threadId: "t", runId: "r", turn: 2 }), cancellation))
+      )
+      assert.deepStrictEqual([info.threadId, info.runId, info.turn], ["t", "r", 2])
+      assert.strictEqual(signal, controller.signal)
+      assert.deepStrictEqual(reasons, ["enough"])
+    }))
+})

@@ -169,3 +169,17 @@ describe("ToolRegistry names", () => {
       if (Result.isFailure(unknown)) assert.include(unknown.failure.message, "available tools: reader")
     }))
 })
+
+describe("ToolRegistry.get", () => {
+  it("finds a tool by canonical or original name, and nothing else", () => {
+    const imported = Result.getOrThrow(Tool.fromJsonSchema("math.factorial", {
+      description: "Factorial.",
+      inputSchema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
+      handler: () => Effect.succeed(1)
+    }))
+    const registry = Result.getOrThrow(ToolRegistry.makeResult([imported]))
+    assert.strictEqual(ToolRegistry.get(registry, "math_factorial")?.spec.name, "math_factorial")
+    assert.strictEqual(ToolRegistry.get(registry, "math.factorial")?.spec.name, "math_factorial")
+    assert.isUndefined(ToolRegistry.get(registry, "math_factorial_2"))
+  })
+})

@@ -5,6 +5,7 @@
  * the threshold to the artifact store, keeping a bounded head and tail.
  */
 import { Effect, Result, Schema } from "effect"
+import { toModelCodec } from "../modelSchema.ts"
 import { redactText, redactValue } from "../redact.ts"
 import { StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../Tool.ts"
@@ -28,12 +29,10 @@ export const make = (config: Config) => {
   const encoderOf = (tool: Tool.Any) => {
     let encode = encoders.get(tool)
     if (encode === undefined) {
-      // The JSON codec: exactly the form the exported output schema describes.
+      // The model codec: exactly the form the exported output schema describes (no "NaN" strings).
       encode = tool.output === undefined
         ? Result.succeed
-        : Schema.encodeUnknownResult(
-          Schema.toCodecJson(tool.output as Schema.Top) as unknown as Schema.Codec<unknown, unknown>
-        )
+        : Schema.encodeUnknownResult(toModelCodec(tool.output as Schema.Top) as Schema.Codec<unknown, unknown>)
       encoders.set(tool, encode)
     }
     return encode
