@@ -1,8 +1,10 @@
 /**
  * Runs tool calls through the lifecycle: resolve, check it was advertised,
  * decode, check limits, emit `tool.started`, middleware around the handler
- * (under its timeout, retry schedule and exclusivity), encode the output,
- * offload large output to an artifact, emit exactly one terminal event. Batches
+ * (under its timeout, retry schedule and exclusivity; a keyed tool at most
+ * once per idempotency key), encode the output (as the tool's `toModelOutput`
+ * chooses), offload large output to an artifact, emit exactly one terminal
+ * event. Handlers read their call from `ToolCallContext`. Batches
  * run with a concurrency bound and return one result per call, in call order.
  * One executor per run: it owns the run's event sequence and call counters.
  *
@@ -11,7 +13,9 @@
  * gap-free and in the order the sink received them; when `run`/`runBatch`
  * returns (or is interrupted), no call of it is running or will start, and the
  * results are frozen. The stages live in `internal/executor/` (`Admission`,
- * `Invoke`, `Render`, `Reporter`, `Call` for one call, `Batch` for many).
+ * `Invoke`, `Idempotency`, `Render`, `Reporter`, `CallState` and `Call` for one
+ * call, `Batch` for many;
+ * `Tracing` gives each answered call an `execute_tool` span when a tracer is installed).
  */
 import { Data, Duration, Effect, Schedule } from "effect"
 import * as Cancellation from "./Cancellation.ts"
@@ -19,13 +23,16 @@ import { EventSink } from "./EventSink.ts"
 import * as Admission from "./internal/executor/Admission.ts"
 import * as Batch from "./internal/executor/Batch.ts"
 import * as Call from "./internal/executor/Call.ts"
+import * as Idempotency from "./internal/executor/Idempotency.ts"
 import * as Invoke from "./internal/executor/Invoke.ts"
 import * as Render from "./internal/executor/Render.ts"
 import * as Reporter from "./internal/executor/Reporter.ts"
+import * as Tracing from "./internal/executor/Tracing.ts"
 import type * as Middleware from "./Middleware.ts"
 import { RunContext } from "./RunContext.ts"
 import type { StoreRegistry } from "./StoreRegistry.ts"
 import type { ToolCall } from "./ToolCall.ts"
+import type { ToolCallContext } from "./ToolCallContext.ts"
 import * as ToolError from "./ToolError.ts"
 import type * as ToolEvent from "./ToolEvent.ts"
 import * as ToolRegistry from "./ToolRegistry.ts"
@@ -62,11 +69,32 @@ export interface Options<MR = never> {
     /** The `StoreRegistry` store that holds artifacts. Default `"artifacts"`. */
     readonly store?: string
   }
-  /** Default batch concurrency. Default 8. */
+  /** Default batch concurrency (an agent turn is one batch). Default {@link defaultConcurrency}. */
   readonly concurrency?: number
   /** Default batch failure policy. Default `settle`. */
   readonly failurePolicy?: FailurePolicy
+  /**
+   * Where results of keyed tools (`Tool.make({ idempotency })`) are kept, so that each key is applied
+   * at most once: across executors sharing a `StoreRegistry`, and across processes sharing its store.
+   */
+  readonly idempotency?: {
+    /** The `StoreRegistry` store. Default `"idempotency"`. */
+    readonly store?: string
+    /** How long a stored result answers repeats of its key. Default: for ever. */
+    readonly ttl?: Duration.Input
+  }
+  /**
+   * Span content. Every call gets an `execute_tool` span when a tracer is installed; by default
+   * it never carries argument or result values. These add them (redacted per the tool's `safety.redact`).
+   */
+  readonly tracing?: TracingOptions
 }
+
+/** `Options.tracing`: opt in to argument and result values on `execute_tool` spans. */
+export type TracingOptions = Tracing.Options
+
+/** Calls run at once in a batch (and in an agent turn) unless `concurrency` says otherwise. */
+export const defaultConcurrency = 8
 
 /**
  * `settle`: every call gets a result; fatal errors are raised after the batch.
@@ -87,7 +115,11 @@ export class BatchFailed extends Data.TaggedError("BatchFailed")<{
 }
 
 /** What running calls needs from the environment. */
-export type Requirements<R> = Exclude<R, Cancellation.Cancellation> | RunContext | EventSink | StoreRegistry
+export type Requirements<R> =
+  | Exclude<R, Cancellation.Cancellation | ToolCallContext>
+  | RunContext
+  | EventSink
+  | StoreRegistry
 
 export interface BatchOptions {
   readonly advertised?: ToolRegistry.Advertised<unknown>
@@ -146,7 +178,6 @@ export const make = <R, MR = never>(
       admit: Admission.make(options.limits),
       invoke: Invoke.make({
         defaultTimeout: Duration.fromInputUnsafe(options.defaultTimeout ?? "60 seconds"),
-        runCancel,
         reporter
       }),
       render: Render.make({
@@ -155,9 +186,17 @@ export const make = <R, MR = never>(
         tail: Math.min(options.artifacts?.tail ?? 1_000, Math.floor(threshold * 0.2)),
         store: options.artifacts?.store ?? "artifacts"
       }),
-      reporter
+      reporter,
+      idempotency: Idempotency.make({
+        store: options.idempotency?.store ?? "idempotency",
+        ttl: options.idempotency?.ttl === undefined
+          ? undefined
+          : Duration.toMillis(Duration.fromInputUnsafe(options.idempotency.ttl))
+      }),
+      runCancel
     })
     const everything = ToolRegistry.all(registry)
+    const tracing = Tracing.make(options.tracing)
 
     /** Services every call needs, read once per `run`/`runBatch` instead of once per event. */
     const environment = Effect.map(
@@ -172,11 +211,12 @@ export const make = <R, MR = never>(
       failFast: boolean
     ) =>
       Effect.flatMap(environment, (env) =>
-        Batch.run(
-          calls,
-          { concurrency, failFast, runCancel },
-          (call, restore, stopped) => runCall(call, advertised, env, restore, stopped)
-        ))
+        Effect.flatMap(Tracing.whenEnabled(tracing), (traced) =>
+          Batch.run(
+            calls,
+            { concurrency, failFast, runCancel },
+            (call, restore, stopped) => runCall(call, advertised, env, restore, stopped, traced)
+          )))
 
     const run: Executor<R | MR>["run"] = (call, runOptions) =>
       Effect.flatMap(batch([call], runOptions?.advertised ?? everything, 1, false), ({ outcomes }) => {
@@ -193,7 +233,7 @@ export const make = <R, MR = never>(
         batch(
           calls,
           batchOptions?.advertised ?? everything,
-          Math.max(1, batchOptions?.concurrency ?? options.concurrency ?? 8),
+          Math.max(1, batchOptions?.concurrency ?? options.concurrency ?? defaultConcurrency),
           (batchOptions?.failurePolicy ?? options.failurePolicy ?? "settle") === "fail-fast"
         ),
         ({ errors, results }) => errors.length > 0 ? Effect.fail(new BatchFailed({ results, errors })) : Effect.succeed(results)

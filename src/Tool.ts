@@ -17,6 +17,8 @@ import {
   SchemaRepresentation
 } from "effect"
 import type { Safety } from "./Safety.ts"
+import type { ToolError } from "./ToolError.ts"
+import type { ModelOutput } from "./ToolResult.ts"
 import * as ToolName from "./ToolName.ts"
 import * as ToolSchema from "./ToolSchema.ts"
 
@@ -28,6 +30,14 @@ export type ServicesOf<S extends ReadonlyArray<Context.Key<any, any>>> = {
 }[number]
 
 type OutputType<O> = O extends Schema.Top ? O["Type"] : unknown
+
+/**
+ * The errors a handler may fail with: the tool's declared `failure` and the
+ * runtime's `ToolError`s. Anything else is a compile error in `make`; at run time
+ * an undeclared failure (from untyped code) becomes a repairable `ToolFailure`
+ * naming only the tool and the error's tag, never its message.
+ */
+export type Failures<F> = ToolError | (F extends Schema.Top ? F["Type"] : never)
 
 /** A tool. `R` is the set of hidden services its handler uses. */
 export interface Tool<
@@ -51,8 +61,13 @@ export interface Tool<
   readonly timeout: Duration.Duration | undefined
   /** Retry schedule for retryable errors; a registry refuses it unless the tool is idempotent or keyed. */
   readonly retry: Schedule.Schedule<unknown, unknown> | undefined
-  /** Idempotency key of a call; a tool with one may be retried. */
+  /**
+   * Idempotency key of a call, computed from its input. The executor applies a key at most once:
+   * a repeat (or retry) with a key that already succeeded returns the stored result.
+   */
   readonly idempotency: ((input: Input["Type"]) => string) | undefined
+  /** What the model reads for an output (text or content blocks); default: the encoded output as JSON text. */
+  readonly toModelOutput: ((output: unknown) => ModelOutput) | undefined
   readonly options: ToolOptions
   /** Model-visible JSON Schemas given as is (imported tools, converted to 2020-12); otherwise derived. */
   readonly jsonSchema:
@@ -83,34 +98,41 @@ export interface MakeOptions<
   Input extends Schema.Top,
   Output extends Schema.Top | undefined,
   E,
-  S extends ReadonlyArray<Context.Key<any, any>>
+  S extends ReadonlyArray<Context.Key<any, any>>,
+  F extends Schema.Top | undefined = undefined
 > extends ToolOptions {
   /** What the tool does, what it refuses, its side effects: the model reads this. */
   readonly description: string
   /** What the model may choose, and nothing else. */
   readonly input: Input
   readonly output?: Output
-  readonly failure?: Schema.Top
+  /** User-facing failures the handler declares (a `Schema.TaggedError`, or a union): the model reads them. */
+  readonly failure?: F
   /** The hidden services the handler uses: the type checker holds the handler to them. */
   readonly services?: S
   readonly safety?: Safety
   readonly timeout?: Duration.Input
   readonly retry?: Schedule.Schedule<unknown, any>
+  /** The call's idempotency key, from its input: the executor applies each key at most once. */
   readonly idempotency?: (input: Input["Type"]) => string
+  /** What the model reads for an output: text, or content blocks (text and images). */
+  readonly toModelOutput?: (output: OutputType<Output>) => ModelOutput
   readonly handler: (input: Input["Type"]) => Effect.Effect<OutputType<Output>, E, ServicesOf<S>>
 }
 
 /**
  * Defines a tool. `name` must be canonical snake_case (checked when a registry
- * is built). The handler may only require the services listed in `services`.
+ * is built). The handler may only require the services listed in `services`,
+ * and may only fail with its declared `failure` or a `ToolError`.
  */
 export const make = <
   const Name extends string,
   Input extends Schema.Top,
-  E = never,
+  E extends Failures<F> = never,
   const S extends ReadonlyArray<Context.Key<any, any>> = [],
-  Output extends Schema.Top | undefined = undefined
->(name: Name, options: MakeOptions<Input, Output, E, S>): Tool<Name, Input, Output, E, ServicesOf<S>> => ({
+  Output extends Schema.Top | undefined = undefined,
+  F extends Schema.Top | undefined = undefined
+>(name: Name, options: MakeOptions<Input, Output, E, S, F>): Tool<Name, Input, Output, E, ServicesOf<S>> => ({
   [TypeId]: TypeId,
   name,
   description: options.description,
@@ -122,6 +144,7 @@ export const make = <
   timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
   retry: options.retry,
   idempotency: options.idempotency,
+  toModelOutput: options.toModelOutput as ((output: unknown) => ModelOutput) | undefined,
   options: {
     ...(options.allowUnknownKeys === undefined ? {} : { allowUnknownKeys: options.allowUnknownKeys }),
     ...(options.artifactThreshold === undefined ? {} : { artifactThreshold: options.artifactThreshold }),
@@ -149,7 +172,9 @@ export class SchemaImportError extends Data.TaggedError("SchemaImportError")<{
   }
 }
 
-export interface FromJsonSchemaOptions<E, S extends ReadonlyArray<Context.Key<any, any>>> extends ToolOptions {
+export interface FromJsonSchemaOptions<E extends ToolError, S extends ReadonlyArray<Context.Key<any, any>>>
+  extends ToolOptions
+{
   readonly description: string
   /** The input JSON Schema as the server supplied it (draft 2020-12, or draft-07 when `$schema` says so). */
   readonly inputSchema: ToolSchema.JsonSchemaObject
@@ -160,6 +185,8 @@ export interface FromJsonSchemaOptions<E, S extends ReadonlyArray<Context.Key<an
   readonly retry?: Schedule.Schedule<unknown, any>
   /** How to treat `pattern` keywords: apply them (default) or ignore them (untrusted servers). */
   readonly patterns?: "apply" | "ignore"
+  /** What the model reads for an output; default: the output as JSON text. */
+  readonly toModelOutput?: (output: unknown) => ModelOutput
   readonly handler: (input: { readonly [key: string]: unknown }) => Effect.Effect<unknown, E, ServicesOf<S>>
 }
 
@@ -172,7 +199,7 @@ export type Dynamic<E = unknown, R = unknown> = Tool<string, Schema.Top, Schema.
  * before the handler runs; the model sees the schema as given. The name may be
  * foreign (`math.factorial`): the registry maps it to a canonical alias.
  */
-export const fromJsonSchema = <E = never, const S extends ReadonlyArray<Context.Key<any, any>> = []>(
+export const fromJsonSchema = <E extends ToolError = never, const S extends ReadonlyArray<Context.Key<any, any>> = []>(
   name: string,
   options: FromJsonSchemaOptions<E, S>
 ): Result.Result<Dynamic<E, ServicesOf<S>>, SchemaImportError> => {
@@ -213,6 +240,7 @@ export const fromJsonSchema = <E = never, const S extends ReadonlyArray<Context.
     timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
     retry: options.retry,
     idempotency: undefined,
+    toModelOutput: options.toModelOutput,
     options: {
       ...(options.allowUnknownKeys === undefined ? {} : { allowUnknownKeys: options.allowUnknownKeys }),
       ...(options.artifactThreshold === undefined ? {} : { artifactThreshold: options.artifactThreshold }),

@@ -4,17 +4,94 @@
  * call), `"retry"` (run again per the tool's schedule) or `"fatal"` (stop the
  * run). Messages of repairable errors are written for a model to act on; fatal
  * errors never show a model their cause.
+ *
+ * Errors are data: each class is a `Schema.TaggedError` (the class is the
+ * schema of its fields), and the {@link ToolError} schema, the one events use,
+ * encodes any of them to plain JSON with the derived `message` and
+ * `disposition` added. A `Cause` field encodes to its rendered text
+ * ({@link CauseFromText}); other unknown values encode as JSON ({@link JsonData},
+ * `Schema.Defect` for causes).
  */
-import { Cause, Data, Predicate } from "effect"
+import { Cause, Formatter, Predicate, Schema, SchemaTransformation } from "effect"
 
 /** What happens next after an error. */
 export type Disposition = "repair" | "retry" | "fatal"
+
+/** The schema of a {@link Disposition}. */
+export const Disposition: Schema.Codec<Disposition> = Schema.Literals(["repair", "retry", "fatal"])
+
+// ---------------------------------------------------------------------------
+// codecs shared by errors and events
+// ---------------------------------------------------------------------------
+
+const renderCause = (cause: Cause.Cause<unknown>): string => {
+  const only = cause.reasons.length === 1 ? cause.reasons[0]! : undefined
+  // A cause decoded from text is a defect holding that text: it renders as the text itself.
+  if (only !== undefined && Cause.isDieReason(only) && typeof only.defect === "string") return only.defect
+  return Cause.pretty(cause)
+}
+
+/**
+ * A `Cause` encoded as its rendered text (`Cause.pretty`, stack traces
+ * included). Decoding gives a `Cause` whose single defect (`Cause.die`) is
+ * that text (the empty text gives `Cause.empty`), which encodes to the same
+ * text again: the failures' structure and values are not kept.
+ */
+export const CauseFromText: Schema.Codec<Cause.Cause<unknown>, string> = Schema.String.pipe(
+  Schema.decodeTo(
+    Schema.declare((u): u is Cause.Cause<unknown> => Cause.isCause(u), { expected: "Cause" }),
+    SchemaTransformation.transform({
+      decode: (text: string): Cause.Cause<unknown> => text === "" ? Cause.empty : Cause.die(text),
+      encode: renderCause
+    })
+  )
+)
+
+const isJson = Schema.is(Schema.Json)
+
+const toJson = (value: unknown): Schema.Json => {
+  if (isJson(value)) return value
+  try {
+    const json = Formatter.formatJson(value)
+    return json === undefined ? Formatter.format(value) : JSON.parse(json) as Schema.Json
+  } catch {
+    return Formatter.format(value)
+  }
+}
+
+/**
+ * Any value, encoded as JSON: JSON values as they are; anything else (a
+ * `Date`, a class instance, `undefined`) as its JSON form (`toJSON`, own
+ * fields, `Redacted` redacted) or, failing that, its formatted text. Decoding
+ * returns the JSON value unchanged.
+ */
+export const JsonData: Schema.Codec<unknown, Schema.Json> = Schema.Json.pipe(
+  Schema.decodeTo(
+    Schema.Unknown,
+    SchemaTransformation.transform({ decode: (json: Schema.Json): unknown => json, encode: toJson })
+  )
+)
 
 /** One problem found in a tool's arguments or output: where, and what. */
 export interface Issue {
   readonly path: ReadonlyArray<PropertyKey>
   readonly message: string
 }
+
+/** A path key as JSON: strings and numbers as they are, a symbol as its text (`Symbol(name)`). */
+const PathKey: Schema.Codec<PropertyKey, string | number> = Schema.Union([Schema.String, Schema.Number]).pipe(
+  Schema.decodeTo(
+    Schema.declare((u): u is PropertyKey => Predicate.isPropertyKey(u), { expected: "PropertyKey" }),
+    SchemaTransformation.transform({
+      decode: (key: string | number): PropertyKey => key,
+      encode: (key: PropertyKey): string | number => typeof key === "symbol" ? String(key) : key
+    })
+  )
+)
+
+/** The schema of an {@link Issue}. */
+export const Issue: Schema.Codec<Issue, { readonly path: ReadonlyArray<string | number>; readonly message: string }> =
+  Schema.Struct({ path: Schema.Array(PathKey), message: Schema.String })
 
 /** Renders an issue path as `"a"."b"[0]`, or `(root)` for the top level. */
 export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
@@ -28,10 +105,10 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
 // ---------------------------------------------------------------------------
 
 /** The model called a tool that does not exist. */
-export class ToolNotFound extends Data.TaggedError("ToolNotFound")<{
-  readonly toolName: string
-  readonly advertised: ReadonlyArray<string>
-}> {
+export class ToolNotFound extends Schema.TaggedError<ToolNotFound>()("ToolNotFound", {
+  toolName: Schema.String,
+  advertised: Schema.Array(Schema.String)
+}) {
   readonly disposition = "repair" as const
   override get message(): string {
     return `unknown tool ${JSON.stringify(this.toolName)}; available tools: ${
@@ -41,10 +118,10 @@ export class ToolNotFound extends Data.TaggedError("ToolNotFound")<{
 }
 
 /** The tool exists but was not advertised to the model this turn. */
-export class ToolNotAllowed extends Data.TaggedError("ToolNotAllowed")<{
-  readonly toolName: string
-  readonly advertised: ReadonlyArray<string>
-}> {
+export class ToolNotAllowed extends Schema.TaggedError<ToolNotAllowed>()("ToolNotAllowed", {
+  toolName: Schema.String,
+  advertised: Schema.Array(Schema.String)
+}) {
   readonly disposition = "repair" as const
   override get message(): string {
     return `tool ${JSON.stringify(this.toolName)} is not available this turn; available tools: ${
@@ -54,10 +131,10 @@ export class ToolNotAllowed extends Data.TaggedError("ToolNotAllowed")<{
 }
 
 /** The arguments are not JSON, or not a JSON object. Never replaced by `{}`. */
-export class MalformedArguments extends Data.TaggedError("MalformedArguments")<{
-  readonly toolName: string
-  readonly reason: string
-}> {
+export class MalformedArguments extends Schema.TaggedError<MalformedArguments>()("MalformedArguments", {
+  toolName: Schema.String,
+  reason: Schema.String
+}) {
   readonly disposition = "repair" as const
   override get message(): string {
     return `${this.toolName}: malformed arguments: ${this.reason}`
@@ -65,10 +142,10 @@ export class MalformedArguments extends Data.TaggedError("MalformedArguments")<{
 }
 
 /** The arguments are a JSON object that the tool's input schema rejects. */
-export class InvalidArguments extends Data.TaggedError("InvalidArguments")<{
-  readonly toolName: string
-  readonly issues: ReadonlyArray<Issue>
-}> {
+export class InvalidArguments extends Schema.TaggedError<InvalidArguments>()("InvalidArguments", {
+  toolName: Schema.String,
+  issues: Schema.Array(Issue)
+}) {
   readonly disposition = "repair" as const
   override get message(): string {
     return `${this.toolName}: invalid arguments: ${
@@ -81,12 +158,12 @@ export class InvalidArguments extends Data.TaggedError("InvalidArguments")<{
  * A per-run or per-tool call limit was reached. In `continue` mode the model is
  * told not to call the tool again (repairable); in `error` mode the run stops.
  */
-export class ToolCallLimitExceeded extends Data.TaggedError("ToolCallLimitExceeded")<{
-  readonly toolName: string
-  readonly scope: "run" | "tool"
-  readonly limit: number
-  readonly mode: "error" | "continue"
-}> {
+export class ToolCallLimitExceeded extends Schema.TaggedError<ToolCallLimitExceeded>()("ToolCallLimitExceeded", {
+  toolName: Schema.String,
+  scope: Schema.Literals(["run", "tool"]),
+  limit: Schema.Number,
+  mode: Schema.Literals(["error", "continue"])
+}) {
   get disposition(): Disposition {
     return this.mode === "continue" ? "repair" : "fatal"
   }
@@ -101,18 +178,19 @@ export class ToolCallLimitExceeded extends Data.TaggedError("ToolCallLimitExceed
  * A handler's user-facing failure: the model reads `message` (and `detail`,
  * when given) and may try again differently.
  */
-export class ToolFailure extends Data.TaggedError("ToolFailure")<{
-  readonly message: string
-  readonly detail?: unknown
-}> {
+export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", {
+  message: Schema.String,
+  /** Structured detail for the model (encoded as JSON). */
+  detail: Schema.optionalKey(JsonData)
+}) {
   readonly disposition = "repair" as const
 }
 
 /** A handler's transient failure: retried per the tool's schedule when it is safe. */
-export class ToolTransient extends Data.TaggedError("ToolTransient")<{
-  readonly message: string
-  readonly cause?: unknown
-}> {
+export class ToolTransient extends Schema.TaggedError<ToolTransient>()("ToolTransient", {
+  message: Schema.String,
+  cause: Schema.optionalKey(Schema.Defect())
+}) {
   readonly disposition = "retry" as const
 }
 
@@ -120,11 +198,11 @@ export class ToolTransient extends Data.TaggedError("ToolTransient")<{
  * The handler did not finish in time. Retryable for idempotent tools; for the
  * others the side effect may or may not have happened, so it is not retried.
  */
-export class ToolTimeout extends Data.TaggedError("ToolTimeout")<{
-  readonly toolName: string
-  readonly timeoutMillis: number
-  readonly idempotent: boolean
-}> {
+export class ToolTimeout extends Schema.TaggedError<ToolTimeout>()("ToolTimeout", {
+  toolName: Schema.String,
+  timeoutMillis: Schema.Number,
+  idempotent: Schema.Boolean
+}) {
   get disposition(): Disposition {
     return this.idempotent ? "retry" : "repair"
   }
@@ -136,10 +214,10 @@ export class ToolTimeout extends Data.TaggedError("ToolTimeout")<{
 }
 
 /** An approval step refused the call. */
-export class ApprovalDenied extends Data.TaggedError("ApprovalDenied")<{
-  readonly toolName: string
-  readonly reason: string
-}> {
+export class ApprovalDenied extends Schema.TaggedError<ApprovalDenied>()("ApprovalDenied", {
+  toolName: Schema.String,
+  reason: Schema.String
+}) {
   readonly disposition = "repair" as const
   override get message(): string {
     return `${this.toolName}: the call was not approved: ${this.reason}`
@@ -147,12 +225,12 @@ export class ApprovalDenied extends Data.TaggedError("ApprovalDenied")<{
 }
 
 /** A safety policy or scope refused the call. */
-export class PolicyBlocked extends Data.TaggedError("PolicyBlocked")<{
-  readonly toolName: string
-  readonly reason: string
-  readonly status: "policy_blocked" | "scope_violation" | "rate_limited"
-  readonly repairable: boolean
-}> {
+export class PolicyBlocked extends Schema.TaggedError<PolicyBlocked>()("PolicyBlocked", {
+  toolName: Schema.String,
+  reason: Schema.String,
+  status: Schema.Literals(["policy_blocked", "scope_violation", "rate_limited"]),
+  repairable: Schema.Boolean
+}) {
   get disposition(): Disposition {
     return this.repairable ? "repair" : "fatal"
   }
@@ -169,10 +247,10 @@ export class PolicyBlocked extends Data.TaggedError("PolicyBlocked")<{
  * The handler threw, died, or failed with an error it did not declare. The
  * model sees only "internal error in tool X"; the full cause stays here.
  */
-export class ToolDefect extends Data.TaggedError("ToolDefect")<{
-  readonly toolName: string
-  readonly cause: Cause.Cause<unknown>
-}> {
+export class ToolDefect extends Schema.TaggedError<ToolDefect>()("ToolDefect", {
+  toolName: Schema.String,
+  cause: CauseFromText
+}) {
   readonly disposition = "fatal" as const
   override get message(): string {
     return `internal error in tool ${this.toolName}`
@@ -180,11 +258,11 @@ export class ToolDefect extends Data.TaggedError("ToolDefect")<{
 }
 
 /** A middleware's own failure; names the middleware. */
-export class MiddlewareFailed extends Data.TaggedError("MiddlewareFailed")<{
-  readonly toolName: string
-  readonly middleware: string
-  readonly cause: Cause.Cause<unknown>
-}> {
+export class MiddlewareFailed extends Schema.TaggedError<MiddlewareFailed>()("MiddlewareFailed", {
+  toolName: Schema.String,
+  middleware: Schema.String,
+  cause: CauseFromText
+}) {
   readonly disposition = "fatal" as const
   override get message(): string {
     return `middleware ${JSON.stringify(this.middleware)} failed while handling tool ${this.toolName}`
@@ -192,10 +270,10 @@ export class MiddlewareFailed extends Data.TaggedError("MiddlewareFailed")<{
 }
 
 /** The handler returned a value that its own output schema rejects: a defect. */
-export class InvalidOutput extends Data.TaggedError("InvalidOutput")<{
-  readonly toolName: string
-  readonly issues: ReadonlyArray<Issue>
-}> {
+export class InvalidOutput extends Schema.TaggedError<InvalidOutput>()("InvalidOutput", {
+  toolName: Schema.String,
+  issues: Schema.Array(Issue)
+}) {
   readonly disposition = "fatal" as const
   override get message(): string {
     return `${this.toolName}: output does not match its schema: ${
@@ -205,11 +283,11 @@ export class InvalidOutput extends Data.TaggedError("InvalidOutput")<{
 }
 
 /** A store (artifacts, idempotency cache, ...) failed. */
-export class StoreFailed extends Data.TaggedError("StoreFailed")<{
-  readonly store: string
-  readonly operation: string
-  readonly cause: unknown
-}> {
+export class StoreFailed extends Schema.TaggedError<StoreFailed>()("StoreFailed", {
+  store: Schema.String,
+  operation: Schema.String,
+  cause: Schema.Defect()
+}) {
   readonly disposition = "fatal" as const
   override get message(): string {
     return `store ${JSON.stringify(this.store)} failed to ${this.operation}`
@@ -217,10 +295,10 @@ export class StoreFailed extends Data.TaggedError("StoreFailed")<{
 }
 
 /** The call was cancelled (its fiber interrupted) before it could finish. */
-export class ToolCancelled extends Data.TaggedError("ToolCancelled")<{
-  readonly toolName: string
-  readonly started: boolean
-}> {
+export class ToolCancelled extends Schema.TaggedError<ToolCancelled>()("ToolCancelled", {
+  toolName: Schema.String,
+  started: Schema.Boolean
+}) {
   readonly disposition = "fatal" as const
   override get message(): string {
     return this.started ? `${this.toolName}: cancelled while running` : `${this.toolName}: cancelled before it started`
@@ -245,6 +323,69 @@ export type ToolError =
   | StoreFailed
   | ToolCancelled
 
+/** An error class: its constructor and the schemas of its fields. */
+interface ErrorClass<Self extends ToolError> {
+  new(props: any): Self
+  readonly fields: Schema.Struct.Fields
+  readonly Encoded: object
+}
+
+const pick = (value: object, keys: ReadonlyArray<string>): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  for (const key of keys) if (Object.hasOwn(value, key)) out[key] = (value as Record<string, unknown>)[key]
+  return out
+}
+
+/**
+ * An error class's schema with the derived `message` and `disposition` added
+ * to the encoded form (for readers of the JSON); decoding ignores them and
+ * rebuilds both from the fields.
+ */
+const described = <Self extends ToolError, const C extends ErrorClass<Self>>(
+  cls: C & ErrorClass<Self>
+): Schema.Codec<Self, C["Encoded"] & { readonly message?: string; readonly disposition?: Disposition }> => {
+  const keys = Object.keys(cls.fields)
+  const fields = {
+    _tag: cls.fields["_tag"]!,
+    message: Schema.optionalKey(Schema.String),
+    disposition: Schema.optionalKey(Disposition),
+    ...cls.fields
+  }
+  const struct = Schema.Struct(fields) as unknown as Schema.Codec<object, unknown>
+  return struct.pipe(
+    Schema.decodeTo(
+      Schema.toType(cls as unknown as Schema.Codec<Self, unknown>),
+      SchemaTransformation.transform<Self, object>({
+        decode: (input) => new cls(pick(input, keys)),
+        encode: (error) => ({ ...pick(error, keys), message: error.message, disposition: error.disposition })
+      })
+    )
+  ) as never
+}
+
+/**
+ * The schema of every {@link ToolError}, as used in events. Encoded:
+ * `{ _tag, message, disposition, ...fields }`, plain JSON (a `Cause` as its
+ * rendered text); decoded: an instance of the error's class.
+ */
+export const ToolError = Schema.Union([
+  described(ToolNotFound),
+  described(ToolNotAllowed),
+  described(MalformedArguments),
+  described(InvalidArguments),
+  described(ToolCallLimitExceeded),
+  described(ToolFailure),
+  described(ToolTransient),
+  described(ToolTimeout),
+  described(ApprovalDenied),
+  described(PolicyBlocked),
+  described(ToolDefect),
+  described(MiddlewareFailed),
+  described(InvalidOutput),
+  described(StoreFailed),
+  described(ToolCancelled)
+]).pipe(Schema.toTaggedUnion("_tag"))
+
 /** Errors refused before execution (lifecycle steps 1 to 4). */
 export type Rejection =
   | ToolNotFound
@@ -253,23 +394,7 @@ export type Rejection =
   | InvalidArguments
   | ToolCallLimitExceeded
 
-const tags: ReadonlySet<string> = new Set<ToolError["_tag"]>([
-  "ToolNotFound",
-  "ToolNotAllowed",
-  "MalformedArguments",
-  "InvalidArguments",
-  "ToolCallLimitExceeded",
-  "ToolFailure",
-  "ToolTransient",
-  "ToolTimeout",
-  "ApprovalDenied",
-  "PolicyBlocked",
-  "ToolDefect",
-  "MiddlewareFailed",
-  "InvalidOutput",
-  "StoreFailed",
-  "ToolCancelled"
-])
+const tags: ReadonlySet<string> = new Set(ToolError.discriminants)
 
 /** True for any error of this module. */
 export const isToolError = (u: unknown): u is ToolError =>

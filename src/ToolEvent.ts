@@ -5,10 +5,20 @@
  * outputs in events are redacted before they get here. A started call ends with
  * exactly one `tool.completed` or `tool.failed`; a refused one has one
  * `tool.rejected` and no start; a call that never started has no events.
+ *
+ * Events are data: {@link Event} is also the schema of the union (one per
+ * kind: {@link ToolStarted}, ...), whose encoded form is plain JSON with the
+ * field names below, so events can be written as JSON lines, sent over SSE or
+ * MCP, stored and decoded back. The exceptions, stated once: a `Cause`
+ * (`tool.failed.cause`, `ToolDefect.cause`, `MiddlewareFailed.cause`) encodes
+ * to its rendered text and decodes to a `Cause` whose defect is that text;
+ * unknown values (`arguments`, audit `metadata`, a `ToolFailure`'s `detail`)
+ * are kept as JSON (a `Date` comes back as its ISO string); errors come back as
+ * instances of their classes.
  */
-import type { Cause } from "effect"
-import type { ArtifactRef, Audit } from "./ToolResult.ts"
-import type { Disposition, ToolError } from "./ToolError.ts"
+import { type Cause, Effect, Schema } from "effect"
+import { CauseFromText, Disposition, JsonData, ToolError } from "./ToolError.ts"
+import { ArtifactRef, Audit } from "./ToolResult.ts"
 
 interface Stamp {
   readonly runId: string
@@ -29,12 +39,16 @@ interface CallStamp extends Stamp {
 
 export interface ToolStarted extends CallStamp {
   readonly _tag: "tool.started"
+  /** The call's idempotency key, for tools that declare one. */
+  readonly idempotencyKey?: string
   /** Decoded arguments, redacted. */
   readonly arguments: unknown
 }
 
 export interface ToolCompleted extends CallStamp {
   readonly _tag: "tool.completed"
+  /** The call's idempotency key, for tools that declare one. */
+  readonly idempotencyKey?: string
   readonly elapsed: number
   /** True when the tool produced an error result that the model will read (repairable). */
   readonly isError: boolean
@@ -45,6 +59,8 @@ export interface ToolCompleted extends CallStamp {
 
 export interface ToolFailed extends CallStamp {
   readonly _tag: "tool.failed"
+  /** The call's idempotency key, for tools that declare one. */
+  readonly idempotencyKey?: string
   readonly elapsed: number
   readonly reason: "error" | "cancelled" | "timeout"
   readonly error: ToolError
@@ -60,6 +76,8 @@ export interface ToolRejected extends CallStamp {
 
 export interface ToolRetrying extends CallStamp {
   readonly _tag: "tool.retrying"
+  /** The call's idempotency key, for tools that declare one. */
+  readonly idempotencyKey?: string
   /** Milliseconds before the next attempt. */
   readonly delay: number
   readonly error: ToolError
@@ -112,3 +130,184 @@ export type Event = ToolEvent | AgentEvent
 /** An event before the executor stamps it with time and sequence. */
 export type Unstamped<E extends Event> = E extends unknown ? Omit<E, "timestamp" | "sequence" | "runId" | "threadId">
   : never
+
+// ---------------------------------------------------------------------------
+// schemas: one per kind, named as its type, and the unions
+// ---------------------------------------------------------------------------
+
+const stamp = {
+  runId: Schema.String,
+  threadId: Schema.String,
+  timestamp: Schema.Number,
+  sequence: Schema.Number
+}
+
+const callStamp = {
+  ...stamp,
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  attempt: Schema.Number
+}
+
+const idempotencyKey = Schema.optionalKey(Schema.String)
+
+export const ToolStarted = Schema.TaggedStruct("tool.started", {
+  ...callStamp,
+  idempotencyKey,
+  arguments: JsonData
+})
+
+export const ToolCompleted = Schema.TaggedStruct("tool.completed", {
+  ...callStamp,
+  idempotencyKey,
+  elapsed: Schema.Number,
+  isError: Schema.Boolean,
+  output: Schema.String,
+  artifacts: Schema.Array(ArtifactRef)
+})
+
+export const ToolFailed = Schema.TaggedStruct("tool.failed", {
+  ...callStamp,
+  idempotencyKey,
+  elapsed: Schema.Number,
+  reason: Schema.Literals(["error", "cancelled", "timeout"]),
+  error: ToolError,
+  disposition: Disposition,
+  cause: Schema.optionalKey(CauseFromText)
+})
+
+export const ToolRejected = Schema.TaggedStruct("tool.rejected", {
+  ...callStamp,
+  error: ToolError
+})
+
+export const ToolRetrying = Schema.TaggedStruct("tool.retrying", {
+  ...callStamp,
+  idempotencyKey,
+  delay: Schema.Number,
+  error: ToolError
+})
+
+export const ToolArtifactStored = Schema.TaggedStruct("tool.artifact_stored", {
+  ...callStamp,
+  artifact: ArtifactRef
+})
+
+export const ToolAudit = Schema.TaggedStruct("tool.audit", {
+  ...callStamp,
+  audit: Audit
+})
+
+export const AgentTurnStarted = Schema.TaggedStruct("agent.turn_started", {
+  ...stamp,
+  turn: Schema.Number,
+  advertised: Schema.Array(Schema.String)
+})
+
+export const AgentModelResponded = Schema.TaggedStruct("agent.model_responded", {
+  ...stamp,
+  turn: Schema.Number,
+  toolCalls: Schema.Number,
+  text: Schema.String,
+  usage: Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number })
+})
+
+export const AgentFinished = Schema.TaggedStruct("agent.finished", {
+  ...stamp,
+  turns: Schema.Number,
+  reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled", "failed"])
+})
+
+/** The schema of every {@link ToolEvent}. */
+export const ToolEvent = Schema.Union([
+  ToolStarted,
+  ToolCompleted,
+  ToolFailed,
+  ToolRejected,
+  ToolRetrying,
+  ToolArtifactStored,
+  ToolAudit
+]).pipe(Schema.toTaggedUnion("_tag"))
+
+/** The schema of every {@link AgentEvent}. */
+export const AgentEvent = Schema.Union([AgentTurnStarted, AgentModelResponded, AgentFinished]).pipe(
+  Schema.toTaggedUnion("_tag")
+)
+
+/**
+ * The schema of every event: `Schema.encodeSync(ToolEvent.Event)(event)` is
+ * its JSON form ({@link EventJson} also covers non-finite numbers);
+ * `Event.cases` lists the kinds, `Event.match` matches on them.
+ */
+export const Event = Schema.Union([ToolEvent, AgentEvent]).pipe(Schema.toTaggedUnion("_tag"))
+
+/** The encoded (JSON) form of an event. */
+export type Encoded = typeof Event.Encoded
+
+/**
+ * The JSON codec of events: {@link Event}, with the one value plain JSON lacks
+ * made safe (a non-finite number encodes as the string `"Infinity"`, `"NaN"`).
+ * {@link encodeJson}, {@link decodeJsonl} and `EventSink.layerJsonl` use it.
+ */
+export const EventJson = Schema.toCodecJson(Event)
+
+// The schemas and the interfaces above describe the same values (checked here, at compile time).
+type Same<A, B> = [A, keyof A] extends [B, keyof B] ? [B, keyof B] extends [A, keyof A] ? true : false : false
+type Mismatched = {
+  [K in Event["_tag"] | typeof Event.Type["_tag"]]: Same<
+    Extract<Event, { readonly _tag: K }>,
+    Extract<typeof Event.Type, { readonly _tag: K }>
+  > extends true ? never
+    : K
+}[Event["_tag"] | typeof Event.Type["_tag"]]
+const schemasMatchTypes: [Mismatched] extends [never] ? true : { readonly mismatched: Mismatched } = true
+void schemasMatchTypes
+
+/** A line of a JSON-lines event log that is not an event. */
+export class MalformedEventLine extends Schema.TaggedError<MalformedEventLine>()("MalformedEventLine", {
+  /** 1-based. */
+  line: Schema.Number,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `event log line ${this.line}: ${this.reason}`
+  }
+}
+
+const EventFromJson = Schema.fromJsonString(EventJson)
+const encodeLine = Schema.encodeEffect(EventFromJson)
+const decodeLine = Schema.decodeUnknownEffect(EventFromJson)
+
+/** One event as one line of JSON (no newline). Fails only with a defect, for a value that is not an event. */
+export const encodeJson = (event: Event): Effect.Effect<string> => Effect.orDie(encodeLine(event))
+
+/**
+ * Decodes a JSON-lines event log (as {@link encodeJson} and
+ * `EventSink.layerJsonl` write it): one event per line, blank lines skipped.
+ * A last line without its newline that is not valid JSON is a write cut
+ * short, and is ignored; any other bad line fails with its number.
+ */
+export const decodeJsonl = (text: string): Effect.Effect<ReadonlyArray<Event>, MalformedEventLine> => {
+  const lines = text.split("\n")
+  const torn = lines.length - 1 // the index of the part after the last newline ("" for a complete log)
+  return Effect.forEach(lines, (line, i) => {
+    if (line.trim() === "") return Effect.succeed([])
+    return decodeLine(line).pipe(
+      Effect.map((event) => [event]),
+      Effect.catch((error) =>
+        i === torn && !isJson(line)
+          ? Effect.succeed([])
+          : Effect.fail(new MalformedEventLine({ line: i + 1, reason: error.message }))
+      )
+    )
+  }).pipe(Effect.map((chunks) => chunks.flat()))
+}
+
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}

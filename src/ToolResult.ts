@@ -3,12 +3,16 @@
  * model reads, the structured value, artifact references, whether it is an
  * error, and timing. Provider modules turn results into their tool messages.
  */
-import type { ToolError } from "./ToolError.ts"
+import { Schema } from "effect"
+import { JsonData, type ToolError } from "./ToolError.ts"
 
-/** A block of model-facing content. */
+/** A block of model-facing content: text, or an image (base64 `data`). */
 export type ContentBlock =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "image"; readonly data: string; readonly mimeType: string }
+
+/** What a tool's `toModelOutput` returns: text, or content blocks (text and images, in order). */
+export type ModelOutput = string | ContentBlock | ReadonlyArray<ContentBlock>
 
 /** Where a large output was stored whole. */
 export interface ArtifactRef {
@@ -56,10 +60,22 @@ export interface ToolResult {
   /** Wall time from start to terminal event, in milliseconds (from `Clock`). */
   readonly elapsed: number
   readonly audit?: Audit
+  /** For tools with an idempotency key: the key, and whether this result is the stored one of an earlier call. */
+  readonly idempotency?: { readonly key: string; readonly replayed: boolean }
 }
 
 /** A text content block. */
 export const text = (text: string): ContentBlock => ({ type: "text", text })
+
+/** An image content block: base64 `data` and its MIME type (`image/png`, ...). */
+export const image = (data: string, mimeType: string): ContentBlock => ({ type: "image", data, mimeType })
+
+/** A text content block holding `value` as JSON. */
+export const json = (value: unknown): ContentBlock => ({ type: "text", text: JSON.stringify(value) ?? "null" })
+
+/** The content blocks of a `ModelOutput`. */
+export const contentOf = (output: ModelOutput): ReadonlyArray<ContentBlock> =>
+  typeof output === "string" ? [text(output)] : Array.isArray(output) ? output : [output as ContentBlock]
 
 /** The model-facing text of a result: its text blocks joined by newlines. */
 export const textOf = (result: Pick<ToolResult, "content">): string => {
@@ -83,3 +99,42 @@ export const fromError = (
   elapsed,
   ...(call.provider === undefined ? {} : { provider: call.provider })
 })
+
+// ---------------------------------------------------------------------------
+// schemas (the parts of a result that events carry)
+// ---------------------------------------------------------------------------
+
+/** The schema of an {@link ArtifactRef} (JSON as it is). */
+export const ArtifactRef: Schema.Codec<ArtifactRef> = Schema.Struct({
+  store: Schema.String,
+  key: Schema.String,
+  bytes: Schema.Number,
+  mimeType: Schema.String
+})
+
+/** The schema of an {@link AuditLayer} (JSON as it is). */
+export const AuditLayer: Schema.Codec<AuditLayer> = Schema.Struct({
+  name: Schema.String,
+  status: Schema.String,
+  startedAt: Schema.Number,
+  endedAt: Schema.Number,
+  error: Schema.optionalKey(Schema.String)
+})
+
+/** The schema of an {@link Audit}: JSON as it is, `metadata` values as JSON (`ToolError.JsonData`). */
+export const Audit: Schema.Codec<Audit, Omit<Audit, "metadata"> & { readonly metadata?: Readonly<Record<string, Schema.Json>> }> =
+  Schema.Struct({
+    summary: Schema.optionalKey(Schema.String),
+    kind: Schema.optionalKey(Schema.String),
+    hints: Schema.optionalKey(Schema.Record(Schema.String, Schema.Boolean)),
+    consent: Schema.optionalKey(Schema.Struct({ decision: Schema.String, decidedBy: Schema.String, decidedAt: Schema.Number })),
+    scope: Schema.optionalKey(
+      Schema.Struct({
+        stage: Schema.String,
+        allowedTools: Schema.optionalKey(Schema.Array(Schema.String)),
+        maxEffect: Schema.optionalKey(Schema.String)
+      })
+    ),
+    layers: Schema.Array(AuditLayer),
+    metadata: Schema.optionalKey(Schema.Record(Schema.String, JsonData))
+  })

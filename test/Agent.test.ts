@@ -114,6 +114,33 @@ describe("Agent.run", () => {
       ChatModel.answer("done: 7")
     ]))))
 
+  it.effect("an undeclared failure from untyped code does not end the run: the model reads the tool and the tag, never the message", () =>
+    Effect.gen(function*() {
+      class NotFound extends Error {
+        readonly _tag = "NotFound"
+      }
+      // untyped code (an imported client, say) failing with an error the tool does not declare
+      const untyped = (): Effect.Effect<string> => Effect.fail(new NotFound("row 7 of table secrets_v2")) as never
+      const lookup = Tool.make("lookup", {
+        description: "Looks a row up.",
+        input: Schema.Struct({ id: Schema.Int }),
+        safety: { effect: "read" },
+        handler: untyped
+      })
+      const tools = yield* ToolRegistry.make([lookup])
+      const result = yield* Agent.run({ messages: [user("look up 7")], tools })
+      assert.strictEqual(result.reason, "final_answer")
+      assert.strictEqual(result.text, "it failed")
+      const [failed] = result.results
+      assert.strictEqual(failed!.error?._tag, "ToolFailure")
+      assert.strictEqual(ToolResult.textOf(failed!), "lookup: failed with an error it does not declare (NotFound)")
+      assert.notInclude(JSON.stringify(result.transcript), "secrets_v2")
+      assertEveryCallAnswered(result.transcript)
+    }).pipe(Effect.provide(layer([
+      ChatModel.callTools([["c1", "lookup", "{\"id\":7}"]]),
+      ChatModel.answer("it failed")
+    ]))))
+
   it.effect("repair off: the same invalid call ends the run with a typed error, every call answered", () =>
     Effect.gen(function*() {
       const failed = yield* Effect.flip(Agent.run({ messages: [user("add")], tools: registry, repair: false }))

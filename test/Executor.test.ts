@@ -76,8 +76,11 @@ const declared = Tool.make("declared", {
   description: "Fails with a declared error, or an undeclared one.",
   input: Schema.Struct({ key: Schema.String }),
   failure: NotFound,
-  handler: ({ key }): Effect.Effect<string, NotFound | Undeclared> =>
-    key === "undeclared" ? Effect.fail(new Undeclared({ secret: "s3cr3t" })) : Effect.fail(new NotFound({ key }))
+  handler: ({ key }): Effect.Effect<string, NotFound> =>
+    key === "undeclared"
+      // untyped code failing with an error the tool does not declare (a compile error when typed)
+      ? Effect.fail(new Undeclared({ secret: "s3cr3t" })) as unknown as Effect.Effect<string, NotFound>
+      : Effect.fail(new NotFound({ key }))
 })
 
 const all = [
@@ -310,7 +313,7 @@ describe("Executor.run", () => {
       assert.include(error.message, "nan_output: output does not match its schema: at \"n\"")
     }).pipe(Effect.provide(test)))
 
-  it.effect("a handler's user-facing failure is repairable; declared failures render, undeclared ones are defects", () =>
+  it.effect("a handler's user-facing failure is repairable; declared failures render, undeclared ones are named by tag only", () =>
     Effect.gen(function*() {
       const executor = yield* setup()
       const user = yield* executor.run(call("c1", "lookup", { key: "x" }))
@@ -318,9 +321,23 @@ describe("Executor.run", () => {
       const known = yield* executor.run(call("c2", "declared", { key: "k" }))
       assert.strictEqual(known.error?._tag, "ToolFailure")
       assert.deepStrictEqual((known.error as ToolError.ToolFailure).detail, { _tag: "NotFound", key: "k" })
-      const unknown = yield* Effect.flip(executor.run(call("c3", "declared", { key: "undeclared" })))
-      assert.strictEqual(unknown._tag, "ToolDefect")
-      assert.notInclude(unknown.message, "s3cr3t")
+      // an undeclared failure at run time does not end the run: a repairable result naming the tool and the tag
+      const unknown = yield* executor.run(call("c3", "declared", { key: "undeclared" }))
+      assert.isTrue(unknown.isError)
+      assert.strictEqual(unknown.error?._tag, "ToolFailure")
+      assert.strictEqual(unknown.error?.disposition, "repair")
+      assert.strictEqual(ToolResult.textOf(unknown), "declared: failed with an error it does not declare (Undeclared)")
+      assert.notInclude(JSON.stringify(unknown), "s3cr3t")
+      // the event carries the full cause, for the application
+      const failed = (yield* eventsOf).filter((e): e is ToolEvent.ToolFailed => e._tag === "tool.failed")
+      assert.strictEqual(failed.at(-1)!.toolCallId, "c3")
+      assert.strictEqual(failed.at(-1)!.disposition, "repair")
+      const original = Cause.findErrorOption(failed.at(-1)!.cause!)
+      assert.isTrue(original._tag === "Some" && original.value instanceof Undeclared)
+      // with repair off it is raised, like any repairable error
+      const strict = yield* setup({ repair: false })
+      const raised = yield* Effect.flip(strict.run(call("c4", "declared", { key: "undeclared" })))
+      assert.strictEqual(raised._tag, "ToolFailure")
     }).pipe(Effect.provide(test)))
 })
 

@@ -138,6 +138,7 @@ describe("module-level layers and accessors", () => {
       assert.strictEqual(EventSink.layerPubSub, EventSink.EventSink.layerPubSub)
       assert.strictEqual(EventSink.layerCallback, EventSink.EventSink.layerCallback)
       assert.strictEqual(EventSink.layerDiscard, EventSink.EventSink.layerDiscard)
+      assert.strictEqual(EventSink.layerJsonl, EventSink.EventSink.layerJsonl)
       assert.strictEqual(Cancellation.layerNever, Cancellation.Cancellation.layerNever)
       assert.strictEqual(RunContext.layer, RunContext.RunContext.layer)
     }))

@@ -4,15 +4,17 @@
  * (`emitOrder`), the audit, and SHA-256 hashes of the canonical (sorted-key)
  * arguments and result instead of the payloads. Failed calls (handler errors,
  * crashes, fatal refusals) get a receipt too: the layer records, writes, and
- * raises the failure again. Sinks: a callback, and an append-only JSONL file
- * per run whose `file://` URI is put in `audit.metadata.receiptUri`.
+ * raises the failure again. A keyed tool's receipt records its idempotency
+ * key. Sinks: a callback, and an append-only JSONL file per run whose
+ * `file://` URI is put in `audit.metadata.receiptUri`.
  */
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import { Effect, Exit, FileSystem, Semaphore } from "effect"
+import { Effect, Exit, FileSystem, Option, Semaphore } from "effect"
 import { hash, withoutKeys } from "../internal/canonical.ts"
 import type { Middleware } from "../Middleware.ts"
 import { RunContext, type RunInfo } from "../RunContext.ts"
+import { ToolCallContext } from "../ToolCallContext.ts"
 import type { Audit } from "../ToolResult.ts"
 import * as AuditTrail from "./AuditTrail.ts"
 
@@ -20,6 +22,8 @@ import * as AuditTrail from "./AuditTrail.ts"
 export interface Receipt {
   readonly tool: string
   readonly callId: string
+  /** The call's idempotency key, for tools that declare one. */
+  readonly idempotencyKey?: string
   readonly runId: string
   readonly threadId: string
   readonly turn: number
@@ -95,8 +99,9 @@ export const auditLog = <R = never>(
   return {
     name: "audit_log",
     around: (invocation, next) =>
-      Effect.flatMap(RunContext, (run) => {
+      Effect.flatMap(Effect.all([RunContext, Effect.serviceOption(ToolCallContext)]), ([run, current]) => {
         const uri = target.uriOf?.(run)
+        const key = Option.isSome(current) ? current.value.idempotencyKey : undefined
         return AuditTrail.record(
           "audit_log",
           invocation,
@@ -113,6 +118,7 @@ export const auditLog = <R = never>(
               return target.write({
                 tool: invocation.spec.name,
                 callId: invocation.call.id,
+                ...(key === undefined ? {} : { idempotencyKey: key }),
                 runId: run.runId,
                 threadId: run.threadId,
                 turn: invocation.turn,

@@ -2,6 +2,8 @@
  * The middleware library: small execution middleware that compose (first
  * listed = outermost) and record what they did in the result's audit trail.
  * Each module is also exported as a namespace for its types and helpers.
+ * Spans, timeouts and per-run call limits are not middleware: every call gets an
+ * `execute_tool` span, tools declare `timeout`, and `Executor` `limits` count calls.
  */
 import type { Middleware, Services } from "../Middleware.ts"
 
@@ -17,24 +19,18 @@ export const stack = <const M extends ReadonlyArray<Middleware<unknown>>>(
 export { auditLog } from "./AuditLog.ts"
 export { consent } from "./Consent.ts"
 export { dryRun } from "./DryRun.ts"
-export { idempotency } from "./Idempotency.ts"
 export { rateLimit } from "./RateLimit.ts"
 export { redaction } from "./Redaction.ts"
 export { requiredReason } from "./RequiredReason.ts"
 export { scoped } from "./Scoped.ts"
 export { summary } from "./Summary.ts"
-export { telemetry } from "./Telemetry.ts"
-export { timeout } from "./Timeout.ts"
 
 export * as AuditLog from "./AuditLog.ts"
 export * as AuditTrail from "./AuditTrail.ts"
 export * as Consent from "./Consent.ts"
 export * as DryRun from "./DryRun.ts"
-export * as Idempotency from "./Idempotency.ts"
 export * as RateLimit from "./RateLimit.ts"
 export * as Redaction from "./Redaction.ts"
 export * as RequiredReason from "./RequiredReason.ts"
 export * as Scoped from "./Scoped.ts"
 export * as Summary from "./Summary.ts"
-export * as Telemetry from "./Telemetry.ts"
-export * as Timeout from "./Timeout.ts"

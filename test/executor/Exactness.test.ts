@@ -5,6 +5,9 @@
  * calls), every kind of sink (synchronous, asynchronous, slow, dying, throwing,
  * self-interrupting), both failure policies, `run` and `runBatch`, and
  * interruption or run cancellation at random points (or before the batch).
+ * Keyed calls (`charge`, a few keys per batch, at once or in turn) are applied
+ * at most once per key, answer with one value per key, and carry their key in
+ * every lifecycle event.
  *
  * `TINYAGENTS_PROPERTY_RUNS` sets the number of batches (default 1,000: about a
  * second); `TINYAGENTS_PROPERTY_SEED` the first seed. A failure names its seed
@@ -15,7 +18,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Logger } from "effect"
 import { TestClock } from "effect/testing"
 import { Executor, ToolError, ToolRegistry, ToolResult } from "../../src/index.ts"
-import type { ToolCall } from "../../src/index.ts"
+import type { ToolCall, ToolEvent } from "../../src/index.ts"
 import { call, makeProbe, makeSink, services, type SinkKind, snapshot, tools, violation } from "./support.ts"
 
 const runs = Number(process.env["TINYAGENTS_PROPERTY_RUNS"] ?? 1000)
@@ -54,10 +57,16 @@ const plan = (seed: number): Plan => {
   const size = r.int(0, 12)
   const calls = Array.from({ length: size }, (_, i): ToolCall.ToolCall => {
     const id = `c${i}`
-    const tool = r.next() < 0.2 ? "mutate" : "work"
+    const roll = r.next()
+    const tool = roll < 0.2 ? "mutate" : roll < 0.45 ? "charge" : "work"
     const kind = r.pick(["ok", "ok", "fail", "defect", "throw", "sleep", "sleep", "sleep", "hang", "flaky", "invalid", "unknown"])
     if (kind === "invalid") return call(id, tool, { kind: 42 })
     if (kind === "unknown") return call(id, "no_such_tool")
+    // keyed calls share a few keys, so repeats run at once and in turn
+    if (tool === "charge") {
+      const key = `k${r.int(0, 2)}`
+      return call(id, tool, kind === "sleep" || kind === "flaky" ? { kind, ms: r.int(0, kind === "sleep" ? 300 : 3), key } : { kind, key })
+    }
     if (kind === "sleep") return call(id, tool, { kind, ms: r.int(1, 300) })
     if (kind === "flaky") return call(id, tool, { kind, ms: r.int(0, 3), key: `${seed}/${id}` })
     return call(id, tool, { kind })
@@ -83,7 +92,8 @@ const stats = {
   cancelledRunning: 0,
   cancelledBeforeStart: 0,
   batchFailed: 0,
-  interrupted: 0
+  interrupted: 0,
+  replayed: 0
 }
 
 /** One plan: runs it, stops it as planned, and returns every broken guarantee. */
@@ -145,6 +155,25 @@ const check = (p: Plan) =>
     if (probe.peak > p.concurrency) problems.push(`peak concurrency above the bound: ${probe.peak} > ${p.concurrency}`)
     if (probe.exclusivePeak > 1) problems.push(`exclusive tools overlapped: ${probe.exclusivePeak}`)
     if (p.stop === "cancel-before" && probe.invocations > 0) problems.push("a handler ran on a cancelled executor")
+    // idempotency: at most one application per key; one value per key; the key in every lifecycle event
+    for (const [key, n] of probe.applied) if (n > 1) problems.push(`key ${key} applied ${n} times`)
+    const valueOf = new Map<string, unknown>()
+    for (const [i, c] of p.calls.entries()) {
+      if (c.name !== "charge") continue
+      const key = (c.arguments as { key?: string }).key
+      for (const e of offered) {
+        if (!("toolCallId" in e) || e.toolCallId !== c.id) continue
+        if (["tool.started", "tool.retrying", "tool.completed", "tool.failed"].includes(e._tag)) {
+          if ((e as ToolEvent.ToolStarted).idempotencyKey !== key) problems.push(`${e._tag} of ${c.id} without its key`)
+        }
+      }
+      const result = results?.[i]
+      if (result === undefined || result.isError || key === undefined) continue
+      if (result.idempotency?.replayed === true) stats.replayed++
+      const seen = valueOf.get(key)
+      if (seen === undefined) valueOf.set(key, result.value)
+      else if (seen !== result.value) problems.push(`key ${key} answered ${String(seen)} and ${String(result.value)}`)
+    }
     if (p.stop === "none" && p.policy === "settle" && results?.some((r) => r.error?._tag === "ToolCancelled")) {
       problems.push("settle without a stop cancelled a call")
     }
@@ -202,6 +231,7 @@ describe("Executor exactness", () => {
         // Something of each kind happened.
         assert.isAbove(stats.cancelledRunning, 0)
         assert.isAbove(stats.cancelledBeforeStart, 0)
+        assert.isAbove(stats.replayed, 0)
       }
       console.log(`executor exactness: ${JSON.stringify(stats)}`)
     }).pipe(Effect.provide(Logger.layer([]))), { timeout: 600_000 })

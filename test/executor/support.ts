@@ -19,6 +19,9 @@ export interface Probe {
   exclusivePeak: number
   invocations: number
   readonly failures: Map<string, number>
+  /** Successful handler runs of the keyed tool, per idempotency key. */
+  readonly applied: Map<string, number>
+  appliedTotal: number
 }
 
 export const makeProbe = (): Probe => ({
@@ -27,7 +30,9 @@ export const makeProbe = (): Probe => ({
   exclusiveRunning: 0,
   exclusivePeak: 0,
   invocations: 0,
-  failures: new Map()
+  failures: new Map(),
+  applied: new Map(),
+  appliedTotal: 0
 })
 
 const Input = Schema.Struct({
@@ -73,7 +78,10 @@ const behave = (probe: Probe, exclusive: boolean) => (input: typeof Input.Type):
   )
 }
 
-/** `work` (idempotent, retried) and `mutate` (exclusive, not idempotent, never retried). */
+/**
+ * `work` (idempotent, retried), `mutate` (exclusive, not idempotent, never retried) and `charge`
+ * (a write keyed by `key`, retried: applied at most once per key; its output names the application).
+ */
 export const tools = (probe: Probe, timeout: Duration.Input = "2 seconds") => [
   Tool.make("work", {
     description: "Behaves as told.",
@@ -90,6 +98,20 @@ export const tools = (probe: Probe, timeout: Duration.Input = "2 seconds") => [
     exclusive: true,
     safety: { effect: "mutate" },
     handler: behave(probe, true)
+  }),
+  Tool.make("charge", {
+    description: "Behaves as told, once per key.",
+    input: Input,
+    timeout,
+    safety: { effect: "write" },
+    idempotency: ({ key }) => key ?? "none",
+    retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }),
+    handler: (input) =>
+      Effect.map(behave(probe, false)(input), (output) => {
+        const key = input.key ?? "none"
+        probe.applied.set(key, (probe.applied.get(key) ?? 0) + 1)
+        return `${output}#${++probe.appliedTotal}`
+      })
   })
 ] as const
 

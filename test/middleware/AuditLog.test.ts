@@ -5,13 +5,14 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Approval } from "../../src/Approval.ts"
 import { canonicalJson, hash, withoutKeys } from "../../src/internal/canonical.ts"
+import { Tool } from "../../src/index.ts"
 import { auditLog, consent, AuditLog } from "../../src/middleware/index.ts"
 import { call, eventsOf, executorOf, layersOf, makeCounter, makeTools, services, tagsOf } from "./fixtures.ts"
 
@@ -43,6 +44,29 @@ describe("auditLog", () => {
       assert.deepStrictEqual(layersOf(denied), ["audit_log:consent_denied", "consent:consent_denied"])
       assert.deepStrictEqual(tagsOf(yield* eventsOf).filter((t) => t === "tool.audit"), ["tool.audit", "tool.audit"])
     }).pipe(Effect.provide([services, denyDeletes])))
+
+  it.effect("a keyed tool's receipts record its idempotency key (also for the replayed call); others have none", () =>
+    Effect.gen(function*() {
+      const receipts: Array<AuditLog.Receipt> = []
+      const pay = Tool.make("pay_invoice", {
+        description: "Pays an invoice once per invoice id.",
+        input: Schema.Struct({ invoiceId: Schema.String }),
+        safety: { effect: "write" },
+        idempotency: ({ invoiceId }) => `invoice:${invoiceId}`,
+        handler: () => Effect.succeed("paid")
+      })
+      const tools = makeTools(makeCounter())
+      const executor = yield* executorOf([pay, tools.echo], [auditLog((r) => receipts.push(r))])
+      yield* executor.run(call("c1", "pay_invoice", { invoiceId: "inv-1" }))
+      yield* executor.run(call("c2", "pay_invoice", { invoiceId: "inv-1" }))
+      yield* executor.run(call("c3", "echo", { text: "hi" }))
+      assert.deepStrictEqual(receipts.map((r) => [r.callId, r.idempotencyKey, r.status]), [
+        ["c1", "invoice:inv-1", "ok"],
+        ["c2", "invoice:inv-1", "ok"],
+        ["c3", undefined, "ok"]
+      ])
+      assert.isFalse("idempotencyKey" in receipts[2]!)
+    }).pipe(Effect.provide(services)))
 
   it("hashes are stable under key order, change with any value, and ignore redacted keys", () => {
     const a = { b: 1, a: { y: [1, { q: 2, p: 3 }], x: "s" } }

@@ -7,6 +7,7 @@
  * the invocation, where it becomes `tool.failed` with reason `cancelled`.
  */
 import { Cause, Effect } from "effect"
+import type * as Cancellation from "../../Cancellation.ts"
 import * as Middleware from "../../Middleware.ts"
 import type * as Tool from "../../Tool.ts"
 import type { ToolCall } from "../../ToolCall.ts"
@@ -15,9 +16,12 @@ import type * as ToolRegistry from "../../ToolRegistry.ts"
 import * as ToolResult from "../../ToolResult.ts"
 import { redactValue } from "../redact.ts"
 import type * as Admission from "./Admission.ts"
-import type * as Invoke from "./Invoke.ts"
+import * as CallState from "./CallState.ts"
+import type * as Idempotency from "./Idempotency.ts"
+import * as Invoke from "./Invoke.ts"
 import type * as Render from "./Render.ts"
 import type { Env, Reporter } from "./Reporter.ts"
+import * as Tracing from "./Tracing.ts"
 
 /** How a call ended, for the batch. */
 export interface Outcome {
@@ -38,7 +42,15 @@ export interface Config {
   readonly invoke: ReturnType<typeof Invoke.make>
   readonly render: ReturnType<typeof Render.make>
   readonly reporter: Reporter
+  readonly idempotency: ReturnType<typeof Idempotency.make>
+  readonly runCancel: Cancellation.RunCancel
 }
+
+/** The fields every event of a started call carries (with the idempotency key of a keyed call). */
+const stampOf = (call: ToolCall, spec: Tool.ToolSpec, state: CallState.CallState) =>
+  state.idempotencyKey === undefined
+    ? { toolCallId: call.id, toolName: spec.name, attempt: state.count }
+    : { toolCallId: call.id, toolName: spec.name, attempt: state.count, idempotencyKey: state.idempotencyKey }
 
 export const make = (config: Config) => {
   const { admit, invoke, render, reporter } = config
@@ -53,13 +65,13 @@ export const make = (config: Config) => {
   const completed = (
     call: ToolCall,
     spec: Tool.ToolSpec,
-    attempts: Invoke.Attempts,
+    state: CallState.CallState,
     startedAt: number,
     env: Env,
     value: ToolResult.ToolResult
   ): Effect.Effect<Outcome> => {
     const elapsed = env.clock.currentTimeMillisUnsafe() - startedAt
-    const stamp = { toolCallId: call.id, toolName: spec.name, attempt: attempts.count }
+    const stamp = stampOf(call, spec, state)
     const result = { ...value, elapsed }
     const terminal = Effect.as(
       reporter.emitMasked(env, {
@@ -88,13 +100,13 @@ export const make = (config: Config) => {
   const failed = (
     call: ToolCall,
     spec: Tool.ToolSpec,
-    attempts: Invoke.Attempts,
+    state: CallState.CallState,
     startedAt: number,
     env: Env,
     cause: Cause.Cause<ToolError.ToolError>
   ): Effect.Effect<Outcome> => {
     const elapsed = env.clock.currentTimeMillisUnsafe() - startedAt
-    const stamp = { toolCallId: call.id, toolName: spec.name, attempt: attempts.count }
+    const stamp = stampOf(call, spec, state)
     if (Cause.hasInterruptsOnly(cause)) {
       const error = new ToolError.ToolCancelled({ toolName: spec.name, started: true })
       return Effect.as(
@@ -121,7 +133,8 @@ export const make = (config: Config) => {
         reason: error._tag === "ToolTimeout" ? "timeout" : "error",
         error,
         disposition: error.disposition,
-        cause
+        // the handler's own cause when the error was made from it (an undeclared failure, say)
+        cause: Invoke.causeOf(error) ?? cause
       }),
       settle(call, spec.name, error, elapsed)
     )
@@ -131,53 +144,85 @@ export const make = (config: Config) => {
    * Runs one call. Call it inside `Effect.uninterruptibleMask` when the call's
    * turn comes (it decides at once whether the call starts), with the mask's
    * `restore`. `undefined` means the call never started: `stopped()` was true.
+   * With `tracing` (a tracer is installed) the call gets an `execute_tool` span.
    */
   return (
     call: ToolCall,
     advertised: ToolRegistry.Advertised<unknown>,
     env: Env,
     restore: Restore,
-    stopped: () => boolean
+    stopped: () => boolean,
+    tracing?: Tracing.Tracing
   ): Effect.Effect<Outcome | undefined> => {
     if (stopped()) return Effect.succeed(undefined)
     // 1-5: resolve, check advertised, decode, limits.
     const admission = admit(advertised, call)
     if (admission._tag === "Rejected") {
       const { toolName, error } = admission
-      return Effect.as(
+      const answered = Effect.as(
         reporter.emitMasked(env, { _tag: "tool.rejected", toolCallId: call.id, toolName, attempt: 0, error }),
         settle(call, toolName, error, 0)
       )
+      return tracing === undefined ? answered : Tracing.rejected(env.clock, call, toolName, error, answered)
     }
     const { entry, input } = admission.resolved
     const spec = entry.spec
     const startedAt = env.clock.currentTimeMillisUnsafe()
-    const attempts: Invoke.Attempts = { count: 1 }
-    // 7-9: middleware around the handler (timeout, retries, exclusivity), encode, then redact or offload.
-    const pipeline = Middleware.compose(config.middleware, (invocation) =>
+    // The idempotency key, from the decoded input; a key function that throws (or returns no string) is a defect.
+    const keyOf = entry.tool.idempotency
+    let key: string | undefined
+    let keyDefect: ToolError.ToolDefect | undefined
+    if (keyOf !== undefined) {
+      try {
+        const computed: unknown = keyOf(input)
+        if (typeof computed === "string") key = computed
+        else throw new TypeError(`the idempotency key must be a string, got ${typeof computed}`)
+      } catch (defect) {
+        keyDefect = new ToolError.ToolDefect({ toolName: spec.name, cause: Cause.die(defect) })
+      }
+    }
+    const state = new CallState.CallState(call.id, spec.name, key, env.ctx.turn, config.runCancel.cancel)
+    // 7-9: middleware around the handler (timeout, retries, exclusivity; a keyed call at most once), encode,
+    // then redact or offload.
+    const core: Middleware.Next = (invocation) =>
       Effect.flatMap(
-        invoke(invocation, env, attempts),
+        invoke(invocation, env, state),
         (output) => render.encode(invocation.tool, invocation.spec, invocation.call, output)
-      ))
-    const invocation = Effect.suspend(() =>
+      )
+    const pipeline = Middleware.compose(
+      config.middleware,
+      key === undefined
+        ? core
+        : (invocation) =>
+          config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core(invocation)) as ReturnType<
+            Middleware.Next
+          >
+    )
+    const body = Effect.suspend(() =>
       Effect.flatMap(
         pipeline({ call, spec, tool: entry.tool, input, turn: env.ctx.turn }),
         (result) => render.finalize(result, spec, call, env.ctx.runId)
       )
     )
+    // The handler gets the call's context from `Invoke` (per attempt, only when it is not already done);
+    // middleware see it too when there is any.
+    const invocation = keyDefect !== undefined
+      ? Effect.fail(keyDefect)
+      : config.middleware.length === 0
+      ? body
+      : CallState.provide(body, state)
     // 6, then 10: started, the interruptible invocation, exactly one terminal event.
-    return Effect.andThen(
+    const lifecycle = Effect.andThen(
       reporter.emitMasked(env, {
         _tag: "tool.started",
-        toolCallId: call.id,
-        toolName: spec.name,
-        attempt: 1,
+        ...stampOf(call, spec, state),
         arguments: redactValue(input, spec.safety.redact).value
       }),
       Effect.matchCauseEffect(restore(invocation), {
-        onSuccess: (result) => completed(call, spec, attempts, startedAt, env, result),
-        onFailure: (cause) => failed(call, spec, attempts, startedAt, env, cause)
+        onSuccess: (result) => completed(call, spec, state, startedAt, env, result),
+        onFailure: (cause) => failed(call, spec, state, startedAt, env, cause)
       })
     ) as Effect.Effect<Outcome | undefined>
+    return tracing === undefined ? lifecycle : Tracing.executed(tracing, env.clock, call, spec, input, state, lifecycle)
   }
 }

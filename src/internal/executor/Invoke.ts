@@ -5,40 +5,67 @@
  * attempt only (never through a backoff sleep). Handler failures become tool
  * errors here; encoding the output is `Render`'s job.
  */
-import { Cause, Duration, Effect, Exit, Schedule, Schema, Result, Semaphore } from "effect"
-import * as Cancellation from "../../Cancellation.ts"
+import { Cause, Duration, Effect, Exit, Predicate, Schedule, Schema, Result, Semaphore } from "effect"
 import type { Invocation } from "../../Middleware.ts"
 import type * as Tool from "../../Tool.ts"
 import * as ToolError from "../../ToolError.ts"
+import * as CallState from "./CallState.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 
-/** The attempt counter of one call, read by the terminal event. */
+/** The attempt counter of one call, read by the terminal event (a `CallState` is one). */
 export interface Attempts {
   count: number
 }
 
 export interface Config {
   readonly defaultTimeout: Duration.Duration
-  readonly runCancel: Cancellation.RunCancel
   readonly reporter: Reporter
 }
 
 const textOfValue = (value: unknown): string =>
   value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value)
 
-/** The handler's failure as a tool error: declared failures render for the model; the rest are defects. */
+/** The handler's own cause behind a tool error made from it, for the `tool.failed` event. */
+const origins = new WeakMap<ToolError.ToolError, Cause.Cause<unknown>>()
+
+/** The handler's full cause behind `error`, when `error` was made from a handler failure. */
+export const causeOf = (error: ToolError.ToolError): Cause.Cause<unknown> | undefined => origins.get(error)
+
+/** What an undeclared error is called for the model: its `_tag`, else its class name, else its type. */
+const nameOf = (error: unknown): string => {
+  if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") return error._tag
+  if (typeof error === "object" && error !== null) {
+    const name = error.constructor?.name
+    return typeof name === "string" && name !== "" && name !== "Object" ? name : "object"
+  }
+  return typeof error
+}
+
+/**
+ * The handler's failure as a tool error. Tool errors pass through; a declared failure renders for
+ * the model; an undeclared one is repairable, named only by its tag (its message may hold secrets);
+ * a defect (a throw, `Effect.die`) is a `ToolDefect`.
+ */
 const toToolError = (tool: Tool.Any, name: string, cause: Cause.Cause<unknown>): ToolError.ToolError => {
   const failure = Cause.findErrorOption(cause)
   if (Cause.hasDies(cause) || failure._tag === "None") return new ToolError.ToolDefect({ toolName: name, cause })
   const error = failure.value
   if (ToolError.isToolError(error)) return error
+  let converted: ToolError.ToolFailure
   if (tool.failure !== undefined && Schema.is(tool.failure)(error)) {
     const encoded = Schema.encodeUnknownResult(tool.failure as Schema.Codec<unknown, unknown>)(error)
     const detail = Result.isSuccess(encoded) ? encoded.success : undefined
     const message = error instanceof Error && error.message !== "" ? error.message : textOfValue(detail)
-    return new ToolError.ToolFailure({ message: `${name}: ${message}`, detail })
+    converted = new ToolError.ToolFailure({ message: `${name}: ${message}`, detail })
+  } else {
+    const tag = nameOf(error)
+    converted = new ToolError.ToolFailure({
+      message: `${name}: failed with an error it does not declare (${tag})`,
+      detail: { undeclared: tag }
+    })
   }
-  return new ToolError.ToolDefect({ toolName: name, cause })
+  origins.set(converted, cause)
+  return converted
 }
 
 /** True when running the tool again cannot repeat a side effect: idempotent, or keyed. */
@@ -57,7 +84,7 @@ export const make = (config: Config) => {
   }
 
   /** The handler's output, or a tool error; interruption passes through untouched. */
-  return (invocation: Invocation, env: Env, attempts: Attempts): Effect.Effect<unknown, ToolError.ToolError> => {
+  return (invocation: Invocation, env: Env, state: CallState.CallState): Effect.Effect<unknown, ToolError.ToolError> => {
     const tool = invocation.tool
     const name = invocation.spec.name
     const safe = retrySafe(tool)
@@ -76,8 +103,8 @@ export const make = (config: Config) => {
       // neither hang nor be cancelled: it needs no timer and no abort signal.
       if (Exit.isExit(effect)) return Exit.isSuccess(effect) ? Effect.succeed(effect.value) : toFailure(effect.cause)
       const timeoutMillis = timeoutOf(tool)
-      return effect.pipe(
-        Cancellation.provide(config.runCancel),
+      // `state` is the call's `ToolCallContext` and `Cancellation`; its signal is the attempt's.
+      return CallState.provide(Effect.onInterrupt(effect, () => Effect.sync(() => state.abort())), state).pipe(
         Effect.timeoutOrElse({
           duration: timeoutMillis,
           orElse: () => Effect.fail(new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: safe }))
@@ -92,13 +119,14 @@ export const make = (config: Config) => {
       Schedule.while(({ input }) => input.disposition === "retry"),
       Schedule.modifyDelay(({ duration, input }) =>
         Effect.suspend(() => {
-          attempts.count++
+          state.count++
           return Effect.as(
             config.reporter.emit(env, {
               _tag: "tool.retrying",
               toolCallId: invocation.call.id,
               toolName: name,
-              attempt: attempts.count,
+              attempt: state.count,
+              ...(state.idempotencyKey === undefined ? {} : { idempotencyKey: state.idempotencyKey }),
               delay: Duration.toMillis(duration),
               error: input
             }),

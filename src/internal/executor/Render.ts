@@ -1,10 +1,12 @@
 /**
  * Lifecycle step 9: the handler's output as a `ToolResult`. `encode` runs the
- * output through the JSON codec the exported output schema describes;
- * `finalize` redacts the model-facing text and value and offloads text over
- * the threshold to the artifact store, keeping a bounded head and tail.
+ * output through the JSON codec the exported output schema describes, and
+ * shows the model what the tool's `toModelOutput` chooses (default: the encoded
+ * value as JSON text); `finalize` redacts the model-facing text blocks and
+ * value and offloads text over the threshold to the artifact store, keeping a
+ * bounded head and tail (other blocks, such as images, are kept as they are).
  */
-import { Effect, Result, Schema } from "effect"
+import { Cause, Effect, Result, Schema } from "effect"
 import { toModelCodec } from "../modelSchema.ts"
 import { redactText, redactValue } from "../redact.ts"
 import { StoreRegistry } from "../../StoreRegistry.ts"
@@ -44,16 +46,25 @@ export const make = (config: Config) => {
     spec: Tool.ToolSpec,
     call: ToolCall,
     output: unknown
-  ): Effect.Effect<ToolResult.ToolResult, ToolError.InvalidOutput> => {
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.InvalidOutput | ToolError.ToolDefect> => {
     const encoded = encoderOf(tool)(output)
     if (Result.isFailure(encoded)) {
       return Effect.fail(new ToolError.InvalidOutput({ toolName: spec.name, issues: ToolInput.issuesOf(encoded.failure) }))
     }
     const value = encoded.success
+    let content: ReadonlyArray<ToolResult.ContentBlock>
+    if (tool.toModelOutput === undefined) content = [ToolResult.text(textOfValue(value))]
+    else {
+      try {
+        content = ToolResult.contentOf(tool.toModelOutput(output))
+      } catch (defect) {
+        return Effect.fail(new ToolError.ToolDefect({ toolName: spec.name, cause: Cause.die(defect) }))
+      }
+    }
     return Effect.succeed<ToolResult.ToolResult>({
       toolCallId: call.id,
       name: spec.name,
-      content: [ToolResult.text(textOfValue(value))],
+      content,
       ...(value === undefined ? {} : { value }),
       artifacts: [],
       isError: false,
@@ -78,8 +89,17 @@ export const make = (config: Config) => {
     const redacted = result.value === undefined ? undefined : redactValue(result.value, policy).value
     const modelText = fromValue ? textOfValue(redacted) : redactText(fullText, policy)
     const withValue: ToolResult.ToolResult = redacted === undefined ? result : { ...result, value: redacted }
+    /** Blocks that are not text (images) stay as they are, after the text. */
+    const others = result.content.filter((block) => block.type !== "text")
+    const texts = result.content.length - others.length
     if (modelText.length <= limit) {
-      return Effect.succeed(modelText === fullText ? withValue : { ...withValue, content: [ToolResult.text(modelText)] })
+      if (modelText === fullText) return Effect.succeed(withValue)
+      if (texts <= 1) return Effect.succeed({ ...withValue, content: [ToolResult.text(modelText), ...others] })
+      // several text blocks: each one redacted in place
+      const content = result.content.map((block) =>
+        block.type === "text" ? ToolResult.text(redactText(block.text, policy)) : block
+      )
+      return Effect.succeed({ ...withValue, content })
     }
     const keepHead = Math.min(config.head, Math.floor(limit * 0.6))
     const keepTail = Math.min(config.tail, Math.floor(limit * 0.2))
@@ -93,13 +113,13 @@ export const make = (config: Config) => {
         store: config.store,
         key,
         bytes: Buffer.byteLength(fullText),
-        mimeType: typeof result.value === "string" || result.value === undefined ? "text/plain" : "application/json"
+        mimeType: fromValue && typeof result.value !== "string" ? "application/json" : "text/plain"
       }
       const cut = modelText.length - keepHead - keepTail
       const bounded = `${modelText.slice(0, keepHead)}\n\n[... ${cut} characters omitted; the full output (${fullText.length} characters) is stored as artifact "${key}" ...]\n\n${
         keepTail > 0 ? modelText.slice(-keepTail) : ""
       }`
-      return { ...withValue, content: [ToolResult.text(bounded)], artifacts: [...result.artifacts, artifact] }
+      return { ...withValue, content: [ToolResult.text(bounded), ...others], artifacts: [...result.artifacts, artifact] }
     })
   }
 

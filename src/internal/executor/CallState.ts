@@ -1,0 +1,61 @@
+/**
+ * One started call's state: its attempt counter, its idempotency key, and the
+ * object the handler reads as both `ToolCallContext` and `Cancellation` (one
+ * allocation per call; the `AbortController` only when a handler reads the
+ * signal). `provide` puts it in the call's context in one step.
+ */
+import { Context, Effect } from "effect"
+import { Cancellation, type CancellationShape } from "../../Cancellation.ts"
+import { ToolCallContext, type ToolCallInfo } from "../../ToolCallContext.ts"
+
+export class CallState implements ToolCallInfo, CancellationShape {
+  /** The current attempt (1 for the first); `Invoke` counts retries here. */
+  count = 1
+  controller: AbortController | undefined = undefined
+  readonly toolCallId: string
+  readonly toolName: string
+  readonly idempotencyKey: string | undefined
+  readonly turn: number
+  readonly cancelRun: (reason: string) => Effect.Effect<void>
+  constructor(
+    toolCallId: string,
+    toolName: string,
+    idempotencyKey: string | undefined,
+    turn: number,
+    cancelRun: (reason: string) => Effect.Effect<void>
+  ) {
+    this.toolCallId = toolCallId
+    this.toolName = toolName
+    this.idempotencyKey = idempotencyKey
+    this.turn = turn
+    this.cancelRun = cancelRun
+  }
+  get attempt(): number {
+    return this.count
+  }
+  /** The current attempt's signal, created on first use. */
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController()
+    return this.controller.signal
+  }
+  get abortSignal(): AbortSignal {
+    return this.signal
+  }
+  /** Aborts the current attempt's signal; the next attempt gets a fresh one. */
+  abort(): void {
+    const controller = this.controller
+    this.controller = undefined
+    controller?.abort(new Error("tool call cancelled"))
+  }
+}
+
+/** Runs `effect` with `state` as its `ToolCallContext` and `Cancellation`. */
+export const provide = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  state: CallState
+): Effect.Effect<A, E, Exclude<R, ToolCallContext | Cancellation>> =>
+  Effect.updateContext(
+    effect,
+    (context: Context.Context<Exclude<R, ToolCallContext | Cancellation>>) =>
+      Context.add(Context.add(context, Cancellation, state), ToolCallContext, state) as Context.Context<R>
+  )

@@ -1,0 +1,279 @@
+/**
+ * Idempotency that is real: a keyed tool's key is computed from its input,
+ * exposed to the handler, recorded in its events, and applied at most once —
+ * a retry or a repeated call with the same key returns the stored result,
+ * across executors sharing a `StoreRegistry` and across "processes" sharing a
+ * file-system store. Failures are not stored; store failures are typed.
+ */
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Layer, Schema } from "effect"
+import { TestClock } from "effect/testing"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import {
+  EventSink,
+  Executor,
+  RunContext,
+  StoreRegistry,
+  Tool,
+  ToolCallContext,
+  ToolError,
+  ToolRegistry,
+  ToolResult,
+  ToolServices
+} from "../../src/index.ts"
+import type { ToolEvent } from "../../src/index.ts"
+
+const call = (id: string, name: string, args: unknown = {}) => ({ id, name, arguments: args })
+const eventsOf = EventSink.EventLog.use((log) => log.all)
+const test = ToolServices.layerTest({ runId: "run-1", threadId: "thread-1" })
+
+/** A write tool keyed by `requestId`, retried on transient failures; it fails `failures` times first. */
+const makeCharge = (options: { readonly failures?: number; readonly sleep?: number } = {}) => {
+  const probe = { handlerRuns: 0, keyRuns: 0, applied: 0, keysSeen: [] as Array<string | undefined> }
+  const charge = Tool.make("charge_card", {
+    description: "Charges a card once per request id.",
+    input: Schema.Struct({ requestId: Schema.String, cents: Schema.Int }),
+    output: Schema.Struct({ chargeId: Schema.String, cents: Schema.Int }),
+    safety: { effect: "write" },
+    idempotency: ({ requestId }) => {
+      probe.keyRuns++
+      return requestId
+    },
+    retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }),
+    services: [ToolCallContext.ToolCallContext],
+    handler: ({ cents }) =>
+      Effect.gen(function*() {
+        const ctx = yield* ToolCallContext.ToolCallContext
+        probe.handlerRuns++
+        probe.keysSeen.push(ctx.idempotencyKey)
+        if (options.sleep !== undefined) yield* Effect.sleep(options.sleep)
+        if (probe.handlerRuns <= (options.failures ?? 0)) {
+          return yield* ToolError.retryable(`card network busy (${probe.handlerRuns})`)
+        }
+        probe.applied++
+        return { chargeId: `ch_${probe.applied}`, cents }
+      })
+  })
+  return { charge, probe }
+}
+
+/** Advances the test clock in steps so sleeps registered along the way also fire. */
+const advance = (millis: number, step = 10) =>
+  Effect.gen(function*() {
+    for (let t = 0; t < millis; t += step) {
+      yield* Effect.yieldNow
+      yield* TestClock.adjust(step)
+    }
+    yield* Effect.yieldNow
+  })
+
+describe("idempotency keys", () => {
+  it.effect("a keyed write tool with a retry schedule: the key is computed, seen by the handler, in every event; a repeat returns the stored result", () =>
+    Effect.gen(function*() {
+      const { charge, probe } = makeCharge({ failures: 2 })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([charge]))
+      const fiber = yield* Effect.forkChild(executor.run(call("c1", "charge_card", { requestId: "req-42", cents: 500 })))
+      yield* advance(100)
+      const first = yield* Fiber.join(fiber)
+      // the old executor: 3 handler runs, 0 key computations
+      assert.strictEqual(probe.handlerRuns, 3)
+      assert.isAtLeast(probe.keyRuns, 1)
+      assert.deepStrictEqual(probe.keysSeen, ["req-42", "req-42", "req-42"])
+      assert.deepStrictEqual(first.value, { chargeId: "ch_1", cents: 500 })
+      assert.deepStrictEqual(first.idempotency, { key: "req-42", replayed: false })
+      const events = yield* eventsOf
+      assert.deepStrictEqual(events.map((e) => e._tag), ["tool.started", "tool.retrying", "tool.retrying", "tool.completed"])
+      for (const e of events) assert.strictEqual((e as ToolEvent.ToolStarted).idempotencyKey, "req-42", e._tag)
+
+      // the model calls again with the same key: the stored result, the handler does not run
+      const again = yield* executor.run(call("c2", "charge_card", { requestId: "req-42", cents: 500 }))
+      assert.strictEqual(probe.handlerRuns, 3)
+      assert.strictEqual(probe.applied, 1)
+      assert.strictEqual(again.toolCallId, "c2")
+      assert.deepStrictEqual(again.value, first.value)
+      assert.deepStrictEqual(again.content, first.content)
+      assert.deepStrictEqual(again.idempotency, { key: "req-42", replayed: true })
+      const replayEvents = (yield* eventsOf).filter((e) => "toolCallId" in e && e.toolCallId === "c2")
+      assert.deepStrictEqual(replayEvents.map((e) => [e._tag, (e as ToolEvent.ToolCompleted).idempotencyKey]), [
+        ["tool.started", "req-42"],
+        ["tool.completed", "req-42"]
+      ])
+
+      // another key runs
+      const other = yield* executor.run(call("c3", "charge_card", { requestId: "req-43", cents: 100 }))
+      assert.deepStrictEqual(other.value, { chargeId: "ch_2", cents: 100 })
+    }).pipe(Effect.provide(test)))
+
+  it.effect("calls with the same key at the same time do not both run: the second waits and gets the first's result", () =>
+    Effect.gen(function*() {
+      const { charge, probe } = makeCharge({ sleep: 50 })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([charge]))
+      const fiber = yield* Effect.forkChild(executor.runBatch([
+        call("a", "charge_card", { requestId: "same", cents: 1 }),
+        call("b", "charge_card", { requestId: "same", cents: 1 }),
+        call("c", "charge_card", { requestId: "other", cents: 2 }),
+        call("d", "charge_card", { requestId: "same", cents: 1 })
+      ], { concurrency: 4 }))
+      yield* advance(300)
+      const results = yield* Fiber.join(fiber)
+      assert.strictEqual(probe.applied, 2)
+      assert.deepStrictEqual(results.map((r) => [r.toolCallId, r.idempotency?.replayed]), [
+        ["a", false],
+        ["b", true],
+        ["c", false],
+        ["d", true]
+      ])
+      assert.deepStrictEqual(results[1]!.value, results[0]!.value)
+      assert.deepStrictEqual(results[3]!.value, results[0]!.value)
+    }).pipe(Effect.provide(test)))
+
+  it.effect("the stored result holds across executors sharing a StoreRegistry, not across separate ones", () =>
+    Effect.gen(function*() {
+      const { charge, probe } = makeCharge()
+      const registry = yield* ToolRegistry.make([charge])
+      const shared = Layer.mergeAll(
+        RunContext.RunContext.layer({ threadId: "t", runId: "r", turn: 0 }),
+        EventSink.EventSink.layerMemory,
+        StoreRegistry.StoreRegistry.layerMemory
+      )
+      const once = Effect.gen(function*() {
+        const a = yield* (yield* Executor.make(registry)).run(call("c1", "charge_card", { requestId: "k", cents: 1 }))
+        const b = yield* (yield* Executor.make(registry)).run(call("c2", "charge_card", { requestId: "k", cents: 1 }))
+        return [a, b] as const
+      })
+      const [a, b] = yield* Effect.provide(once, shared)
+      assert.strictEqual(probe.applied, 1)
+      assert.deepStrictEqual([a.idempotency?.replayed, b.idempotency?.replayed], [false, true])
+      // a fresh StoreRegistry knows nothing of it
+      yield* Effect.provide(once, shared)
+      assert.strictEqual(probe.applied, 2)
+    }))
+
+  it.effect("two processes sharing a file-system store: the second answers from the first's stored result", () => {
+    const root = mkdtempSync(join(tmpdir(), "tinyagents-idempotency-"))
+    const process = (runId: string) =>
+      Layer.mergeAll(
+        RunContext.RunContext.layer({ threadId: "t", runId, turn: 0 }),
+        EventSink.EventSink.layerMemory,
+        StoreRegistry.StoreRegistry.layerFileSystem(root)
+      ).pipe(Layer.provide([NodeFileSystem.layer, NodePath.layer]))
+    return Effect.gen(function*() {
+      const first = makeCharge()
+      const second = makeCharge()
+      const a = yield* Effect.provide(
+        Effect.flatMap(Executor.make(registryOf(first.charge)), (e) => e.run(call("c1", "charge_card", { requestId: "r/1", cents: 7 }))),
+        process("run-a")
+      )
+      const b = yield* Effect.provide(
+        Effect.flatMap(Executor.make(registryOf(second.charge)), (e) => e.run(call("c1", "charge_card", { requestId: "r/1", cents: 7 }))),
+        process("run-b")
+      )
+      assert.strictEqual(first.probe.applied, 1)
+      assert.strictEqual(second.probe.applied, 0)
+      assert.deepStrictEqual(b.value, a.value)
+      assert.isTrue(b.idempotency?.replayed)
+    }).pipe(Effect.ensuring(Effect.sync(() => rmSync(root, { recursive: true, force: true }))))
+  })
+
+  it.effect("only successes are stored: a failed call can run again with the same key", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const flaky = Tool.make("place_order", {
+        description: "Fails the first time.",
+        input: Schema.Struct({ orderId: Schema.String }),
+        safety: { effect: "write" },
+        idempotency: ({ orderId }) => orderId,
+        handler: () => Effect.suspend(() => ++runs === 1 ? Effect.fail(ToolError.repairable("out of stock")) : Effect.succeed("placed"))
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([flaky]))
+      const failed = yield* executor.run(call("c1", "place_order", { orderId: "o1" }))
+      assert.isTrue(failed.isError)
+      const placed = yield* executor.run(call("c2", "place_order", { orderId: "o1" }))
+      assert.strictEqual(placed.value, "placed")
+      const replayed = yield* executor.run(call("c3", "place_order", { orderId: "o1" }))
+      assert.isTrue(replayed.idempotency?.replayed)
+      assert.strictEqual(runs, 2)
+    }).pipe(Effect.provide(test)))
+
+  it.effect("a stored result expires after the executor's ttl", () =>
+    Effect.gen(function*() {
+      const { charge, probe } = makeCharge()
+      const executor = yield* Executor.make(yield* ToolRegistry.make([charge]), { idempotency: { ttl: "1 hour" } })
+      yield* executor.run(call("c1", "charge_card", { requestId: "k", cents: 1 }))
+      yield* TestClock.adjust("59 minutes")
+      yield* executor.run(call("c2", "charge_card", { requestId: "k", cents: 1 }))
+      assert.strictEqual(probe.applied, 1)
+      yield* TestClock.adjust("2 minutes")
+      yield* executor.run(call("c3", "charge_card", { requestId: "k", cents: 1 }))
+      assert.strictEqual(probe.applied, 2)
+    }).pipe(Effect.provide(test)))
+
+  it.effect("store failures are typed StoreFailed (fatal), and the handler does not run without the store", () =>
+    Effect.gen(function*() {
+      const { charge, probe } = makeCharge()
+      const registry = yield* ToolRegistry.make([charge])
+      const broken = Layer.succeed(StoreRegistry.StoreRegistry, {
+        store: (name) => Effect.fail(new ToolError.StoreFailed({ store: name, operation: "open", cause: "disk gone" }))
+      })
+      const error = yield* Effect.flip(
+        Effect.flatMap(Executor.make(registry), (e) => e.run(call("c1", "charge_card", { requestId: "k", cents: 1 }))).pipe(
+          Effect.provide(broken)
+        )
+      )
+      assert.strictEqual(error._tag, "StoreFailed")
+      assert.strictEqual(error.disposition, "fatal")
+      assert.strictEqual(probe.handlerRuns, 0)
+      // an unreadable entry is not a miss: the key cannot be known to be unapplied
+      const store = yield* StoreRegistry.store("idempotency")
+      yield* store.set("charge_card/bad", "{not json")
+      const executor = yield* Executor.make(registry)
+      const unreadable = yield* Effect.flip(executor.run(call("c2", "charge_card", { requestId: "bad", cents: 1 })))
+      assert.strictEqual(unreadable._tag, "StoreFailed")
+      assert.strictEqual((unreadable as ToolError.StoreFailed).operation, "decode")
+      assert.strictEqual(probe.handlerRuns, 0)
+    }).pipe(Effect.provide(test)))
+
+  it.effect("a key function that throws is a ToolDefect; the handler never runs", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const bad = Tool.make("bad_key", {
+        description: "Its key function throws.",
+        input: Schema.Struct({}),
+        safety: { effect: "write" },
+        idempotency: () => {
+          throw new Error("no key")
+        },
+        handler: () => Effect.sync(() => ++runs)
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([bad]))
+      const error = yield* Effect.flip(executor.run(call("c1", "bad_key")))
+      assert.strictEqual(error._tag, "ToolDefect")
+      assert.strictEqual(runs, 0)
+      assert.deepStrictEqual((yield* eventsOf).map((e) => e._tag), ["tool.started", "tool.failed"])
+    }).pipe(Effect.provide(test)))
+
+  it.effect("unkeyed tools carry no key anywhere", () =>
+    Effect.gen(function*() {
+      const plain = Tool.make("plain", {
+        description: "No key.",
+        input: Schema.Struct({}),
+        services: [ToolCallContext.ToolCallContext],
+        handler: () => ToolCallContext.idempotencyKey
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([plain]))
+      const result = yield* executor.run(call("c1", "plain"))
+      assert.isUndefined(result.idempotency)
+      assert.strictEqual(ToolResult.textOf(result), "")
+      for (const e of yield* eventsOf) assert.isFalse("idempotencyKey" in e)
+    }).pipe(Effect.provide(test)))
+})
+
+/** A registry of one tool, synchronously. */
+const registryOf = (tool: Tool.Any) => ToolRegistry.makeResult([tool]).pipe((r) => {
+  if (r._tag === "Failure") throw r.failure
+  return r.success
+})
