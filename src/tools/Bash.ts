@@ -3,9 +3,13 @@
  * process group, and kills the whole group on timeout, on interruption and when
  * the command exits (no background process outlives a call). It owns the
  * time and output limits; it does not sandbox what the command may touch.
+ * Its deadline is a `Clock` sleep (so `TestClock` drives it), and the tool
+ * declares an executor timeout above the longest deadline it accepts, so the
+ * command's own limit is the one that applies: a timed-out command is a
+ * result (`timedOut: true`, output so far), never the executor's `ToolTimeout`.
  */
 import { spawn } from "node:child_process"
-import { Effect, Schema } from "effect"
+import { Deferred, Effect, Option, Schema } from "effect"
 import * as Tool from "../Tool.ts"
 import { Workspace } from "./Workspace.ts"
 
@@ -20,6 +24,16 @@ export const maxOutputBytes = 64 * 1024
 
 /** How long output is still read after the shell exits, for processes that escaped its group. */
 const drainGraceMillis = 200
+
+/** How long the shell may take to exit once its group was killed (on timeout or interruption). */
+const killWaitMillis = 2_000
+
+/**
+ * Seconds added to {@link maxTimeoutSeconds} for the tool's executor timeout: room to kill the
+ * group, wait for the shell to exit and drain its output, so that the executor never cuts a call
+ * before the command's own time limit has returned `timedOut: true` with the output so far.
+ */
+export const timeoutGraceSeconds = 10
 
 /** What a finished (or timed-out) command produced. */
 export interface BashResult {
@@ -61,65 +75,96 @@ const killGroup = (pid: number | undefined): void => {
   }
 }
 
+/** A spawned shell: its pipes read into capped buffers, its `exit` and `close` as Deferreds. */
+interface Running {
+  readonly pid: number | undefined
+  readonly stdout: CappedOutput
+  readonly stderr: CappedOutput
+  /** Completed when the shell exits (its code and signal), or with a defect when it could not be spawned. */
+  readonly exited: Deferred.Deferred<{ readonly code: number | null; readonly signal: string | null }>
+  /** Completed when every pipe of the shell is closed (or with the spawn defect). */
+  readonly closed: Deferred.Deferred<void>
+  /** Stops reading the pipes (a process that left the group may hold them open). */
+  readonly stopReading: () => void
+}
+
 /**
- * Runs `bash -c command` in `cwd` in a new process group and resolves once its
- * output is closed. Timeout, exit and interruption all SIGKILL the group.
+ * Spawns `bash -c command` in `cwd` in a new process group. When the shell exits, whatever
+ * it left in its group is killed at once (in the `exit` callback, with no gap for a new job).
+ */
+const spawnShell = (command: string, cwd: string): Running => {
+  const child = spawn("bash", ["-c", command], { cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] })
+  const running: Running = {
+    pid: child.pid,
+    stdout: new CappedOutput(),
+    stderr: new CappedOutput(),
+    exited: Deferred.makeUnsafe(),
+    closed: Deferred.makeUnsafe(),
+    stopReading: () => {
+      child.stdout.destroy()
+      child.stderr.destroy()
+    }
+  }
+  child.stdout.on("data", (chunk: Buffer) => running.stdout.push(chunk))
+  child.stderr.on("data", (chunk: Buffer) => running.stderr.push(chunk))
+  child.on("error", (error) => {
+    Deferred.doneUnsafe(running.exited, Effect.die(error))
+    Deferred.doneUnsafe(running.closed, Effect.die(error))
+  })
+  child.on("exit", (code, signal) => {
+    killGroup(child.pid)
+    Deferred.doneUnsafe(running.exited, Effect.succeed({ code, signal }))
+  })
+  child.on("close", () => Deferred.doneUnsafe(running.closed, Effect.void))
+  return running
+}
+
+/**
+ * Runs `bash -c command` in `cwd` and returns once the shell has exited and its output is
+ * read. The deadline is a `Clock` sleep (`Effect.timeoutOrElse`): when it fires, the group is
+ * SIGKILLed and the result says `timedOut: true` with the output so far. Interruption SIGKILLs
+ * the group too, and waits (at most 2 s) until the shell has exited.
  */
 const run = (command: string, cwd: string, timeoutMillis: number): Effect.Effect<BashResult> =>
-  Effect.callback<BashResult>((resume) => {
-    const child = spawn("bash", ["-c", command], { cwd, detached: true, stdio: ["ignore", "pipe", "pipe"] })
-    const stdout = new CappedOutput()
-    const stderr = new CappedOutput()
-    const exitWaiters: Array<() => void> = []
-    let timedOut = false
-    let exited = false
-    let settled = false
-    let drainTimer: ReturnType<typeof setTimeout> | undefined
-    const timer = setTimeout(() => {
-      timedOut = true
-      killGroup(child.pid)
-    }, timeoutMillis)
-    const settle = (effect: Effect.Effect<BashResult>): void => {
-      clearTimeout(timer)
-      clearTimeout(drainTimer)
-      if (settled) return
-      settled = true
-      resume(effect)
-    }
-    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk))
-    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk))
-    child.on("error", (error) => settle(Effect.die(error)))
-    // The shell is gone: kill what it left in its group so the pipes close. A process that left
-    // the group (setsid) may hold them open: stop reading after a short grace period.
-    child.on("exit", () => {
-      exited = true
-      killGroup(child.pid)
-      drainTimer = setTimeout(() => {
-        child.stdout.destroy()
-        child.stderr.destroy()
-      }, drainGraceMillis)
-      for (const wake of exitWaiters) wake()
-    })
-    child.on("close", (code, signal) =>
-      settle(Effect.succeed({
-        exitCode: code,
-        signal,
-        stdout: stdout.text("stdout"),
-        stderr: stderr.text("stderr"),
-        stdoutOmittedBytes: stdout.omitted,
-        stderrOmittedBytes: stderr.omitted,
-        timedOut
-      })))
-    // Interrupted: kill the group and wait (at most 2 s) until the shell has exited.
-    return Effect.suspend(() => {
-      clearTimeout(timer)
-      killGroup(child.pid)
-      if (exited || child.pid === undefined) return Effect.void
-      return Effect.callback<void>((wake) => {
-        exitWaiters.push(() => wake(Effect.void))
-      }).pipe(Effect.timeoutOption("2 seconds"), Effect.asVoid)
-    })
-  })
+  Effect.acquireUseRelease(
+    Effect.sync(() => spawnShell(command, cwd)),
+    (running) =>
+      Effect.gen(function*() {
+        const timedOut = yield* Deferred.await(running.exited).pipe(
+          Effect.as(false),
+          Effect.timeoutOrElse({
+            duration: timeoutMillis,
+            orElse: () => Effect.as(Effect.sync(() => killGroup(running.pid)), true)
+          })
+        )
+        // After SIGKILL the shell exits at once; the wait is bounded all the same.
+        const exit = yield* Deferred.await(running.exited).pipe(Effect.timeoutOption(killWaitMillis))
+        // Output still in the pipes is read for a short grace period, then reading stops: a
+        // process that escaped the group (setsid) must not keep the call open.
+        yield* Deferred.await(running.closed).pipe(Effect.timeoutOption(drainGraceMillis))
+        running.stopReading()
+        return {
+          exitCode: Option.isSome(exit) ? exit.value.code : null,
+          signal: Option.isSome(exit) ? exit.value.signal : null,
+          stdout: running.stdout.text("stdout"),
+          stderr: running.stderr.text("stderr"),
+          stdoutOmittedBytes: running.stdout.omitted,
+          stderrOmittedBytes: running.stderr.omitted,
+          timedOut
+        }
+      }),
+    // Interrupted (or failed) while the shell runs: kill the group and wait until the shell has exited.
+    (running) =>
+      Effect.suspend(() => {
+        if (Deferred.isDoneUnsafe(running.exited)) return Effect.sync(running.stopReading)
+        killGroup(running.pid)
+        return Deferred.await(running.exited).pipe(
+          Effect.timeoutOption(killWaitMillis),
+          Effect.exit,
+          Effect.andThen(Effect.sync(running.stopReading))
+        )
+      })
+  )
 
 /** Runs a shell command in the workspace root. */
 export const bash = Tool.make("bash", {
@@ -148,6 +193,8 @@ export const bash = Tool.make("bash", {
     timedOut: Schema.Boolean
   }),
   services: [Workspace],
+  // Above the command's own limit, so that limit always applies (and reports timedOut: true).
+  timeout: `${maxTimeoutSeconds + timeoutGraceSeconds} seconds`,
   safety: { effect: "mutate", idempotent: false, shell: true, requiresConfirmation: true, destructive: true },
   handler: Effect.fn("bash")(function*({ command, timeoutSeconds = defaultTimeoutSeconds }) {
     const { root } = yield* Workspace

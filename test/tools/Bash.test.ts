@@ -2,9 +2,11 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Result } from "effect"
+import { Duration, Effect, Fiber, Result } from "effect"
+import { TestClock } from "effect/testing"
+import { EventSink, Executor, ToolRegistry, ToolServices } from "../../src/index.ts"
 import * as Tool from "../../src/Tool.ts"
-import { bash, maxOutputBytes } from "../../src/tools/Bash.ts"
+import { bash, maxOutputBytes, maxTimeoutSeconds, timeoutGraceSeconds } from "../../src/tools/Bash.ts"
 import { Workspace } from "../../src/tools/Workspace.ts"
 
 const withWorkspace = <A, E>(body: (root: string) => Effect.Effect<A, E, Workspace>) =>
@@ -13,6 +15,11 @@ const withWorkspace = <A, E>(body: (root: string) => Effect.Effect<A, E, Workspa
     (root) => body(root).pipe(Effect.provide(Workspace.layer(root))),
     (root) => Effect.sync(() => fs.rmSync(root, { recursive: true, force: true }))
   )
+
+/**
+ * Waits `millis` of real time, also under `TestClock` (a child process runs on real time).
+ */
+const realSleep = (millis: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, millis)))
 
 /**
  * True while `pid` runs. A killed orphan whose reaper never calls `wait` (PID 1
@@ -36,14 +43,14 @@ const isRunning = (pid: number): boolean => {
 /** Waits up to `millis` for `pid` to stop running. */
 const stopsRunning = (pid: number, millis = 1_000) =>
   Effect.gen(function*() {
-    for (let waited = 0; waited < millis && isRunning(pid); waited += 20) yield* Effect.sleep("20 millis")
+    for (let waited = 0; waited < millis && isRunning(pid); waited += 20) yield* realSleep(20)
     return !isRunning(pid)
   })
 
 const readPid = (file: string) =>
   Effect.gen(function*() {
     for (let i = 0; i < 100 && !(fs.existsSync(file) && fs.readFileSync(file, "utf8").endsWith("\n")); i++) {
-      yield* Effect.sleep("20 millis")
+      yield* realSleep(20)
     }
     return Number(fs.readFileSync(file, "utf8").trim())
   })
@@ -143,6 +150,101 @@ describe("bash", () => {
         assert.isTrue(yield* stopsRunning(child))
       })
     ))
+
+  it.effect("the deadline is a Clock sleep: TestClock reaching it kills the group and returns timedOut", () =>
+    withWorkspace((root) =>
+      Effect.gen(function*() {
+        const started = Date.now()
+        const fiber = yield* Effect.forkChild(bash.handler({
+          command: "echo started; echo $$ > shell.pid; sleep 1000 & echo $! > child.pid; wait",
+          timeoutSeconds: 5
+        }))
+        const shell = yield* readPid(path.join(root, "shell.pid"))
+        const child = yield* readPid(path.join(root, "child.pid"))
+        yield* TestClock.adjust("4999 millis")
+        yield* realSleep(50)
+        assert.isUndefined(fiber.pollUnsafe()) // real time passing does not count, only the Clock
+        assert.isTrue(isRunning(shell) && isRunning(child))
+        yield* TestClock.adjust("1 millis")
+        const result = yield* Fiber.join(fiber)
+        assert.isBelow(Date.now() - started, 4_000) // the 5 s were the TestClock's, not real time
+        assert.isTrue(result.timedOut)
+        assert.strictEqual(result.exitCode, null)
+        assert.strictEqual(result.signal, "SIGKILL")
+        assert.strictEqual(result.stdout, "started\n")
+        assert.isFalse(isRunning(shell))
+        assert.isTrue(yield* stopsRunning(child))
+      })
+    ))
+
+  it.effect("a timeout above the maximum is clamped to it", () =>
+    withWorkspace((root) =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.forkChild(bash.handler({ command: "echo $$ > shell.pid; sleep 1000", timeoutSeconds: 10_000 }))
+        yield* readPid(path.join(root, "shell.pid"))
+        yield* TestClock.adjust(maxTimeoutSeconds * 1000 - 1)
+        yield* realSleep(50)
+        assert.isUndefined(fiber.pollUnsafe())
+        yield* TestClock.adjust(1)
+        assert.isTrue((yield* Fiber.join(fiber)).timedOut)
+      })
+    ))
+
+  describe("through the executor", () => {
+    /** An executor whose default timeout (1 s) is below the bash calls' own (2 s). */
+    const runBash = (command: string, timeoutSeconds: number) =>
+      Effect.gen(function*() {
+        const executor = yield* Executor.make(yield* ToolRegistry.make([bash]), { defaultTimeout: "1 second" })
+        return yield* Effect.forkChild(
+          executor.run({ id: "c1", name: "bash", arguments: { command, timeoutSeconds } })
+        )
+      })
+    const eventTags = EventSink.EventLog.use((log) => log.all).pipe(Effect.map((events) => events.map((e) => e._tag)))
+
+    it("declares a timeout above its own maximum, so its own limit always applies first", () => {
+      assert.strictEqual(Duration.toMillis(bash.timeout!), (maxTimeoutSeconds + timeoutGraceSeconds) * 1000)
+      assert.isAbove(timeoutGraceSeconds, 0)
+      const spec = Tool.spec(bash)
+      assert.isTrue(Result.isSuccess(spec) && spec.success.timeout! > maxTimeoutSeconds * 1000)
+    })
+
+    it.effect("a call longer than the executor's default timeout but within its own completes", () =>
+      withWorkspace((root) =>
+        Effect.gen(function*() {
+          const fiber = yield* runBash(
+            "echo $$ > shell.pid; while [ ! -e go ]; do sleep 0.02; done; echo done",
+            2
+          )
+          yield* readPid(path.join(root, "shell.pid"))
+          yield* TestClock.adjust("1500 millis") // past the executor's 1 s default, within bash's 2 s
+          yield* realSleep(50)
+          fs.writeFileSync(path.join(root, "go"), "")
+          const result = yield* Fiber.join(fiber)
+          assert.isFalse(result.isError, result.error?.message)
+          assert.deepInclude(result.value as object, { exitCode: 0, stdout: "done\n", timedOut: false })
+          assert.deepStrictEqual(yield* eventTags, ["tool.started", "tool.completed"])
+        }).pipe(Effect.provide(ToolServices.layerTest()))
+      ))
+
+    it.effect("a call past its own timeout returns timedOut with the output so far, not a ToolTimeout", () =>
+      withWorkspace((root) =>
+        Effect.gen(function*() {
+          const fiber = yield* runBash("echo started; echo $$ > shell.pid; sleep 1000", 2)
+          const shell = yield* readPid(path.join(root, "shell.pid"))
+          yield* TestClock.adjust("2 seconds")
+          const result = yield* Fiber.join(fiber)
+          assert.isFalse(result.isError, result.error?.message)
+          assert.deepInclude(result.value as object, {
+            exitCode: null,
+            signal: "SIGKILL",
+            stdout: "started\n",
+            timedOut: true
+          })
+          assert.isFalse(isRunning(shell))
+          assert.deepStrictEqual(yield* eventTags, ["tool.started", "tool.completed"])
+        }).pipe(Effect.provide(ToolServices.layerTest()))
+      ))
+  })
 
   it("declares honest safety", () => {
     assert.deepStrictEqual(bash.safety, {
