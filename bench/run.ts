@@ -1,35 +1,74 @@
 /**
- * `npm run bench`: a batch of N calls of a trivial validated tool through the
- * full executor lifecycle (in-memory event sink), against a floor measured in the
- * same run: decode with `Schema` and call the function directly. Reports µs per
- * call, calls per second, and the ratio to the floor. Ratios, not absolute times,
- * are what to compare across machines.
+ * `npm run bench`: the executor's full lifecycle against a floor measured in the
+ * same run, interleaved. Ratios to the floor, not absolute times, are what to
+ * compare across machines (and across runs on a shared machine).
+ *
+ * The measured call (issue "Executor 2", Performance):
+ * - a lazy handler (`Effect.sync`), so it takes the general path: its timeout is
+ *   armed (the tool declares one) and it gets a `Cancellation`;
+ * - argument validation (JSON text decoded with the tool's input schema, unknown
+ *   keys refused, every issue collected on failure);
+ * - two events (`tool.started`, `tool.completed`) into the in-memory sink
+ *   (`EventSink.layerMemory`, which keeps them: their memory counts);
+ * - one `around` middleware that calls `next`.
+ *
+ * The floor: `JSON.parse`, then `Schema.decodeUnknownResult` of the same input
+ * schema (`errors: "all"`, `onExcessProperty: "error"`), then the function.
+ *
+ * Rows:
+ * - `batch`: `runBatch` of N calls on a fresh executor (one executor per run),
+ *   concurrency 16, N = 10,000 and N = 100,000 (linearity: µs/call should not grow);
+ * - `one call`: a one-call `runBatch`, repeated inside one program, on an
+ *   executor made once (an agent turn) and with `Executor.make` each time;
+ * - `Effect.succeed` handler: the completed-`Exit` fast path (no timer, no signal).
+ *
+ * Time: the median of interleaved samples (floor, full, floor, full, ...),
+ * measured around `runBatch` only (layers are built outside the timed region),
+ * as wall time and as this process's CPU time (`process.cpuUsage`, user +
+ * system, all threads: it includes the collectors' helper threads), which other
+ * processes on a shared machine disturb less than wall time.
+ * Memory: `v8.GCProfiler` around one more sample of each side: bytes allocated
+ * = growth of the used heap + everything each garbage collection freed; per
+ * call, median of 3 samples; `gc %` is the collectors' main-thread time as a
+ * share of that sample's wall time. Objects still alive afterwards (the sink's
+ * events, the results) count as allocated.
  */
 import { Effect, Layer, Result, Schema } from "effect"
-import { EventSink, Executor, RunContext, StoreRegistry, Tool, ToolRegistry } from "../src/index.ts"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
+import { EventSink, Executor, Middleware, RunContext, StoreRegistry, Tool, ToolRegistry } from "../src/index.ts"
 import type { ToolCall } from "../src/index.ts"
 
+v8.setFlagsFromString("--expose-gc")
+const gc = vm.runInNewContext("gc") as () => void
+
 const Input = Schema.Struct({ a: Schema.Number, b: Schema.Number, label: Schema.optionalKey(Schema.String) })
+const Output = Schema.Struct({ sum: Schema.Number })
 const add = ({ a, b }: { readonly a: number; readonly b: number }) => ({ sum: a + b })
-const addTool = Tool.make("add", {
+
+/** The target: a lazy handler under an armed timeout. */
+const lazyTool = Tool.make("add_lazy", {
   description: "Adds two numbers.",
   input: Input,
-  output: Schema.Struct({ sum: Schema.Number }),
+  output: Output,
+  safety: { effect: "read", idempotent: true },
+  timeout: "30 seconds",
+  handler: (input) => Effect.sync(() => add(input))
+})
+
+/** A handler that returns a completed `Exit`: the executor runs it without timer or signal. */
+const eagerTool = Tool.make("add_eager", {
+  description: "Adds two numbers.",
+  input: Input,
+  output: Output,
   safety: { effect: "read", idempotent: true },
   handler: (input) => Effect.succeed(add(input))
 })
 
-/** The same tool with an `Effect.gen` handler: it cannot take the executor's completed-Exit fast path. */
-const addGenTool = Tool.make("add_gen", {
-  description: "Adds two numbers.",
-  input: Input,
-  output: Schema.Struct({ sum: Schema.Number }),
-  safety: { effect: "read", idempotent: true },
-  handler: (input) =>
-    Effect.gen(function*() {
-      return add(input)
-    })
-})
+const passThrough = Middleware.make({ name: "pass-through", around: (invocation, next) => next(invocation) })
+
+const registry = Result.getOrThrow(ToolRegistry.makeResult([lazyTool, eagerTool]))
+const executorOptions = { middleware: [passThrough], concurrency: 16 }
 
 const callsOf = (n: number, name: string): ReadonlyArray<ToolCall.ToolCall> =>
   Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, name, arguments: `{"a":${i},"b":2,"label":"x"}` }))
@@ -40,77 +79,183 @@ const layer = Layer.mergeAll(
   EventSink.EventSink.layerMemory
 )
 
-const registry = Result.getOrThrow(ToolRegistry.makeResult([addTool, addGenTool]))
+const check = (results: ReadonlyArray<{ readonly isError: boolean }>, n: number) => {
+  if (results.length !== n || results.some((r) => r.isError)) throw new Error("bench: bad results")
+}
+
+/** Milliseconds spent in the timed region: wall clock and this process's CPU time (user + system). */
+interface Timing {
+  readonly wall: number
+  readonly cpu: number
+}
+
+/** One sample. */
+type Sample = () => Promise<Timing>
+
+/** Starts a timed region; calling the result ends it. */
+const startTiming = (): () => Timing => {
+  const wall = performance.now()
+  const cpu = process.cpuUsage()
+  return () => {
+    const used = process.cpuUsage(cpu)
+    return { wall: performance.now() - wall, cpu: (used.user + used.system) / 1000 }
+  }
+}
+
+const floor = (calls: ReadonlyArray<ToolCall.ToolCall>, repeat = 1): Sample => {
+  const decode = Schema.decodeUnknownResult(Input, { errors: "all", onExcessProperty: "error" })
+  return async () => {
+    let sink = 0
+    const stop = startTiming()
+    for (let r = 0; r < repeat; r++) {
+      for (const call of calls) {
+        const input = Result.getOrThrow(decode(JSON.parse(call.arguments as string)))
+        sink += add(input).sum
+      }
+    }
+    const timing = stop()
+    if (sink < 0) throw new Error("unreachable")
+    return timing
+  }
+}
+
+/** `runBatch(calls)` on a fresh executor; the layers and the executor are built before the clock starts. */
+const batch = (calls: ReadonlyArray<ToolCall.ToolCall>): Sample => () =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const executor = yield* Executor.make(registry, executorOptions)
+      const stop = startTiming()
+      const results = yield* executor.runBatch(calls)
+      const timing = stop()
+      check(results, calls.length)
+      return timing
+    }).pipe(Effect.provide(layer))
+  )
+
+/** `repeat` one-call batches in one program, on one executor or (`make`) a new executor each time. */
+const oneCall = (call: ToolCall.ToolCall, repeat: number, make: boolean): Sample => () =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const calls = [call]
+      let executor = yield* Executor.make(registry, executorOptions)
+      const stop = startTiming()
+      for (let i = 0; i < repeat; i++) {
+        if (make) executor = yield* Executor.make(registry, executorOptions)
+        check(yield* executor.runBatch(calls), 1)
+      }
+      return stop()
+    }).pipe(Effect.provide(layer))
+  )
 
 const median = (samples: Array<number>): number => {
   samples.sort((x, y) => x - y)
   return samples[Math.floor(samples.length / 2)]!
 }
 
-/**
- * Times `a` and `b` alternately, `runs` times each, and returns both medians in
- * milliseconds. Interleaving makes machine noise (other processes on a shared
- * box) hit both sides alike, so their ratio stays meaningful.
- */
-const timePair = async (
-  runs: number,
-  a: () => Promise<void>,
-  b: () => Promise<void>
-): Promise<readonly [number, number]> => {
-  const as: Array<number> = []
-  const bs: Array<number> = []
-  for (let i = 0; i < runs; i++) {
-    let start = performance.now()
+/** Medians (wall and CPU) of `runs` interleaved samples of `a` and `b`, after `warmup` of each. */
+const timePair = async (runs: number, warmup: number, a: Sample, b: Sample): Promise<readonly [Timing, Timing]> => {
+  for (let i = 0; i < warmup; i++) {
     await a()
-    as.push(performance.now() - start)
-    start = performance.now()
     await b()
-    bs.push(performance.now() - start)
   }
-  return [median(as), median(bs)]
+  const as: Array<Timing> = []
+  const bs: Array<Timing> = []
+  for (let i = 0; i < runs; i++) {
+    as.push(await a())
+    bs.push(await b())
+  }
+  const medians = (ts: Array<Timing>): Timing => ({ wall: median(ts.map((t) => t.wall)), cpu: median(ts.map((t) => t.cpu)) })
+  return [medians(as), medians(bs)]
 }
 
-const floor = (calls: ReadonlyArray<ToolCall.ToolCall>) => {
-  const decode = Schema.decodeUnknownResult(Input, { errors: "all", onExcessProperty: "error" })
-  return async () => {
-    let sink = 0
-    for (const call of calls) {
-      const input = Result.getOrThrow(decode(JSON.parse(call.arguments as string)))
-      sink += add(input).sum
-    }
-    if (sink < 0) throw new Error("unreachable")
+/** Bytes allocated by one sample (used-heap growth plus what every collection freed) and the collectors' time. */
+const allocation = async (sample: Sample): Promise<{ readonly bytes: number; readonly gcShare: number }> => {
+  gc()
+  const profiler = new v8.GCProfiler()
+  const before = v8.getHeapStatistics().used_heap_size
+  profiler.start()
+  const { wall } = await sample()
+  const report = profiler.stop()
+  const after = v8.getHeapStatistics().used_heap_size
+  let freed = 0
+  let gcMicros = 0
+  for (const s of report.statistics) {
+    freed += s.beforeGC.heapStatistics.usedHeapSize - s.afterGC.heapStatistics.usedHeapSize
+    gcMicros += s.cost
   }
+  return { bytes: after - before + freed, gcShare: gcMicros / 1000 / wall }
 }
 
-const full = (calls: ReadonlyArray<ToolCall.ToolCall>, concurrency: number) => () =>
-  Effect.runPromise(
-    Effect.gen(function*() {
-      const executor = yield* Executor.make(registry)
-      const results = yield* executor.runBatch(calls, { concurrency })
-      if (results.length !== calls.length || results.some((r) => r.isError)) throw new Error("bench: bad results")
-    }).pipe(Effect.provide(layer))
-  )
+const allocationMedian = async (sample: Sample) => {
+  const runs = [await allocation(sample), await allocation(sample), await allocation(sample)]
+  return { bytes: median(runs.map((r) => r.bytes)), gcShare: median(runs.map((r) => r.gcShare)) }
+}
+
+interface Case {
+  readonly name: string
+  /** Calls per sample. */
+  readonly calls: number
+  readonly runs: number
+  readonly warmup: number
+  readonly floor: Sample
+  readonly full: Sample
+}
+
+const target10k = callsOf(10_000, "add_lazy")
+const target100k = callsOf(100_000, "add_lazy")
+const one = callsOf(1, "add_lazy")[0]!
+const oneRepeat = 2_000
+
+const cases: ReadonlyArray<Case> = [
+  { name: "batch, lazy handler", calls: 10_000, runs: 11, warmup: 3, floor: floor(target10k), full: batch(target10k) },
+  { name: "batch, lazy handler", calls: 100_000, runs: 3, warmup: 1, floor: floor(target100k), full: batch(target100k) },
+  {
+    name: "one-call batch",
+    calls: oneRepeat,
+    runs: 7,
+    warmup: 2,
+    floor: floor([one], oneRepeat),
+    full: oneCall(one, oneRepeat, false)
+  },
+  {
+    name: "one-call batch + Executor.make",
+    calls: oneRepeat,
+    runs: 7,
+    warmup: 2,
+    floor: floor([one], oneRepeat),
+    full: oneCall(one, oneRepeat, true)
+  },
+  {
+    name: "batch, Effect.succeed handler",
+    calls: 10_000,
+    runs: 7,
+    warmup: 2,
+    floor: floor(callsOf(10_000, "add_eager")),
+    full: batch(callsOf(10_000, "add_eager"))
+  }
+]
 
 const rows: Array<Record<string, string | number>> = []
-const cases = [
-  ...[1, 100, 10_000].flatMap((n) => [1, 16].map((concurrency) => ({ n, concurrency, tool: "add" }))),
-  { n: 10_000, concurrency: 16, tool: "add_gen" }
-]
-for (const { concurrency, n, tool } of cases) {
-  const calls = callsOf(n, tool)
-  const runs = n === 10_000 ? 9 : n === 100 ? 51 : 501
-  {
-    await timePair(3, floor(calls), full(calls, concurrency)) // warm-up
-    const [floorMs, ms] = await timePair(runs, floor(calls), full(calls, concurrency))
-    rows.push({
-      handler: tool === "add" ? "Effect.succeed" : "Effect.gen",
-      N: n,
-      concurrency,
-      "µs/call": +(ms * 1000 / n).toFixed(2),
-      "calls/s": Math.round(n / (ms / 1000)),
-      "floor µs/call": +(floorMs * 1000 / n).toFixed(3),
-      "× floor": +(ms / floorMs).toFixed(1)
-    })
-  }
+for (const c of cases) {
+  const [floorTime, time] = await timePair(c.runs, c.warmup, c.floor, c.full)
+  const memory = await allocationMedian(c.full)
+  const floorMemory = await allocationMedian(c.floor)
+  const perCall = (ms: number) => +(ms * 1000 / c.calls).toFixed(2)
+  rows.push({
+    case: c.name,
+    N: c.name.startsWith("one") ? 1 : c.calls,
+    "µs/call": perCall(time.wall),
+    "floor µs": perCall(floorTime.wall),
+    "× floor": +(time.wall / floorTime.wall).toFixed(1),
+    "cpu µs/call": perCall(time.cpu),
+    "cpu × floor": +(time.cpu / floorTime.cpu).toFixed(1),
+    "KB/call": +(memory.bytes / 1024 / c.calls).toFixed(2),
+    "floor KB": +(floorMemory.bytes / 1024 / c.calls).toFixed(2),
+    "gc %": Math.round(memory.gcShare * 100)
+  })
 }
+console.log(
+  "Concurrency 16. µs: median wall time; cpu µs: median CPU time of this process (steadier on a busy machine);",
+  "KB: bytes allocated (median of 3). A one-call batch is repeated 2,000 times in one program."
+)
 console.table(rows)

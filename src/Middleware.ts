@@ -59,25 +59,36 @@ export const compose = <R>(
   return next
 }
 
+/**
+ * One layer. Everything that does not depend on the invocation (which hooks the
+ * middleware has, how they chain) is decided here, once per composition; per
+ * invocation only the failure handler, which names the tool, is allocated.
+ */
 const layer = <R>(
   m: Middleware<R>,
   inner: (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R>
-): (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R> =>
-(invocation) => {
+): (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R> => {
   // `next` runs inside this layer's fiber, so it sees this layer's services plus any the
   // middleware provides around it (e.g. a narrowed scope); its requirements are this layer's.
   const next = inner as Next
-  const run = (inv: Invocation): Effect.Effect<ToolResult, ToolError, R> => {
-    const core = m.around === undefined ? next(inv) : m.around(inv, next)
-    return m.after === undefined ? core : Effect.flatMap(core, (result) => m.after!(inv, result))
-  }
-  const body = m.before === undefined
-    ? run(invocation)
-    : Effect.flatMap(m.before(invocation), (out) => isResult(out) ? Effect.succeed(out) : run(out))
-  return Effect.catchCause(body, (cause) => {
-    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-    const failure = Cause.findErrorOption(cause)
-    if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) return Effect.fail(failure.value)
-    return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
-  })
+  const { after, around, before } = m
+  const core: (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R> = around === undefined
+    ? inner
+    : (invocation) => around(invocation, next)
+  const run = after === undefined
+    ? core
+    : (invocation: Invocation) => Effect.flatMap(core(invocation), (result) => after(invocation, result))
+  const body = before === undefined
+    ? run
+    : (invocation: Invocation) =>
+      Effect.flatMap(before(invocation), (out) => isResult(out) ? Effect.succeed(out) : run(out))
+  return (invocation) =>
+    Effect.catchCause(body(invocation), (cause) => {
+      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+      const failure = Cause.findErrorOption(cause)
+      if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) {
+        return Effect.fail(failure.value)
+      }
+      return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
+    })
 }

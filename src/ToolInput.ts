@@ -25,6 +25,8 @@ export type JsonObject = { readonly [key: string]: unknown }
 export const parse = (toolName: string, raw: unknown): Result.Result<JsonObject, MalformedArguments> => {
   let value: unknown = raw
   if (typeof raw === "string") {
+    const plain = plainJson(raw)
+    if (plain !== undefined) return Result.succeed(plain)
     if (raw.trim().length === 0) {
       return Result.fail(new MalformedArguments({ toolName, reason: "the arguments are empty; send a JSON object" }))
     }
@@ -55,6 +57,23 @@ export const parse = (toolName: string, raw: unknown): Result.Result<JsonObject,
     )
   }
   return Result.succeed(value as JsonObject)
+}
+
+/**
+ * `JSON.parse` alone, when that is all the secure parse would do: the text names
+ * neither `__proto__` nor `constructor` (so the secure parser would not scan it)
+ * and parses to an object. Anything else (invalid JSON, a non-object, a suspect
+ * key) returns `undefined` and takes the full path, which words the error.
+ */
+const plainJson = (raw: string): JsonObject | undefined => {
+  if (raw.includes("__proto__") || raw.includes("constructor")) return undefined
+  let value: unknown
+  try {
+    value = JSON.parse(raw)
+  } catch {
+    return undefined
+  }
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? value as JsonObject : undefined
 }
 
 const kindOf = (value: unknown): string =>
@@ -88,11 +107,17 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   // Decode with the model codec: exactly the form the exported JSON Schema describes
   // (e.g. `Schema.optional` fields accept `null`, which decodes to absent; numbers
   // are JSON numbers, never the strings "NaN" or "Infinity").
-  const decode = Schema.decodeUnknownResult(toModelCodec(schema as unknown as Schema.Top), {
+  const codec = toModelCodec(schema as unknown as Schema.Top)
+  const allowUnknownKeys = options.allowUnknownKeys === true
+  const decode = Schema.decodeUnknownResult(codec, {
     errors: "all",
     reportInput: true,
-    onExcessProperty: options.allowUnknownKeys === true ? "ignore" : "error"
+    onExcessProperty: allowUnknownKeys ? "ignore" : "error"
   })
+  // The valid case first: Effect's default options (first issue only, unknown keys
+  // dropped) take its fast path. When that succeeds and dropped no key, the full decode
+  // would return the same value; otherwise the full decode runs and reports every issue.
+  const quick = plainShape(codec.ast) ? Schema.decodeUnknownResult(codec) : undefined
   const closedEmpty = options.allowUnknownKeys !== true && isEmptyStruct(schema.ast)
   return (raw) => {
     const parsed = parse(toolName, raw)
@@ -109,11 +134,77 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
         )
       }
     }
+    if (quick !== undefined) {
+      const fast = quick(parsed.success)
+      const symbols = typeof raw !== "string"
+      if (Result.isSuccess(fast) && (allowUnknownKeys || keptEveryKey(parsed.success, fast.success, symbols))) {
+        return fast as Result.Success<S["Type"], never>
+      }
+    }
     const decoded = decode(parsed.success)
     return Result.isSuccess(decoded)
       ? Result.succeed(decoded.success)
       : Result.fail(new InvalidArguments({ toolName, issues: issuesOf(decoded.failure) }))
   }
+}
+
+/**
+ * True when decoding cannot change a value's shape: every node is a primitive,
+ * literal, JSON value, object, array or union of them (checks allowed), with no
+ * encoding (transformation) and no other declaration or suspension anywhere. For
+ * such a schema a decoded object holds its input's keys minus the ones dropped as
+ * unknown, so comparing keys tells whether a default-options decode dropped any.
+ */
+const plainShape = (ast: SchemaAST.AST): boolean => {
+  if (ast.encoding !== undefined) return false
+  switch (ast._tag) {
+    case "String":
+    case "Number":
+    case "Boolean":
+    case "Null":
+    case "Literal":
+    case "TemplateLiteral":
+    case "Unknown":
+    case "Any":
+      return true
+    case "Objects":
+      return ast.propertySignatures.every((ps) => plainShape(ps.type)) &&
+        ast.indexSignatures.every((is) => plainShape(is.parameter) && plainShape(is.type))
+    case "Arrays":
+      return ast.elements.every(plainShape) && ast.rest.every(plainShape)
+    case "Union":
+      return ast.types.every(plainShape)
+    case "Declaration":
+      // `Schema.Json` (what JSON Schema imports give unknown values): any JSON value, as is.
+      return (ast.annotations?.representation as { readonly id?: unknown } | undefined)?.id === "effect/schema/Json"
+    default:
+      return false
+  }
+}
+
+/**
+ * True when `output` (a default-options decode of `input` under a plain schema)
+ * kept every own enumerable key of every object and every element of every array
+ * of `input`: no unknown key was dropped, so the strict decode accepts it as well.
+ * `symbols`: also look for symbol keys (never present in parsed JSON text), which
+ * the strict decode counts as unknown; any symbol key sends the call the full way.
+ */
+const keptEveryKey = (input: unknown, output: unknown, symbols: boolean): boolean => {
+  if (input === output || typeof input !== "object" || input === null) return true
+  if (typeof output !== "object" || output === null) return false
+  if (Array.isArray(input)) {
+    if (!Array.isArray(output) || output.length !== input.length) return false
+    for (let i = 0; i < input.length; i++) if (!keptEveryKey(input[i], output[i], symbols)) return false
+    return true
+  }
+  if (symbols && Object.getOwnPropertySymbols(input).length > 0) return false
+  const keys = Object.keys(input)
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!
+    if (!Object.hasOwn(output, key)) return false
+    if (!keptEveryKey((input as JsonObject)[key], (output as JsonObject)[key], symbols)) return false
+  }
+  return true
 }
 
 /** `Expected <what>, got <input>`, as Effect words it (the input is present with `reportInput`). */

@@ -1,6 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Result, Schema } from "effect"
-import { ToolInput } from "../src/index.ts"
+import { Effect, Result, Schema } from "effect"
+import { Tool as AiTool } from "effect/ai"
+import { readFileSync } from "node:fs"
+import { Tool, ToolError, ToolInput } from "../src/index.ts"
+import { toModelCodec } from "../src/internal/modelSchema.ts"
+import { isEmptyStruct } from "../src/ToolSchema.ts"
 
 const ReadFile = Schema.Struct({
   path: Schema.String,
@@ -222,5 +226,207 @@ describe("ToolInput", () => {
         assert.isTrue(Result.isFailure(decodeEverything({ point: { x: value, y: 0 } })))
       }
     })
+  })
+})
+
+// ---------------------------------------------------------------------------
+// the decoder's fast path against the full decode (a differential test)
+// ---------------------------------------------------------------------------
+
+/**
+ * The decoder as it was before its fast paths (secure JSON parse, then one
+ * decode with every issue and unknown keys refused): the reference a decoder
+ * must agree with on every input, valid or not, value for value and issue for
+ * issue (and key order, which `tool.started` events and handlers see).
+ */
+const referenceDecoder = (toolName: string, schema: Schema.Top, allowUnknownKeys: boolean) => {
+  const decode = Schema.decodeUnknownResult(toModelCodec(schema), {
+    errors: "all",
+    reportInput: true,
+    onExcessProperty: allowUnknownKeys ? "ignore" : "error"
+  })
+  const closedEmpty = !allowUnknownKeys && isEmptyStruct(schema.ast)
+  const malformed = (reason: string) => Result.fail(new ToolError.MalformedArguments({ toolName, reason }))
+  return (raw: unknown): Result.Result<unknown, ToolError.MalformedArguments | ToolError.InvalidArguments> => {
+    let value: unknown = raw
+    if (typeof raw === "string") {
+      if (raw.trim().length === 0) return malformed("the arguments are empty; send a JSON object")
+      try {
+        value = AiTool.unsafeSecureJsonParse(raw)
+      } catch (error) {
+        const detail = error instanceof Error ? error.message : String(error)
+        return malformed(
+          detail.includes("forbidden prototype property")
+            ? "the arguments contain a forbidden \"__proto__\" or \"constructor.prototype\" key"
+            : `the arguments are not valid JSON (${detail})`
+        )
+      }
+    } else {
+      // Objects go through the decoder's own prototype-key check (it has no fast path).
+      const parsed = ToolInput.parse(toolName, raw)
+      if (Result.isFailure(parsed)) return parsed
+    }
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      return Result.isFailure(ToolInput.parse(toolName, value))
+        ? ToolInput.parse(toolName, value)
+        : malformed("unreachable")
+    }
+    if (closedEmpty && Object.keys(value).length > 0) {
+      return Result.fail(
+        new ToolError.InvalidArguments({
+          toolName,
+          issues: Object.keys(value).map((key) => ({ path: [key], message: "Unexpected key: this tool takes no arguments" }))
+        })
+      )
+    }
+    const decoded = decode(value)
+    return Result.isSuccess(decoded)
+      ? Result.succeed(decoded.success)
+      : Result.fail(new ToolError.InvalidArguments({ toolName, issues: ToolInput.issuesOf(decoded.failure) }))
+  }
+}
+
+/** What a decoder's answer looks like to a caller: the value (with its key order) or the error's fields. */
+const observed = (result: Result.Result<unknown, ToolError.MalformedArguments | ToolError.InvalidArguments>) =>
+  Result.isSuccess(result)
+    ? { ok: true, value: result.success, json: JSON.stringify(result.success) }
+    : {
+      ok: false,
+      tag: result.failure._tag,
+      message: result.failure.message,
+      issues: result.failure._tag === "InvalidArguments" ? result.failure.issues : undefined
+    }
+
+const oddValues: ReadonlyArray<unknown> = [1.5, "text", true, null, [1, "a"], { x: 1 }]
+
+/** Arguments derived from a valid call: each key removed, retyped, extended with unknown keys; nested too. */
+const variantsOf = (args: Record<string, unknown>): ReadonlyArray<unknown> => {
+  const out: Array<unknown> = [args, { ...args, zz_unknown: 1 }, {}]
+  for (const [key, value] of Object.entries(args)) {
+    const { [key]: _removed, ...rest } = args
+    out.push(rest)
+    for (const odd of oddValues) out.push({ ...args, [key]: odd })
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      out.push({ ...args, [key]: { ...value, zz_unknown: true } })
+    }
+    if (Array.isArray(value)) {
+      out.push({ ...args, [key]: [...value, ...value] }, { ...args, [key]: [...value, { zz: 1 }] })
+      const first: unknown = value[0]
+      if (typeof first === "object" && first !== null && !Array.isArray(first)) {
+        out.push({ ...args, [key]: [{ ...first, zz_unknown: 1 }, ...value.slice(1)] })
+      }
+    }
+  }
+  return out
+}
+
+/** Raw forms of one argument object: JSON text and the object; `all`: also text the secure parser must look at. */
+const rawFormsOf = (args: unknown, all: boolean): ReadonlyArray<unknown> => {
+  const text = JSON.stringify(args)
+  return all
+    ? [text, args, ` ${text}\n`, text.replace(/^\{/, "{\"constructor\":1,"), text.replace(/^\{/, "{\"__proto__\":{},")]
+    : [text, args]
+}
+
+const corpusTools = (): ReadonlyArray<{ readonly tool: Tool.Dynamic; readonly samples: ReadonlyArray<Record<string, unknown>> }> =>
+  ["simple_python", "multiple", "live_simple", "parallel", "parallel_multiple"].flatMap((category) =>
+    readFileSync(new URL(`./fixtures/bfcl/${category}.normalized.jsonl`, import.meta.url), "utf8")
+      .split("\n")
+      .filter((line) => line.trim().length > 0)
+      .flatMap((line) => {
+        const entry = JSON.parse(line) as {
+          readonly tools: ReadonlyArray<{ readonly name: string; readonly input_schema: Record<string, unknown> }>
+          readonly canonical_calls?: ReadonlyArray<{ readonly name: string; readonly arguments: Record<string, unknown> }>
+        }
+        return entry.tools.flatMap((t) => {
+          const imported = Tool.fromJsonSchema(t.name, {
+            description: "",
+            inputSchema: t.input_schema as never,
+            handler: () => Effect.void
+          })
+          if (Result.isFailure(imported)) return []
+          const samples = (entry.canonical_calls ?? []).filter((c) => c.name === t.name).map((c) => c.arguments)
+          return [{ tool: imported.success, samples }]
+        })
+      })
+  )
+
+describe("ToolInput fast path", () => {
+  const check = (name: string, schema: Schema.Top, inputs: ReadonlyArray<unknown>, allowUnknownKeys = false) => {
+    const decode = ToolInput.decoder(name, schema as Schema.Codec<unknown, unknown>, { allowUnknownKeys })
+    const reference = referenceDecoder(name, schema, allowUnknownKeys)
+    let checked = 0
+    for (let i = 0; i < inputs.length; i++) {
+      for (const raw of rawFormsOf(inputs[i], i === 0)) {
+        assert.deepStrictEqual(observed(decode(raw)), observed(reference(raw)), `${name}: ${JSON.stringify(raw)}`)
+        checked++
+      }
+    }
+    return checked
+  }
+
+  it("agrees with the full decode on every BFCL tool: valid calls and their mutations", () => {
+    let checked = 0
+    let tools = 0
+    for (const { samples, tool } of corpusTools()) {
+      tools++
+      const inputs = samples.slice(0, 1).flatMap(variantsOf)
+      checked += check(tool.name, tool.input as Schema.Top, inputs)
+      checked += check(tool.name, tool.input as Schema.Top, inputs.slice(0, 8), true)
+    }
+    assert.isAbove(tools, 1_000)
+    assert.isAbove(checked, 20_000)
+  })
+
+  it("agrees on schemas written with Effect: unions, tagged unions, arrays, records, optional, enums, checks", () => {
+    const Mode = { Fast: "fast", Slow: "slow" } as const
+    const Item = Schema.Struct({ id: Schema.Int, tags: Schema.optionalKey(Schema.Array(Schema.String)) })
+    const schemas: ReadonlyArray<readonly [Schema.Top, ReadonlyArray<Record<string, unknown>>]> = [
+      [ReadFile, [{ path: "a", limit: 3, options: { encoding: "utf8", ranges: [{ start: 1, end: 2 }] } }]],
+      [
+        Schema.Struct({
+          shape: Schema.Union([
+            Schema.Struct({ kind: Schema.Literal("circle"), radius: Schema.Number }),
+            Schema.Struct({ kind: Schema.Literal("square"), side: Schema.Number.check(Schema.isGreaterThan(0)) })
+          ])
+        }),
+        [{ shape: { kind: "circle", radius: 1 } }, { shape: { kind: "square", side: 2 } }]
+      ],
+      [
+        // Members that overlap: the strict decode may pick a later member than a lenient one.
+        Schema.Struct({ v: Schema.Union([Schema.Struct({ a: Schema.Number }), Schema.Struct({ a: Schema.Number, b: Schema.String })]) }),
+        [{ v: { a: 1 } }, { v: { a: 1, b: "x" } }]
+      ],
+      [
+        Schema.Struct({
+          items: Schema.NonEmptyArray(Item),
+          mode: Schema.Enum(Mode),
+          pair: Schema.Tuple([Schema.String, Schema.Number]),
+          meta: Schema.Record(Schema.String, Schema.Number),
+          any: Schema.Unknown,
+          name: Schema.String.check(Schema.isMinLength(2), Schema.isMaxLength(5))
+        }),
+        [{ items: [{ id: 1, tags: ["a"] }, { id: 2 }], mode: "fast", pair: ["a", 1], meta: { x: 1 }, any: { deep: [1] }, name: "abc" }]
+      ],
+      [
+        Schema.Struct({ a: Schema.optional(Schema.String), n: Schema.NullOr(Schema.Number), big: Schema.Int }),
+        [{ a: "x", n: null, big: 1 }, { a: null, n: 2, big: 2 ** 60 }]
+      ],
+      [Schema.Struct({}), [{}]]
+    ]
+    let checked = 0
+    schemas.forEach(([schema, samples], i) => {
+      const inputs = samples.flatMap(variantsOf)
+      checked += check(`tool_${i}`, schema, inputs) + check(`tool_${i}`, schema, inputs, true)
+    })
+    assert.isAbove(checked, 500)
+  })
+
+  it("a valid object keeps its declared key order and drops nothing it should report", () => {
+    const decode = ToolInput.decoder("read_file", ReadFile)
+    assert.strictEqual(JSON.stringify(Result.getOrThrow(decode("{\"limit\":1,\"path\":\"a\"}"))), "{\"path\":\"a\",\"limit\":1}")
+    const symbol = Symbol("s")
+    const result = decode({ path: "a", [symbol]: 1 })
+    assert.deepStrictEqual(observed(result), observed(referenceDecoder("read_file", ReadFile, false)({ path: "a", [symbol]: 1 })))
   })
 })

@@ -210,7 +210,7 @@ export const make = (config: Config) => {
       ? Effect.fail(keyDefect)
       : config.middleware.length === 0
       ? body
-      : CallState.provide(body, state)
+      : (state.inContext = true, CallState.provide(body, state))
     // 6, then 10: started, the interruptible invocation, exactly one terminal event.
     const lifecycle = Effect.andThen(
       reporter.emitMasked(env, {

@@ -11,6 +11,8 @@ import { ToolCallContext, type ToolCallInfo } from "../../ToolCallContext.ts"
 export class CallState implements ToolCallInfo, CancellationShape {
   /** The current attempt (1 for the first); `Invoke` counts retries here. */
   count = 1
+  /** True when the whole invocation already runs with this state in its context (there is middleware). */
+  inContext = false
   controller: AbortController | undefined = undefined
   readonly toolCallId: string
   readonly toolName: string

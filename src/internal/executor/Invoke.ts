@@ -5,7 +5,7 @@
  * attempt only (never through a backoff sleep). Handler failures become tool
  * errors here; encoding the output is `Render`'s job.
  */
-import { Cause, Duration, Effect, Exit, Predicate, Schedule, Schema, Result, Semaphore } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Predicate, Result, Schedule, Schema, Semaphore } from "effect"
 import type { Invocation } from "../../Middleware.ts"
 import type * as Tool from "../../Tool.ts"
 import * as ToolError from "../../ToolError.ts"
@@ -102,15 +102,35 @@ export const make = (config: Config) => {
       // A handler that returned an already-completed Exit (`Effect.succeed(...)`) can
       // neither hang nor be cancelled: it needs no timer and no abort signal.
       if (Exit.isExit(effect)) return Exit.isSuccess(effect) ? Effect.succeed(effect.value) : toFailure(effect.cause)
-      const timeoutMillis = timeoutOf(tool)
       // `state` is the call's `ToolCallContext` and `Cancellation`; its signal is the attempt's.
-      return CallState.provide(Effect.onInterrupt(effect, () => Effect.sync(() => state.abort())), state).pipe(
-        Effect.timeoutOrElse({
-          duration: timeoutMillis,
-          orElse: () => Effect.fail(new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: safe }))
-        }),
-        Effect.catchCause(toFailure)
-      ) as Effect.Effect<unknown, ToolError.ToolError>
+      // The handler runs in a child fiber started at once: one that completes synchronously
+      // (`Effect.sync`, a pure `Effect.gen`) has its Exit before any timer is armed; only one
+      // that suspends races its deadline. Whoever stops it (the deadline, the call's
+      // interruption) aborts its signal first, then interrupts it and waits for it.
+      return Effect.flatMap(
+        Effect.forkChild(state.inContext ? effect : CallState.provide(effect, state), { startImmediately: true }),
+        (fiber): Effect.Effect<unknown, ToolError.ToolError> => {
+          const exit = fiber.pollUnsafe()
+          if (exit !== undefined) return Exit.isSuccess(exit) ? exit as Exit.Exit<unknown, never> : toFailure(exit.cause)
+          const timeoutMillis = timeoutOf(tool)
+          const stop = Effect.suspend(() => {
+            state.abort()
+            return Fiber.interrupt(fiber)
+          })
+          return Fiber.join(fiber).pipe(
+            Effect.timeoutOrElse({
+              duration: timeoutMillis,
+              orElse: () =>
+                Effect.andThen(
+                  stop,
+                  Effect.fail(new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: safe }))
+                )
+            }),
+            Effect.onInterrupt(() => stop),
+            Effect.catchCause(toFailure)
+          ) as Effect.Effect<unknown, ToolError.ToolError>
+        }
+      )
     })
     const guarded = tool.options.exclusive === true ? exclusive.withPermit(attempt) : attempt
     if (tool.retry === undefined || !safe) return guarded

@@ -49,6 +49,23 @@ export const make = (): Reporter => {
     else next()
   }
 
+  /** The event with the sink while the slot is held (one at a time), for the shared handlers below. */
+  let inFlight: ToolEvent.Event | undefined
+  /** Built once: an event does not allocate its own completion handlers. */
+  const settled = {
+    onFailure: (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
+      const event = inFlight!
+      inFlight = undefined
+      release()
+      return warn(cause, event)
+    },
+    onSuccess: (): Effect.Effect<void> => {
+      inFlight = undefined
+      release()
+      return Effect.void
+    }
+  }
+
   /** Holds the slot: stamps, hands the event to the sink, releases the slot when the sink returns. */
   const deliver = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>): Effect.Effect<void> => {
     busy = true
@@ -70,16 +87,8 @@ export const make = (): Reporter => {
       release()
       return Exit.isSuccess(emitted) ? Effect.void : warn(emitted.cause, stamped)
     }
-    return Effect.matchCauseEffect(emitted, {
-      onFailure: (cause) => {
-        release()
-        return warn(cause, stamped)
-      },
-      onSuccess: () => {
-        release()
-        return Effect.void
-      }
-    })
+    inFlight = stamped
+    return Effect.matchCauseEffect(emitted, settled)
   }
 
   /** Waits for the slot; the releasing fiber hands it over on the next scheduler tick (no deep recursion). */
