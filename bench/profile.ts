@@ -11,7 +11,7 @@ const tool = Tool.make("add_lazy", {
   description: "Adds two numbers.",
   input: Input,
   output: Schema.Struct({ sum: Schema.Number }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   timeout: "30 seconds",
   handler: ({ a, b }) => Effect.sync(() => ({ sum: a + b }))
 })

@@ -51,7 +51,7 @@ const lazyTool = Tool.make("add_lazy", {
   description: "Adds two numbers.",
   input: Input,
   output: Output,
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   timeout: "30 seconds",
   handler: (input) => Effect.sync(() => add(input))
 })
@@ -61,7 +61,7 @@ const eagerTool = Tool.make("add_eager", {
   description: "Adds two numbers.",
   input: Input,
   output: Output,
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: (input) => Effect.succeed(add(input))
 })
 

@@ -44,7 +44,7 @@ export const fetchRate = (() => {
       to: Schema.String.annotate({ description: "ISO currency code, e.g. USD" })
     }),
     output: Schema.Struct({ rate: Schema.Number }),
-    safety: { effect: "network", idempotent: true, networked: true },
+    safety: { access: "network", idempotent: true, networked: true },
     retry: Executor.backoff({ base: "50 millis", maxAttempts: 3, jitter: false }),
     handler: ({ from, to }) =>
       Effect.gen(function*() {

@@ -8,7 +8,7 @@ const charge = Tool.make("charge_card", {
   description: "Charges a card once per request id.",
   input: Schema.Struct({ requestId: Schema.String, cents: Schema.Int }),
   output: Schema.Struct({ charged: Schema.Int, receipt: Schema.String }),
-  safety: { effect: "write" },
+  safety: { access: "write" },
   idempotency: ({ requestId }) => requestId,
   retry: Executor.backoff({ maxAttempts: 3 }),
   services: [ToolCallContext.ToolCallContext],

@@ -83,7 +83,7 @@ const receipts = path.join(root, ".receipts")
  */
 const governance = middleware.stack(
   middleware.auditLog(middleware.AuditLog.jsonl(receipts), { redact: ["content"] }),
-  middleware.consent({ when: (inv) => inv.spec.safety.effect === "write" || inv.spec.safety.effect === "mutate" })
+  middleware.consent({ when: (inv) => inv.spec.safety.access === "write" || inv.spec.safety.access === "mutate" })
 )
 
 const program = Effect.gen(function*() {

@@ -7,7 +7,7 @@ import { Agent, Models, Tool, ToolRegistry, ToolServices } from "tinyagents"
 const add = Tool.make("add", {
   description: "Adds two integers. Pure; never fails.",
   input: Schema.Struct({ a: Schema.Int, b: Schema.Int }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ a, b }) => Effect.succeed(a + b)
 })
 

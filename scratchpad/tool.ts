@@ -10,7 +10,7 @@ const saveNote = Tool.make("save_note", {
   }),
   output: Schema.Struct({ saved: Schema.String }),
   services: [RunContext.RunContext, StoreRegistry.StoreRegistry], // hidden: never in a schema
-  safety: { effect: "write", idempotent: true },
+  safety: { access: "write", idempotent: true },
   handler: ({ key, text }) =>
     Effect.gen(function*() {
       const run = yield* RunContext.RunContext

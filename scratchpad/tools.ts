@@ -13,7 +13,7 @@ export const saveNote = Tool.make("save_note", {
   }),
   output: Schema.Struct({ saved: Schema.String }),
   services: [RunContext.RunContext, StoreRegistry.StoreRegistry],
-  safety: { effect: "write", idempotent: true },
+  safety: { access: "write", idempotent: true },
   handler: ({ key, text }) =>
     Effect.gen(function*() {
       const run = yield* RunContext.RunContext
@@ -29,7 +29,7 @@ export const getWeather = Tool.make("get_weather", {
     city: Schema.String.annotate({ description: "city name, e.g. Lisbon" }),
     unit: Schema.optionalKey(Schema.Literals(["celsius", "fahrenheit"]))
   }),
-  safety: { effect: "read", idempotent: true, networked: true },
+  safety: { access: "read", idempotent: true, networked: true },
   handler: ({ city, unit }) => Effect.succeed({ city, temperature: unit === "fahrenheit" ? 68 : 20, unit: unit ?? "celsius" })
 })
 
@@ -40,7 +40,7 @@ export const factorial = Result.getOrThrow(Tool.fromJsonSchema("math.factorial",
     properties: { number: { type: "integer", minimum: 0, description: "The number." } },
     required: ["number"]
   },
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ number }) =>
     Effect.succeed(Array.from({ length: Number(number) }, (_, i) => i + 1).reduce((a, b) => a * b, 1))
 }))

@@ -25,7 +25,7 @@ const TracingLive = OtlpTracer.layer({
 const add = Tool.make("add", {
   description: "Adds two integers.",
   input: Schema.Struct({ a: Schema.Int, b: Schema.Int }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ a, b }) => Effect.succeed(a + b)
 })
 const model = ChatModel.scripted([ChatModel.callTools([["call_1", "add", { a: 2, b: 3 }]]), ChatModel.answer("5")])

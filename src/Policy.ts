@@ -3,7 +3,7 @@
  * before the call runs. Shell and spend tools are disabled unless allowed;
  * filesystem tools must be confined to an allowed workspace root; the side
  * effect may not exceed the ceiling of the run or of the current stage (from
- * `scoped`); and tools that require confirmation, mutate, or spend are routed
+ * `stage`); and tools that require confirmation, mutate, or spend are routed
  * through the `Approval` service. Violations are `PolicyBlocked` with status
  * `policy_blocked`, repairable or fatal per `repair`. The decision is the pure
  * {@link check}; {@link middleware} applies it in a middleware stack.
@@ -14,16 +14,16 @@ import type { Approval } from "./Approval.ts"
 import type { Middleware } from "./Middleware.ts"
 import * as AuditTrail from "./middleware/AuditTrail.ts"
 import * as Consent from "./middleware/Consent.ts"
-import * as Scoped from "./middleware/Scoped.ts"
+import * as Stage from "./middleware/Stage.ts"
 import * as Safety from "./Safety.ts"
 import type { ToolSpec } from "./Tool.ts"
 import { PolicyBlocked } from "./ToolError.ts"
 
 export interface Options {
-  /** The most severe side effect allowed in the run. Default: any. */
-  readonly maxEffect?: Safety.Effect
-  /** Ceilings by stage name (see `scoped`); the tightest of the run's and every enclosing stage's applies. */
-  readonly stages?: Readonly<Record<string, Safety.Effect>>
+  /** The most severe access allowed in the run. Default: any. */
+  readonly maxAccess?: Safety.Access
+  /** Ceilings by stage name (see `stage`); the tightest of the run's and every enclosing stage's applies. */
+  readonly stages?: Readonly<Record<string, Safety.Access>>
   /** Tools with `shell: true` may run. Default `false`. */
   readonly allowShell?: boolean
   /** Tools with `spend: true` may run (after approval). Default `false`. */
@@ -61,10 +61,10 @@ const isInside = (root: string, candidate: string): boolean => {
 }
 
 /** The tightest of the run's ceiling and the ceilings of `stages` (outermost first). */
-const ceilingOf = (options: Options, stages: ReadonlyArray<string>): { level: Safety.Effect; by: string } | undefined => {
-  let ceiling: { level: Safety.Effect; by: string } | undefined = options.maxEffect === undefined
+const ceilingOf = (options: Options, stages: ReadonlyArray<string>): { level: Safety.Access; by: string } | undefined => {
+  let ceiling: { level: Safety.Access; by: string } | undefined = options.maxAccess === undefined
     ? undefined
-    : { level: options.maxEffect, by: "the run" }
+    : { level: options.maxAccess, by: "the run" }
   for (const stage of stages) {
     const level = options.stages?.[stage]
     if (level !== undefined && (ceiling === undefined || !Safety.isWithin(ceiling.level, level))) {
@@ -77,7 +77,7 @@ const ceilingOf = (options: Options, stages: ReadonlyArray<string>): { level: Sa
 /** Decides about one tool under the stages of the current scope (outermost first). */
 export const check = (options: Options, spec: ToolSpec, stages: ReadonlyArray<string> = []): Verdict => {
   const safety = spec.safety
-  const effect = Safety.effectOf(safety)
+  const effect = Safety.accessOf(safety)
   if (safety.shell === true && options.allowShell !== true) return block("shell tools are disabled by policy")
   if (safety.spend === true && options.allowSpend !== true) return block("tools that spend money are disabled by policy")
   if (safety.filesystem !== undefined && safety.filesystem !== false && options.filesystem !== undefined) {
@@ -107,7 +107,7 @@ export const check = (options: Options, spec: ToolSpec, stages: ReadonlyArray<st
 export const middleware = (options: Options = {}): Middleware<Approval> =>
   AuditTrail.make("policy", (invocation, next, recorder) =>
     Effect.gen(function*() {
-      const scope = yield* Scoped.Current
+      const scope = yield* Stage.Current
       const verdict = check(options, invocation.spec, scope?.stages ?? [])
       switch (verdict._tag) {
         case "Allow":

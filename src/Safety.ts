@@ -5,15 +5,20 @@
  * enforces nothing by itself.
  */
 
-/** Side-effect level, least to most severe. */
-export type Effect = "read" | "write" | "network" | "mutate"
+/**
+ * The most a tool can do to the world, least to most severe: `read` (nothing),
+ * `write` (local state it owns), `network` (talks to other systems), `mutate`
+ * (changes or destroys what it does not own). Named `access` so it never reads
+ * as an Effect.
+ */
+export type Access = "read" | "write" | "network" | "mutate"
 
 /** The order used to compare levels (`read` < `write` < `network` < `mutate`). */
-export const effectOrder: ReadonlyArray<Effect> = ["read", "write", "network", "mutate"]
+export const accessOrder: ReadonlyArray<Access> = ["read", "write", "network", "mutate"]
 
 /** True when `level` is at most `ceiling`. */
-export const isWithin = (level: Effect, ceiling: Effect): boolean =>
-  effectOrder.indexOf(level) <= effectOrder.indexOf(ceiling)
+export const isWithin = (level: Access, ceiling: Access): boolean =>
+  accessOrder.indexOf(level) <= accessOrder.indexOf(ceiling)
 
 /** What to hide from model-facing text and events: argument/output keys and text patterns. */
 export interface Redact {
@@ -22,8 +27,8 @@ export interface Redact {
 }
 
 export interface Safety {
-  /** Most severe side effect. Default `"mutate"`: unknown tools are assumed dangerous. */
-  readonly effect?: Effect
+  /** The most it can do (see `Access`). Default `"mutate"`: unknown tools are assumed dangerous. */
+  readonly access?: Access
   /** Safe to run twice with the same input. Default `false`. */
   readonly idempotent?: boolean
   /** Talks to the network (MCP `openWorldHint`). */
@@ -36,15 +41,15 @@ export interface Safety {
   readonly spend?: boolean
   /** A person must approve each call (when an approval policy is installed). */
   readonly requiresConfirmation?: boolean
-  /** Destroys or overwrites data (MCP `destructiveHint`). Defaults to `effect === "mutate"`. */
+  /** Destroys or overwrites data (MCP `destructiveHint`). Defaults to `access === "mutate"`. */
   readonly destructive?: boolean
   readonly redact?: Redact
   /** Free-form tags for selection and policy. */
   readonly tags?: ReadonlyArray<string>
 }
 
-/** The side-effect level with its default applied. */
-export const effectOf = (safety: Safety): Effect => safety.effect ?? "mutate"
+/** The access level with its default applied. */
+export const accessOf = (safety: Safety): Access => safety.access ?? "mutate"
 
 /** True when repeating the call is safe. */
 export const isIdempotent = (safety: Safety): boolean => safety.idempotent === true
@@ -56,11 +61,11 @@ export const toMcpAnnotations = (safety: Safety): {
   readonly idempotentHint: boolean
   readonly openWorldHint: boolean
 } => {
-  const effect = effectOf(safety)
+  const access = accessOf(safety)
   return {
-    readOnlyHint: effect === "read",
-    destructiveHint: effect !== "read" && (safety.destructive ?? effect === "mutate"),
+    readOnlyHint: access === "read",
+    destructiveHint: access !== "read" && (safety.destructive ?? access === "mutate"),
     idempotentHint: isIdempotent(safety),
-    openWorldHint: safety.networked === true || effect === "network"
+    openWorldHint: safety.networked === true || access === "network"
   }
 }

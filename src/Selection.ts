@@ -32,9 +32,9 @@ export const where = <R>(registry: ToolRegistry.ToolRegistry<R>, predicate: Pred
   return () => Effect.succeed(advertised)
 }
 
-/** Tools whose side effect is at most `level`. */
-export const effectAtMost = (level: Safety.Effect): Predicate => (spec) =>
-  Safety.isWithin(Safety.effectOf(spec.safety), level)
+/** Tools whose access is at most `level`. */
+export const accessAtMost = (level: Safety.Access): Predicate => (spec) =>
+  Safety.isWithin(Safety.accessOf(spec.safety), level)
 
 /** Tools carrying any of `tags`. */
 export const tagged = (...tags: ReadonlyArray<string>): Predicate => (spec) =>

@@ -37,7 +37,7 @@ export interface Audit {
   readonly kind?: string
   readonly hints?: Readonly<Record<string, boolean>>
   readonly consent?: { readonly decision: string; readonly decidedBy: string; readonly decidedAt: number }
-  readonly scope?: { readonly stage: string; readonly allowedTools?: ReadonlyArray<string>; readonly maxEffect?: string }
+  readonly scope?: { readonly stage: string; readonly allowedTools?: ReadonlyArray<string>; readonly maxAccess?: string }
   readonly layers: ReadonlyArray<AuditLayer>
   readonly metadata?: Readonly<Record<string, unknown>>
 }
@@ -132,7 +132,7 @@ export const Audit: Schema.Codec<Audit, Omit<Audit, "metadata"> & { readonly met
       Schema.Struct({
         stage: Schema.String,
         allowedTools: Schema.optionalKey(Schema.Array(Schema.String)),
-        maxEffect: Schema.optionalKey(Schema.String)
+        maxAccess: Schema.optionalKey(Schema.String)
       })
     ),
     layers: Schema.Array(AuditLayer),

@@ -7,13 +7,13 @@ import type { ToolEvent } from "../src/index.ts"
 const add = Tool.make("add", {
   description: "Adds two integers.",
   input: Schema.Struct({ a: Schema.Int, b: Schema.Int }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ a, b }) => Effect.succeed(a + b)
 })
 const wait = Tool.make("wait", {
   description: "Waits `ms` milliseconds.",
   input: Schema.Struct({ ms: Schema.Int }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ ms }) => Effect.as(Effect.sleep(ms), `waited ${ms}`)
 })
 const crash = Tool.make("crash", {
@@ -124,7 +124,7 @@ describe("Agent.run", () => {
       const lookup = Tool.make("lookup", {
         description: "Looks a row up.",
         input: Schema.Struct({ id: Schema.Int }),
-        safety: { effect: "read" },
+        safety: { access: "read" },
         handler: untyped
       })
       const tools = yield* ToolRegistry.make([lookup])

@@ -21,7 +21,7 @@ const echo = Tool.make("echo", {
   description: "Echo text after `delay` ms.",
   input: Schema.Struct({ text: Schema.String, delay: Schema.optionalKey(Schema.Int) }),
   output: Text,
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ text, delay }) => Effect.as(delay === undefined ? Effect.void : Effect.sleep(delay), { text })
 })
 
@@ -31,7 +31,7 @@ const flakyTool = (name: string, failures: number, idempotent = true) => {
   return Tool.make(name, {
     description: "Flaky.",
     input: Schema.Struct({}),
-    safety: { effect: idempotent ? "read" : "mutate", idempotent },
+    safety: { access: idempotent ? "read" : "mutate", idempotent },
     // A retry schedule on a tool that is neither idempotent nor keyed is refused at registration.
     ...(idempotent ? { retry: Executor.backoff({ base: "100 millis", maxAttempts: 3, jitter: false }) } : {}),
     handler: () =>
@@ -44,7 +44,7 @@ const slowTool = (name: string, idempotent: boolean) =>
     description: "Sleeps 10 s; times out after 1 s.",
     input: Schema.Struct({}),
     timeout: "1 second",
-    safety: { effect: idempotent ? "read" : "mutate", idempotent },
+    safety: { access: idempotent ? "read" : "mutate", idempotent },
     handler: () => Effect.as(Effect.sleep("10 seconds"), "done")
   })
 
@@ -546,7 +546,7 @@ describe("Executor artifacts and redaction", () => {
       const big = Tool.make("dump", {
         description: "Returns a large blob.",
         input: Schema.Struct({ apiKey: Schema.String, size: Schema.Int }),
-        safety: { effect: "read", idempotent: true, redact: { keys: ["apiKey", "token"], patterns: [/sk-[a-z0-9]+/] } },
+        safety: { access: "read", idempotent: true, redact: { keys: ["apiKey", "token"], patterns: [/sk-[a-z0-9]+/] } },
         handler: ({ size }) => Effect.succeed({ token: "tok-SECRET", note: "key sk-abc123 inside", blob: "x".repeat(size) })
       })
       const executor = yield* Executor.make(yield* ToolRegistry.make([big]))
@@ -577,7 +577,7 @@ describe("Executor artifacts and redaction", () => {
       const small = Tool.make("whoami", {
         description: "Returns the user and a token.",
         input: Schema.Struct({}),
-        safety: { effect: "read", redact: { keys: ["token"] } },
+        safety: { access: "read", redact: { keys: ["token"] } },
         handler: () => Effect.succeed({ user: "ada", token: "t-1" })
       })
       const executor = yield* Executor.make(yield* ToolRegistry.make([small]))

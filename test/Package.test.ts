@@ -39,7 +39,7 @@ import { summary } from "tinyagents/middleware"
 const add = Tool.make("add", {
   description: "Adds two integers.",
   input: Schema.Struct({ a: Schema.Int, b: Schema.Int }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ a, b }) => Effect.succeed(a + b)
 })
 

@@ -10,25 +10,25 @@ import { Approval } from "../src/Approval.ts"
 import * as ApprovalModule from "../src/Approval.ts"
 import { Executor, Tool, ToolRegistry, ToolResult, ToolServices } from "../src/index.ts"
 import type { Safety } from "../src/index.ts"
-import { scoped } from "../src/middleware/index.ts"
+import { stage } from "../src/middleware/index.ts"
 import * as Policy from "../src/Policy.ts"
 
 const toolWith = (name: string, safety: Safety.Safety) =>
   Tool.make(name, { description: name, input: Schema.Struct({}), safety, handler: () => Effect.succeed("ran") })
 
 const tools = [
-  toolWith("reader", { effect: "read" }),
-  toolWith("writer", { effect: "write" }),
-  toolWith("fetcher", { effect: "network" }),
-  toolWith("mutator", { effect: "mutate" }),
+  toolWith("reader", { access: "read" }),
+  toolWith("writer", { access: "write" }),
+  toolWith("fetcher", { access: "network" }),
+  toolWith("mutator", { access: "mutate" }),
   toolWith("undeclared", {}),
-  toolWith("shell", { effect: "read", shell: true }),
-  toolWith("buyer", { effect: "network", spend: true }),
-  toolWith("careful", { effect: "read", requiresConfirmation: true }),
-  toolWith("fs_inside", { effect: "write", filesystem: { workspaceRoot: "/srv/work/project" } }),
-  toolWith("fs_outside", { effect: "write", filesystem: { workspaceRoot: "/etc" } }),
-  toolWith("fs_sneaky", { effect: "write", filesystem: { workspaceRoot: "/srv/work/../../etc" } }),
-  toolWith("fs_runtime", { effect: "read", filesystem: true })
+  toolWith("shell", { access: "read", shell: true }),
+  toolWith("buyer", { access: "network", spend: true }),
+  toolWith("careful", { access: "read", requiresConfirmation: true }),
+  toolWith("fs_inside", { access: "write", filesystem: { workspaceRoot: "/srv/work/project" } }),
+  toolWith("fs_outside", { access: "write", filesystem: { workspaceRoot: "/etc" } }),
+  toolWith("fs_sneaky", { access: "write", filesystem: { workspaceRoot: "/srv/work/../../etc" } }),
+  toolWith("fs_runtime", { access: "read", filesystem: true })
 ]
 
 const specOf = (name: string) => Result.getOrThrow(Tool.spec(tools.find((t) => t.name === name)!))
@@ -44,11 +44,11 @@ const approver = Approval.layer((request) =>
 )
 const services = ToolServices.layerTest({ runId: "run-1" })
 
-const run = (options: Policy.Options, name: string, stage?: string) =>
+const run = (options: Policy.Options, name: string, stageName?: string) =>
   Effect.gen(function*() {
     const registry = yield* ToolRegistry.make(tools)
     const executor = yield* Executor.make(registry, {
-      middleware: [...(stage === undefined ? [] : [scoped({ stage })]), Policy.middleware(options)]
+      middleware: [...(stageName === undefined ? [] : [stage({ name: stageName })]), Policy.middleware(options)]
     })
     return yield* executor.run({ id: "c1", name, arguments: {} })
   })
@@ -73,7 +73,7 @@ describe("Policy.check", () => {
   })
 
   it("side-effect ceiling per run: read < write < network < mutate", () => {
-    const options: Policy.Options = { maxEffect: "write", confirm: false }
+    const options: Policy.Options = { maxAccess: "write", confirm: false }
     assert.deepStrictEqual(
       ["reader", "writer", "fetcher", "mutator", "undeclared"].map((n) => verdict(options, n)),
       ["Allow", "Allow", "Block", "Block", "Block"]
@@ -81,7 +81,7 @@ describe("Policy.check", () => {
   })
 
   it("per stage: the tightest of the run's and every enclosing stage's ceiling applies", () => {
-    const options: Policy.Options = { maxEffect: "network", stages: { plan: "write", review: "read" }, confirm: false }
+    const options: Policy.Options = { maxAccess: "network", stages: { plan: "write", review: "read" }, confirm: false }
     assert.strictEqual(verdict(options, "fetcher"), "Allow")
     assert.strictEqual(verdict(options, "fetcher", ["plan"]), "Block")
     assert.strictEqual(verdict(options, "writer", ["plan"]), "Allow")
@@ -129,7 +129,7 @@ describe("Policy.middleware", () => {
       assert.deepStrictEqual(asked, ["careful: the tool requires confirmation", "mutator: the tool mutates state"])
     }).pipe(Effect.provide([services, approver])))
 
-  it.effect("the stage comes from the surrounding scoped layer", () =>
+  it.effect("the stage comes from the surrounding stage layer", () =>
     Effect.gen(function*() {
       const options: Policy.Options = { stages: { review: "read" } }
       const inReview = yield* run(options, "writer", "review")

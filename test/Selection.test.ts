@@ -16,12 +16,12 @@ const toolWith = (name: string, description: string, safety: Safety.Safety = {})
   Tool.make(name, { description, input: Schema.Struct({}), safety, handler: () => Effect.succeed(name) })
 
 const tools = [
-  toolWith("read_file", "Read a text file from the workspace.", { effect: "read", tags: ["files"] }),
-  toolWith("write_file", "Write a text file in the workspace, replacing it.", { effect: "write", tags: ["files"] }),
-  toolWith("search_web", "Search the web for pages matching a query.", { effect: "network", tags: ["web"] }),
-  toolWith("send_email", "Send an email message to a recipient.", { effect: "network" }),
-  toolWith("delete_repository", "Delete a git repository. Destructive.", { effect: "mutate" }),
-  toolWith("get_weather", "Current weather forecast for a city.", { effect: "network" })
+  toolWith("read_file", "Read a text file from the workspace.", { access: "read", tags: ["files"] }),
+  toolWith("write_file", "Write a text file in the workspace, replacing it.", { access: "write", tags: ["files"] }),
+  toolWith("search_web", "Search the web for pages matching a query.", { access: "network", tags: ["web"] }),
+  toolWith("send_email", "Send an email message to a recipient.", { access: "network" }),
+  toolWith("delete_repository", "Delete a git repository. Destructive.", { access: "mutate" }),
+  toolWith("get_weather", "Current weather forecast for a city.", { access: "network" })
 ]
 const registry = Result.getOrThrow(ToolRegistry.makeResult(tools))
 const namesOf = (advertised: ToolRegistry.Advertised) => [...advertised.names]
@@ -31,12 +31,12 @@ describe("Selection: lists and predicates", () => {
     Effect.gen(function*() {
       assert.deepStrictEqual(namesOf(yield* Selection.names(registry, ["send_email", "nope"])("anything")), ["send_email"])
       assert.deepStrictEqual(
-        namesOf(yield* Selection.where(registry, Selection.effectAtMost("write"))("")),
+        namesOf(yield* Selection.where(registry, Selection.accessAtMost("write"))("")),
         ["read_file", "write_file"]
       )
       assert.deepStrictEqual(namesOf(yield* Selection.where(registry, Selection.tagged("web"))("")), ["search_web"])
       assert.deepStrictEqual(
-        namesOf(yield* Selection.where(registry, Selection.every(Selection.tagged("files"), Selection.effectAtMost("read")))("")),
+        namesOf(yield* Selection.where(registry, Selection.every(Selection.tagged("files"), Selection.accessAtMost("read")))("")),
         ["read_file"]
       )
     }))

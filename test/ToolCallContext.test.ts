@@ -37,7 +37,7 @@ describe("ToolCallContext", () => {
       const send = Tool.make("send_email", {
         description: "Sends an email once per message id.",
         input: Schema.Struct({ messageId: Schema.String }),
-        safety: { effect: "network" },
+        safety: { access: "network" },
         idempotency: ({ messageId }) => `msg:${messageId}`,
         retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }),
         services: [ToolCallContext.ToolCallContext],
@@ -84,7 +84,7 @@ describe("ToolCallContext", () => {
         description: "Hangs on the first attempt.",
         input: Schema.Struct({}),
         timeout: "1 second",
-        safety: { effect: "network", idempotent: true },
+        safety: { access: "network", idempotent: true },
         retry: Executor.backoff({ base: "10 millis", maxAttempts: 2, jitter: false }),
         services: [ToolCallContext.ToolCallContext],
         handler: () =>

@@ -30,7 +30,7 @@ const echo = Tool.make("echo", {
   description: "Echo text.",
   input: Schema.Struct({ text: Schema.String, tags: Schema.optionalKey(Schema.Array(Schema.String)) }),
   output: Schema.Struct({ text: Schema.String }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ text }) => Effect.succeed({ text })
 })
 
@@ -38,7 +38,7 @@ let flakyCalls = 0
 const flaky = Tool.make("flaky", {
   description: "Fails once with a transient error, then answers.",
   input: Schema.Struct({}),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   retry: Schedule.recurs(2),
   handler: () =>
     Effect.suspend(() =>
@@ -51,7 +51,7 @@ const flaky = Tool.make("flaky", {
 const dump = Tool.make("dump", {
   description: "Returns a large blob.",
   input: Schema.Struct({ size: Schema.Int }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ size }) => Effect.succeed("x".repeat(size))
 })
 
@@ -73,7 +73,7 @@ const lookup = Tool.make("lookup", {
 const add = Tool.make("add", {
   description: "Adds two integers.",
   input: Schema.Struct({ a: Schema.Int, b: Schema.Int }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ a, b }) => Effect.succeed(a + b)
 })
 

@@ -142,19 +142,19 @@ describe("ToolRegistry names", () => {
         Tool.make("reader", {
           description: "r",
           input: Schema.Struct({}),
-          safety: { effect: "read" },
+          safety: { access: "read" },
           handler: () => Effect.void
         }),
         Tool.make("writer", {
           description: "w",
           input: Schema.Struct({}),
-          safety: { effect: "write" },
+          safety: { access: "write" },
           handler: () => Effect.void
         })
       ])
       const byName = ToolRegistry.advertise(registry, ["writer", "unknown"])
       assert.deepStrictEqual<ReadonlyArray<string>>(byName.names, ["writer"])
-      const byPredicate = ToolRegistry.advertise(registry, (spec) => spec.safety.effect === "read")
+      const byPredicate = ToolRegistry.advertise(registry, (spec) => spec.safety.access === "read")
       assert.deepStrictEqual<ReadonlyArray<string>>(byPredicate.names, ["reader"])
       assert.isTrue(byPredicate.has("reader"))
       assert.isFalse(byPredicate.has("writer"))

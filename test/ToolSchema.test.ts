@@ -22,7 +22,7 @@ const saveNote = Tool.make("save_note", {
   }),
   output: Schema.Struct({ saved: Schema.Boolean }),
   services: [RunContext.RunContext, StoreRegistry.StoreRegistry, EventSink.EventSink, Cancellation.Cancellation],
-  safety: { effect: "write", idempotent: true },
+  safety: { access: "write", idempotent: true },
   handler: ({ key, text }) =>
     Effect.gen(function*() {
       const run = yield* RunContext.RunContext

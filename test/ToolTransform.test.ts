@@ -7,13 +7,13 @@ import * as ToolTransform from "../src/ToolTransform.ts"
 const read = Tool.make("read_note", {
   description: "Read a note.",
   input: Schema.Struct({ key: Schema.String }).annotate({ description: "which note" }),
-  safety: { effect: "read", tags: ["notes"] },
+  safety: { access: "read", tags: ["notes"] },
   handler: () => Effect.succeed("text")
 })
 const remove = Tool.make("remove_note", {
   description: "Remove a note.",
   input: Schema.Struct({ key: Schema.String }),
-  safety: { effect: "mutate" },
+  safety: { access: "mutate" },
   handler: () => Effect.succeed("gone")
 })
 
@@ -46,7 +46,7 @@ describe("ToolTransform", () => {
     Effect.gen(function*() {
       const registry = yield* ToolRegistry.make([read, remove])
       const out = yield* ToolTransform.apply(registry, [
-        ToolTransform.drop((spec) => spec.safety.effect === "mutate"),
+        ToolTransform.drop((spec) => spec.safety.access === "mutate"),
         ToolTransform.describe((spec) => `${spec.description} Always say why.`)
       ])
       assert.deepStrictEqual<ReadonlyArray<string>>(out.names, ["read_note"])

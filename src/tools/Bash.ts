@@ -195,7 +195,7 @@ export const bash = Tool.make("bash", {
   services: [Workspace],
   // Above the command's own limit, so that limit always applies (and reports timedOut: true).
   timeout: `${maxTimeoutSeconds + timeoutGraceSeconds} seconds`,
-  safety: { effect: "mutate", idempotent: false, shell: true, requiresConfirmation: true, destructive: true },
+  safety: { access: "mutate", idempotent: false, shell: true, requiresConfirmation: true, destructive: true },
   handler: Effect.fn("bash")(function*({ command, timeoutSeconds = defaultTimeoutSeconds }) {
     const { root } = yield* Workspace
     const seconds = Math.min(timeoutSeconds, maxTimeoutSeconds)

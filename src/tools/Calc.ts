@@ -200,7 +200,7 @@ export const calc = Tool.make("calc", {
     expression: Schema.String.annotate({ description: "The expression, e.g. \"(2 + 3) * 4 ** 0.5\"" })
   }),
   output: Schema.Struct({ result: Schema.Number }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ expression }) =>
     Result.match(evaluate(expression), {
       onSuccess: (result) => Effect.succeed({ result }),

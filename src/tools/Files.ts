@@ -116,7 +116,7 @@ export const readFile = Tool.make("read_file", {
     nextOffset: Schema.optionalKey(Schema.Number)
   }),
   services: [Workspace],
-  safety: { effect: "read", idempotent: true, filesystem: true },
+  safety: { access: "read", idempotent: true, filesystem: true },
   handler: Effect.fn("read_file")(function*({ path: given, offset = 1, limit = defaultReadLimit }) {
     const absolute = yield* resolveInside(given)
     const stat = yield* attempt("read", given, () => fs.stat(absolute))
@@ -220,7 +220,7 @@ export const writeFile = Tool.make("write_file", {
   }),
   output: Schema.Struct({ path: Schema.String, bytesWritten: Schema.Number, created: Schema.Boolean }),
   services: [Workspace],
-  safety: { effect: "write", idempotent: true, filesystem: true, destructive: true },
+  safety: { access: "write", idempotent: true, filesystem: true, destructive: true },
   handler: Effect.fn("write_file")(function*({ path: given, content, createDirectories = false }) {
     const bytes = new TextEncoder().encode(content)
     if (bytes.byteLength > maxFileBytes) {

@@ -182,7 +182,7 @@ describe("retry safety", () => {
       const unsafe = Tool.make("charge_card", {
         description: "Charges a card.",
         input: Schema.Struct({ cents: Schema.Int }),
-        safety: { effect: "mutate" },
+        safety: { access: "mutate" },
         retry,
         handler: () => Effect.succeed("charged")
       })
@@ -193,7 +193,7 @@ describe("retry safety", () => {
       const keyed = Tool.make("charge_card", {
         description: "Charges a card once per key.",
         input: Schema.Struct({ cents: Schema.Int, key: Schema.String }),
-        safety: { effect: "mutate" },
+        safety: { access: "mutate" },
         idempotency: ({ key }) => key,
         retry,
         handler: () => Effect.succeed("charged")
@@ -209,7 +209,7 @@ describe("retry safety", () => {
         description: "Exclusive, idempotent, fails once.",
         input: Schema.Struct({}),
         exclusive: true,
-        safety: { effect: "write", idempotent: true },
+        safety: { access: "write", idempotent: true },
         retry: Executor.backoff({ base: "1 second", maxAttempts: 2, jitter: false }),
         handler: () =>
           Effect.suspend(() => ++attempts === 1 ? Effect.fail(ToolError.retryable("busy")) : Effect.succeed("indexed"))
@@ -218,7 +218,7 @@ describe("retry safety", () => {
         description: "Exclusive and quick.",
         input: Schema.Struct({}),
         exclusive: true,
-        safety: { effect: "write", idempotent: true },
+        safety: { access: "write", idempotent: true },
         handler: () => Effect.as(Effect.sleep(10), "touched")
       })
       const { offered, sink } = makeSink("sync")

@@ -38,7 +38,7 @@ const makeCharge = (options: { readonly failures?: number; readonly sleep?: numb
     description: "Charges a card once per request id.",
     input: Schema.Struct({ requestId: Schema.String, cents: Schema.Int }),
     output: Schema.Struct({ chargeId: Schema.String, cents: Schema.Int }),
-    safety: { effect: "write" },
+    safety: { access: "write" },
     idempotency: ({ requestId }) => {
       probe.keyRuns++
       return requestId
@@ -185,7 +185,7 @@ describe("idempotency keys", () => {
       const flaky = Tool.make("place_order", {
         description: "Fails the first time.",
         input: Schema.Struct({ orderId: Schema.String }),
-        safety: { effect: "write" },
+        safety: { access: "write" },
         idempotency: ({ orderId }) => orderId,
         handler: () => Effect.suspend(() => ++runs === 1 ? Effect.fail(ToolError.repairable("out of stock")) : Effect.succeed("placed"))
       })
@@ -243,7 +243,7 @@ describe("idempotency keys", () => {
       const bad = Tool.make("bad_key", {
         description: "Its key function throws.",
         input: Schema.Struct({}),
-        safety: { effect: "write" },
+        safety: { access: "write" },
         idempotency: () => {
           throw new Error("no key")
         },

@@ -21,7 +21,7 @@ const weather = Tool.make("weather", {
   description: "Current weather.",
   input: Schema.Struct({ city: Schema.String, as: Schema.Literals(["text", "json", "chart", "image"]) }),
   output: Weather,
-  safety: { effect: "read", redact: { keys: ["token"], patterns: [/sk-[a-z0-9]+/] } },
+  safety: { access: "read", redact: { keys: ["token"], patterns: [/sk-[a-z0-9]+/] } },
   toModelOutput: (w) => {
     // the handler's typed output; `as` is smuggled through the city for the test
     const [city, as] = w.city.split("|") as [string, string]

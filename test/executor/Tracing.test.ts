@@ -58,7 +58,7 @@ const lookup = Tool.make("lookup", {
   description: "Looks a customer up.",
   input: Schema.Struct({ customer: Schema.String, apiKey: Schema.optionalKey(Schema.String) }),
   output: Schema.Struct({ note: Schema.String }),
-  safety: { effect: "read", idempotent: true, redact: { keys: ["apiKey"] } },
+  safety: { access: "read", idempotent: true, redact: { keys: ["apiKey"] } },
   handler: ({ customer }) => Effect.succeed({ note: `${customer} owes ${SECRET_RESULT}` })
 })
 const refuse = Tool.make("refuse", {

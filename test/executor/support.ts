@@ -87,7 +87,7 @@ export const tools = (probe: Probe, timeout: Duration.Input = "2 seconds") => [
     description: "Behaves as told.",
     input: Input,
     timeout,
-    safety: { effect: "read", idempotent: true },
+    safety: { access: "read", idempotent: true },
     retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }),
     handler: behave(probe, false)
   }),
@@ -96,14 +96,14 @@ export const tools = (probe: Probe, timeout: Duration.Input = "2 seconds") => [
     input: Input,
     timeout,
     exclusive: true,
-    safety: { effect: "mutate" },
+    safety: { access: "mutate" },
     handler: behave(probe, true)
   }),
   Tool.make("charge", {
     description: "Behaves as told, once per key.",
     input: Input,
     timeout,
-    safety: { effect: "write" },
+    safety: { access: "write" },
     idempotency: ({ key }) => key ?? "none",
     retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }),
     handler: (input) =>

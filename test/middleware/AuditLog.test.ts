@@ -51,7 +51,7 @@ describe("auditLog", () => {
       const pay = Tool.make("pay_invoice", {
         description: "Pays an invoice once per invoice id.",
         input: Schema.Struct({ invoiceId: Schema.String }),
-        safety: { effect: "write" },
+        safety: { access: "write" },
         idempotency: ({ invoiceId }) => `invoice:${invoiceId}`,
         handler: () => Effect.succeed("paid")
       })

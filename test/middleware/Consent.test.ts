@@ -66,7 +66,7 @@ describe("consent", () => {
     Effect.gen(function*() {
       const asked: Array<string> = []
       const executor = yield* executorOf(makeTools(makeCounter()).all, [
-        consent({ when: (inv) => inv.spec.safety.effect !== "read" })
+        consent({ when: (inv) => inv.spec.safety.access !== "read" })
       ])
       const approver = Approval.layer((r) => Effect.sync(() => (asked.push(r.toolName), ApprovalModule.approve())))
       const read = yield* executor.run(call("c1", "echo", { text: "hi" })).pipe(Effect.provide(approver))

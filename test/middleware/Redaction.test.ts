@@ -8,7 +8,7 @@ import { call, executorOf, layersOf, makeCounter, makeTools, services } from "./
 const leaky = Tool.make("leaky", {
   description: "Returns a password and a text mentioning a key.",
   input: Schema.Struct({}),
-  safety: { effect: "read" },
+  safety: { access: "read" },
   handler: () => Effect.succeed({ user: "ann", password: "hunter2", note: "key sk-123456 here" })
 })
 

@@ -99,7 +99,7 @@ describe("requiredReason", () => {
         description: "Accepts unknown keys.",
         input: Schema.Struct({ q: Schema.String }),
         allowUnknownKeys: true,
-        safety: { effect: "read" },
+        safety: { access: "read" },
         handler: (input) => Effect.sync(() => void seen.push(input))
       })
       const reason = requiredReason({})
@@ -115,7 +115,7 @@ describe("requiredReason", () => {
       const ban = Tool.make("ban_user", {
         description: "Ban a user; the reason is shown to them.",
         input: Schema.Struct({ user: Schema.String, reason: Schema.String }),
-        safety: { effect: "write" },
+        safety: { access: "write" },
         handler: (input) => Effect.sync(() => void seen.push(input))
       })
       const reason = requiredReason({})

@@ -19,7 +19,7 @@ import {
   redaction,
   Redaction,
   requiredReason,
-  scoped,
+  stage,
   stack,
   summary
 } from "../../src/middleware/index.ts"
@@ -144,17 +144,17 @@ describe("full governance stack", () => {
       const executor = yield* Executor.make(registry, {
         middleware: stack(
           auditLog((r) => receipts.push(r)),
-          scoped({ stage: "review", allowedTools: ["echo", "write_note"] }),
+          stage({ name: "review", allowedTools: ["echo", "write_note"] }),
           Policy.middleware({ stages: { review: "read" } })
         )
       })
       const blocked = yield* executor.run(call("c1", "write_note", { key: "k", text: "t" }))
       const outside = yield* executor.run(call("c2", "delete_all"))
       const ok = yield* executor.run(call("c3", "echo", { text: "hi" }))
-      assert.deepStrictEqual(layersOf(blocked), ["audit_log:policy_blocked", "scoped:policy_blocked", "policy:policy_blocked"])
+      assert.deepStrictEqual(layersOf(blocked), ["audit_log:policy_blocked", "stage:policy_blocked", "policy:policy_blocked"])
       assert.include(ToolResult.textOf(blocked), "stage \"review\" allows side effects up to read")
-      assert.deepStrictEqual(layersOf(outside), ["audit_log:scope_violation", "scoped:scope_violation"])
-      assert.deepStrictEqual(layersOf(ok), ["audit_log:ok", "scoped:ok", "policy:ok"])
+      assert.deepStrictEqual(layersOf(outside), ["audit_log:scope_violation", "stage:scope_violation"])
+      assert.deepStrictEqual(layersOf(ok), ["audit_log:ok", "stage:ok", "policy:ok"])
       assert.deepStrictEqual(receipts.map((r) => r.status), ["policy_blocked", "scope_violation", "ok"])
     }).pipe(Effect.provide([services, approver])))
 })

@@ -19,25 +19,25 @@ export const makeTools = (counter: ReturnType<typeof makeCounter>) => {
     description: "Echo text back. Read-only.",
     input: Schema.Struct({ text: Schema.String, token: Schema.optionalKey(Schema.String) }),
     output: Schema.Struct({ text: Schema.String }),
-    safety: { effect: "read", idempotent: true, tags: ["text"] },
+    safety: { access: "read", idempotent: true, tags: ["text"] },
     handler: (input) => Effect.as(counter.record("echo", input), { text: input.text })
   })
   const writeNote = Tool.make("write_note", {
     description: "Write a note under a key. Overwrites.",
     input: Schema.Struct({ key: Schema.String, text: Schema.String }),
-    safety: { effect: "write" },
+    safety: { access: "write" },
     handler: (input) => Effect.as(counter.record("write_note", input), "saved")
   })
   const deleteAll = Tool.make("delete_all", {
     description: "Delete every note. Destructive.",
     input: Schema.Struct({}),
-    safety: { effect: "mutate" },
+    safety: { access: "mutate" },
     handler: (input) => Effect.as(counter.record("delete_all", input), "deleted")
   })
   const crash = Tool.make("crash", {
     description: "Throws.",
     input: Schema.Struct({}),
-    safety: { effect: "read" },
+    safety: { access: "read" },
     handler: () =>
       Effect.andThen(counter.record("crash", {}), Effect.sync(() => {
         throw new Error("boom")
@@ -46,7 +46,7 @@ export const makeTools = (counter: ReturnType<typeof makeCounter>) => {
   const slow = Tool.make("slow", {
     description: "Sleeps `millis` then answers.",
     input: Schema.Struct({ millis: Schema.Int }),
-    safety: { effect: "read" },
+    safety: { access: "read" },
     timeout: "1 minute",
     handler: (input) => Effect.as(Effect.andThen(counter.record("slow", input), Effect.sleep(input.millis)), "done")
   })

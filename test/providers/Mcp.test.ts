@@ -15,13 +15,13 @@ const conforms = (definition: string, value: unknown) =>
 
 const weather = imported(official.listedTool.name, official.listedTool.inputSchema, {
   description: official.listedTool.description,
-  safety: { effect: "network", idempotent: true }
+  safety: { access: "network", idempotent: true }
 })
 // Imported tools keep their output schema as given (the spec's example is an open object).
 const weatherData = imported(official.structuredTool.name, official.structuredTool.inputSchema, {
   description: official.structuredTool.description,
   outputSchema: official.structuredTool.outputSchema,
-  safety: { effect: "read" }
+  safety: { access: "read" }
 })
 
 describe("Mcp golden (2025-11-25 tools page examples)", () => {

@@ -36,13 +36,13 @@ const weather = imported("get_weather", {
     unit: { type: "string", enum: ["celsius", "fahrenheit"] }
   },
   required: ["location"]
-}, { description: "Get the current temperature for a location.", safety: { effect: "network", idempotent: true } })
+}, { description: "Get the current temperature for a location.", safety: { access: "network", idempotent: true } })
 
 const screenshot = imported("take_screenshot", {
   type: "object",
   properties: { url: { type: "string", description: "Page to capture" } },
   required: ["url"]
-}, { description: "Capture a web page as a PNG.", safety: { effect: "read" } })
+}, { description: "Capture a web page as a PNG.", safety: { access: "read" } })
 
 const reg = registry([weather, screenshot])
 const specs = reg.specs

@@ -248,7 +248,7 @@ describe("bash", () => {
 
   it("declares honest safety", () => {
     assert.deepStrictEqual(bash.safety, {
-      effect: "mutate",
+      access: "mutate",
       idempotent: false,
       shell: true,
       requiresConfirmation: true,

@@ -71,7 +71,7 @@ describe("calc", () => {
   })
 
   it("declares read-only, idempotent safety", () => {
-    assert.deepStrictEqual(calc.safety, { effect: "read", idempotent: true })
+    assert.deepStrictEqual(calc.safety, { access: "read", idempotent: true })
     assert.isTrue(Result.isSuccess(Tool.spec(calc)))
   })
 })

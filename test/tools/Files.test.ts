@@ -229,8 +229,8 @@ describe("write_file", () => {
     ))
 
   it("declares honest safety", () => {
-    assert.deepStrictEqual(readFile.safety, { effect: "read", idempotent: true, filesystem: true })
-    assert.deepStrictEqual(writeFile.safety, { effect: "write", idempotent: true, filesystem: true, destructive: true })
+    assert.deepStrictEqual(readFile.safety, { access: "read", idempotent: true, filesystem: true })
+    assert.deepStrictEqual(writeFile.safety, { access: "write", idempotent: true, filesystem: true, destructive: true })
     assert.deepStrictEqual(readFile.services, [Workspace])
     assert.isTrue(Result.isSuccess(Tool.spec(readFile)))
     assert.isTrue(Result.isSuccess(Tool.spec(writeFile)))

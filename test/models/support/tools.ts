@@ -16,7 +16,7 @@ export const withKey = (body: unknown, key: string): unknown => JSON.parse(JSON.
 export const add = Tool.make("add", {
   description: "Adds two integers.",
   input: Schema.Struct({ a: Schema.Int, b: Schema.Int }),
-  safety: { effect: "read", idempotent: true },
+  safety: { access: "read", idempotent: true },
   handler: ({ a, b }) => Effect.succeed(a + b)
 })
 

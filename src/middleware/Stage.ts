@@ -1,10 +1,12 @@
 /**
- * `scoped`: narrows what may run for a stage of the work (the tools allowed,
- * the most severe side effect). The current scope is a `Context.Reference`;
- * a scoped layer intersects its own rules with the surrounding scope and
- * provides the result to the rest of the chain, so a stage can only tighten
- * what surrounds it, never widen it. A call outside the scope is refused with
- * status `scope_violation`, naming the stage. `Policy` reads the stage too.
+ * `stage`: narrows what may run for a stage of the work (the tools allowed,
+ * the most severe access). The current stage's rules are a `Context.Reference`;
+ * a stage layer intersects its own rules with the surrounding ones and provides
+ * the result to the rest of the chain, so a stage can only tighten what
+ * surrounds it, never widen it. A call outside the stage is refused with status
+ * `scope_violation` (the catalogue's word), naming the stage. `Policy` reads the
+ * stage too. (The catalogue calls this `with_scoped_executor`; "scoped" is an
+ * Effect word, so it is `stage` here.)
  */
 import { Context, Effect } from "effect"
 import type { Middleware } from "../Middleware.ts"
@@ -12,25 +14,26 @@ import * as Safety from "../Safety.ts"
 import { PolicyBlocked } from "../ToolError.ts"
 import * as AuditTrail from "./AuditTrail.ts"
 
-/** The scope a call runs under. */
+/** The rules a call runs under: the stages it is in and their intersection. */
 export interface Scope {
   /** Stage names, outermost first. */
   readonly stages: ReadonlyArray<string>
   /** Canonical tool names allowed; `undefined`: any tool. */
   readonly allowedTools?: ReadonlyArray<string>
-  /** The most severe side effect allowed; `undefined`: any. */
-  readonly maxEffect?: Safety.Effect
+  /** The most severe access allowed; `undefined`: any. */
+  readonly maxAccess?: Safety.Access
 }
 
-/** The current scope; `undefined` outside every `scoped` layer. */
-export const Current = Context.Reference<Scope | undefined>("tinyagents/middleware/Scope", {
+/** The current rules; `undefined` outside every `stage` layer. */
+export const Current = Context.Reference<Scope | undefined>("tinyagents/middleware/Stage", {
   defaultValue: () => undefined
 })
 
 export interface Options {
-  readonly stage: string
+  /** The stage's name, shown in audits (`audit.scope.stage`) and messages. */
+  readonly name: string
   readonly allowedTools?: ReadonlyArray<string>
-  readonly maxEffect?: Safety.Effect
+  readonly maxAccess?: Safety.Access
   /** Violations are repairable (default) or fatal. */
   readonly repair?: boolean
 }
@@ -42,23 +45,23 @@ export const narrow = (outer: Scope | undefined, inner: Options): Scope => {
     : inner.allowedTools === undefined
     ? outer.allowedTools
     : outer.allowedTools.filter((name) => inner.allowedTools!.includes(name))
-  const levels = [outer?.maxEffect, inner.maxEffect].filter((e): e is Safety.Effect => e !== undefined)
-  const maxEffect = levels.length === 0
+  const levels = [outer?.maxAccess, inner.maxAccess].filter((e): e is Safety.Access => e !== undefined)
+  const maxAccess = levels.length === 0
     ? undefined
     : levels.reduce((a, b) => Safety.isWithin(a, b) ? a : b)
   return {
-    stages: [...(outer?.stages ?? []), inner.stage],
+    stages: [...(outer?.stages ?? []), inner.name],
     ...(allowedTools === undefined ? {} : { allowedTools }),
-    ...(maxEffect === undefined ? {} : { maxEffect })
+    ...(maxAccess === undefined ? {} : { maxAccess })
   }
 }
 
 /** The stage path of a scope, as shown in audits and messages (`"plan/research"`). */
 export const stageOf = (scope: Scope): string => scope.stages.join("/")
 
-/** Runs the rest of the chain under a narrowed scope; refuses calls outside it. */
-export const scoped = (options: Options): Middleware =>
-  AuditTrail.make("scoped", (invocation, next, recorder) =>
+/** Runs the rest of the chain under the stage's narrowed rules; refuses calls outside them. */
+export const stage = (options: Options): Middleware =>
+  AuditTrail.make("stage", (invocation, next, recorder) =>
     Effect.gen(function*() {
       const scope = narrow(yield* Current, options)
       const stage = stageOf(scope)
@@ -66,17 +69,17 @@ export const scoped = (options: Options): Middleware =>
         scope: {
           stage,
           ...(scope.allowedTools === undefined ? {} : { allowedTools: scope.allowedTools }),
-          ...(scope.maxEffect === undefined ? {} : { maxEffect: scope.maxEffect })
+          ...(scope.maxAccess === undefined ? {} : { maxAccess: scope.maxAccess })
         }
       })
       const { name, safety } = invocation.spec
-      const effect = Safety.effectOf(safety)
+      const access = Safety.accessOf(safety)
       const reason = scope.allowedTools !== undefined && !scope.allowedTools.includes(name)
         ? `stage ${JSON.stringify(stage)} does not allow tool ${name}; allowed: ${
           scope.allowedTools.length === 0 ? "(none)" : scope.allowedTools.join(", ")
         }`
-        : scope.maxEffect !== undefined && !Safety.isWithin(effect, scope.maxEffect)
-        ? `stage ${JSON.stringify(stage)} allows side effects up to ${scope.maxEffect}; ${name} is ${effect}`
+        : scope.maxAccess !== undefined && !Safety.isWithin(access, scope.maxAccess)
+        ? `stage ${JSON.stringify(stage)} allows side effects up to ${scope.maxAccess}; ${name} is ${access}`
         : undefined
       if (reason !== undefined) {
         return yield* AuditTrail.refuse(
