@@ -20,8 +20,9 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Layer, Logger, References, Result } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { Agent, Approval, ChatModel, EventSink, middleware, RunContext, StoreRegistry, ToolRegistry } from "../src/index.ts"
-import { AnthropicModel, ModelConfigError, OpenAiChatModel } from "../src/models/index.ts"
+import { Agent, ChatModel, EventSink, middleware, RunContext, StoreRegistry, ToolRegistry } from "../src/index.ts"
+import { TerminalApproval } from "../src/governance/middleware/index.ts"
+import { AnthropicModel, ModelConfigError, OpenAiChatModel } from "../src/agent/models/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { Workspace } from "../src/tools/index.ts"
 import { demoTools, formatEvent, formatSummary, makeWorkspace, script, summarize } from "./demo.ts"
@@ -130,7 +131,7 @@ program.pipe(
     RunContext.RunContext.layer({ threadId: "demo-thread", runId: "demo-run", turn: 0 }),
     StoreRegistry.StoreRegistry.layerMemory,
     Workspace.Workspace.layer(root),
-    Approval.Approval.layerTerminal({ fallback: "approve", output: process.stdout }),
+    TerminalApproval.layer({ fallback: "approve", output: process.stdout }),
     NodeFileSystem.layer,
     Logger.layer([logLine])
   )),

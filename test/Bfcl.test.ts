@@ -9,10 +9,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
 import { readFileSync } from "node:fs"
-import * as Tool from "../src/Tool.ts"
-import type { InvalidArguments, MalformedArguments, ToolNotAllowed, ToolNotFound } from "../src/ToolError.ts"
-import * as ToolName from "../src/ToolName.ts"
-import * as ToolRegistry from "../src/ToolRegistry.ts"
+import * as Tool from "../src/contract/Tool.ts"
+import type { InvalidArguments, MalformedArguments, ToolNotAllowed, ToolNotFound } from "../src/contract/ToolError.ts"
+import * as ToolName from "../src/contract/ToolName.ts"
+import * as ToolRegistry from "../src/contract/ToolRegistry.ts"
 
 // ---------------------------------------------------------------------------
 // corpus

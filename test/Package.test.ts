@@ -103,7 +103,7 @@ describe("the packed package", () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }))
 
   it("ships the build, its declarations and maps, the sources they map to, and the license", () => {
-    for (const entry of ["index", "tools/index", "providers/index", "models/index", "middleware/index"]) {
+    for (const entry of ["index", "tools/index", "providers/index", "agent/models/index", "governance/middleware/index"]) {
       expect(files).toContain(`dist/${entry}.js`)
       expect(files).toContain(`dist/${entry}.d.ts`)
       expect(files).toContain(`dist/${entry}.d.ts.map`)

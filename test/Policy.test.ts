@@ -6,12 +6,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
-import { Approval } from "../src/Approval.ts"
-import * as ApprovalModule from "../src/Approval.ts"
+import { Approval } from "../src/governance/Approval.ts"
+import * as ApprovalModule from "../src/governance/Approval.ts"
 import { Executor, Tool, ToolRegistry, ToolResult, ToolServices } from "../src/index.ts"
 import type { Safety } from "../src/index.ts"
-import { stage } from "../src/middleware/index.ts"
-import * as Policy from "../src/Policy.ts"
+import { stage } from "../src/governance/middleware/index.ts"
+import * as Policy from "../src/governance/middleware/Policy.ts"
 
 const toolWith = (name: string, safety: Safety.Safety) =>
   Tool.make(name, { description: name, input: Schema.Struct({}), safety, handler: () => Effect.succeed("ran") })

@@ -148,8 +148,8 @@ describe("README names", () => {
       ["tinyagents", "src/index.ts"],
       ["tinyagents/tools", "src/tools/index.ts"],
       ["tinyagents/providers", "src/providers/index.ts"],
-      ["tinyagents/models", "src/models/index.ts"],
-      ["tinyagents/middleware", "src/middleware/index.ts"]
+      ["tinyagents/models", "src/agent/models/index.ts"],
+      ["tinyagents/middleware", "src/governance/middleware/index.ts"]
     ]
     for (const [specifier, file] of entries) {
       const module = (await import(specifier)) as Record<string, unknown>
@@ -162,7 +162,7 @@ describe("README names", () => {
     const checked: Array<string> = []
     const missing: Array<string> = []
     for (const span of prose.matchAll(/`([^`\n]+)`/g)) {
-      for (const match of span[1]!.matchAll(/(?<![\w$.])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+/g)) {
+      for (const match of span[1]!.matchAll(/(?<![\w$./-])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+/g)) {
         const [first, ...rest] = match[0].split(".")
         let node: Node | "type" | undefined = roots.get(first!)
         if (node === undefined) continue

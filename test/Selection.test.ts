@@ -7,10 +7,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
 import { readFileSync } from "node:fs"
-import { tokenize } from "../src/internal/bm25.ts"
+import { tokenize } from "../src/agent/internal/bm25.ts"
 import { Executor, Tool, ToolRegistry, ToolServices } from "../src/index.ts"
 import type { Safety } from "../src/index.ts"
-import * as Selection from "../src/Selection.ts"
+import * as Selection from "../src/agent/Selection.ts"
 
 const toolWith = (name: string, description: string, safety: Safety.Safety = {}) =>
   Tool.make(name, { description, input: Schema.Struct({}), safety, handler: () => Effect.succeed(name) })

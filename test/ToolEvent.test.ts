@@ -24,7 +24,7 @@ import {
   ToolRegistry,
   ToolServices
 } from "../src/index.ts"
-import * as AuditTrail from "../src/middleware/AuditTrail.ts"
+import * as AuditTrail from "../src/governance/middleware/AuditTrail.ts"
 
 const echo = Tool.make("echo", {
   description: "Echo text.",

@@ -3,8 +3,8 @@ import { Effect, Result, Schema } from "effect"
 import { Tool as AiTool } from "effect/ai"
 import { readFileSync } from "node:fs"
 import { Tool, ToolError, ToolInput } from "../src/index.ts"
-import { toModelCodec } from "../src/internal/modelSchema.ts"
-import { isEmptyStruct } from "../src/ToolSchema.ts"
+import { toModelCodec } from "../src/contract/internal/modelSchema.ts"
+import { isEmptyStruct } from "../src/contract/ToolSchema.ts"
 
 const ReadFile = Schema.Struct({
   path: Schema.String,

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
-import * as ToolInput from "../src/ToolInput.ts"
+import * as ToolInput from "../src/contract/ToolInput.ts"
 import { validate2020 } from "./providers/support/schemaChecks.ts"
 import {
   Cancellation,

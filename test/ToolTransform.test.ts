@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
 import { Tool, ToolRegistry } from "../src/index.ts"
-import * as ToolTransform from "../src/ToolTransform.ts"
+import * as ToolTransform from "../src/contract/ToolTransform.ts"
 
 const read = Tool.make("read_note", {
   description: "Read a note.",

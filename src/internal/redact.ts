@@ -3,7 +3,7 @@
  * become "[redacted]", and pattern matches in strings are replaced. Returns new
  * values; never mutates its input.
  */
-import type { Redact } from "../Safety.ts"
+import type { Redact } from "../contract/Safety.ts"
 
 export const marker = "[redacted]"
 

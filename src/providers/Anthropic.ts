@@ -13,9 +13,9 @@
  * the SDK's `Message` and `ContentBlock[]` pass as they are.
  */
 import { Result } from "effect"
-import type { ToolSpec } from "../Tool.ts"
-import type { ToolCall } from "../ToolCall.ts"
-import type { ToolResult } from "../ToolResult.ts"
+import type { ToolSpec } from "../contract/Tool.ts"
+import type { ToolCall } from "../contract/ToolCall.ts"
+import type { ToolResult } from "../contract/ToolResult.ts"
 import * as AnthropicStrict from "./internal/anthropicStrict.ts"
 import { imagesOf, textOf } from "./internal/content.ts"
 import * as Names from "./internal/names.ts"

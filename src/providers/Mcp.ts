@@ -12,12 +12,12 @@
  * `extra.requestId`.
  */
 import { JsonSchema, Result, Schema, SchemaRepresentation } from "effect"
-import * as Safety from "../Safety.ts"
-import type { ToolSpec } from "../Tool.ts"
-import type { ToolCall } from "../ToolCall.ts"
-import { issuesOf } from "../ToolInput.ts"
-import { formatPath } from "../ToolError.ts"
-import type { ToolResult } from "../ToolResult.ts"
+import * as Safety from "../contract/Safety.ts"
+import type { ToolSpec } from "../contract/Tool.ts"
+import type { ToolCall } from "../contract/ToolCall.ts"
+import { issuesOf } from "../contract/ToolInput.ts"
+import { formatPath } from "../contract/ToolError.ts"
+import type { ToolResult } from "../contract/ToolResult.ts"
 import { imagesOf, stringify, textOf } from "./internal/content.ts"
 import * as Names from "./internal/names.ts"
 import { isRecord, toDraft2020 } from "./internal/schema.ts"

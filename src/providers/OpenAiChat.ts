@@ -12,9 +12,9 @@
  * API, stream, or parse arguments (the registry does).
  */
 import { Result } from "effect"
-import type { ToolSpec } from "../Tool.ts"
-import type { ToolCall } from "../ToolCall.ts"
-import type { ToolResult } from "../ToolResult.ts"
+import type { ToolSpec } from "../contract/Tool.ts"
+import type { ToolCall } from "../contract/ToolCall.ts"
+import type { ToolResult } from "../contract/ToolResult.ts"
 import { textWithImageNotes } from "./internal/content.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"

@@ -5,7 +5,7 @@
  * provider already executed, built-in client tools this runtime never
  * defined), kept in the provider's own shape so the caller can replay it.
  */
-import type { ToolCall } from "../ToolCall.ts"
+import type { ToolCall } from "../contract/ToolCall.ts"
 
 /** The calls to run, and the provider's own tool activity to leave alone. */
 export interface ProviderCalls<Passthrough> {

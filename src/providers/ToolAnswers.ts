@@ -7,8 +7,8 @@
  * before any provider message is built and puts the results in call order.
  */
 import { Data, Result } from "effect"
-import type { ToolCall } from "../ToolCall.ts"
-import type { ToolResult } from "../ToolResult.ts"
+import type { ToolCall } from "../contract/ToolCall.ts"
+import type { ToolResult } from "../contract/ToolResult.ts"
 
 /** Calls and results do not pair one to one; every list names call ids. */
 export class ToolAnswerMismatch extends Data.TaggedError("ToolAnswerMismatch")<{

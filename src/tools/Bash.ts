@@ -10,7 +10,7 @@
  */
 import { spawn } from "node:child_process"
 import { Deferred, Effect, Option, Schema } from "effect"
-import * as Tool from "../Tool.ts"
+import * as Tool from "../contract/Tool.ts"
 import { Workspace } from "./Workspace.ts"
 
 /** Seconds a command may run when `timeoutSeconds` is not given. */

@@ -16,8 +16,8 @@
  * `%` is JavaScript's remainder (its sign follows the dividend: `-7 % 3` is `-1`).
  */
 import { Data, Effect, Result, Schema } from "effect"
-import * as Tool from "../Tool.ts"
-import * as ToolError from "../ToolError.ts"
+import * as Tool from "../contract/Tool.ts"
+import * as ToolError from "../contract/ToolError.ts"
 
 /** Longest expression accepted, in characters. */
 export const maxLength = 1_000

@@ -7,8 +7,8 @@ import { randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Effect, Schema } from "effect"
-import * as Tool from "../Tool.ts"
-import * as ToolError from "../ToolError.ts"
+import * as Tool from "../contract/Tool.ts"
+import * as ToolError from "../contract/ToolError.ts"
 import { resolveInside, Workspace } from "./Workspace.ts"
 
 /** Lines `read_file` returns when no `limit` is given. */

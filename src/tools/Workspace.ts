@@ -6,7 +6,7 @@
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Context, Data, Effect, Layer } from "effect"
-import * as ToolError from "../ToolError.ts"
+import * as ToolError from "../contract/ToolError.ts"
 
 /** The workspace root: an absolute real path (no symlinks in it). */
 export interface WorkspaceShape {

@@ -10,10 +10,10 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Approval } from "../../src/Approval.ts"
+import { Approval } from "../../src/governance/Approval.ts"
 import { canonicalJson, hash, withoutKeys } from "../../src/internal/canonical.ts"
 import { Tool } from "../../src/index.ts"
-import { auditLog, consent, AuditLog } from "../../src/middleware/index.ts"
+import { auditLog, consent, AuditLog } from "../../src/governance/middleware/index.ts"
 import { call, eventsOf, executorOf, layersOf, makeCounter, makeTools, services, tagsOf } from "./fixtures.ts"
 
 const denyDeletes = Approval.layerRules([

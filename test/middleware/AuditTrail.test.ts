@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { Middleware, ToolError, ToolResult } from "../../src/index.ts"
-import * as AuditTrail from "../../src/middleware/AuditTrail.ts"
+import * as AuditTrail from "../../src/governance/middleware/AuditTrail.ts"
 import { advance, call, eventsOf, executorOf, layersOf, makeCounter, makeTools, services, tagsOf } from "./fixtures.ts"
 
 /** A recorded layer that sleeps `millis` on the way in. */

@@ -6,10 +6,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { PassThrough } from "node:stream"
-import { Approval } from "../../src/Approval.ts"
-import * as ApprovalModule from "../../src/Approval.ts"
+import { Approval } from "../../src/governance/Approval.ts"
+import * as ApprovalModule from "../../src/governance/Approval.ts"
 import { ToolResult } from "../../src/index.ts"
-import { consent } from "../../src/middleware/index.ts"
+import { consent, TerminalApproval } from "../../src/governance/middleware/index.ts"
 import { call, executorOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
 
 const decideWith = (decide: (request: ApprovalModule.Request) => ApprovalModule.Decision) =>
@@ -102,7 +102,7 @@ describe("Approval.layerRules", () => {
     ]))))
 })
 
-describe("Approval.layerTerminal", () => {
+describe("TerminalApproval.layer", () => {
   const request: ApprovalModule.Request = {
     toolName: "write_note",
     callId: "c1",
@@ -115,7 +115,7 @@ describe("Approval.layerTerminal", () => {
     const output = new PassThrough()
     let written = ""
     output.on("data", (chunk) => void (written += String(chunk)))
-    const layer = Approval.layerTerminal({ input, output, ...(fallback === undefined ? {} : { fallback }) })
+    const layer = TerminalApproval.layer({ input, output, ...(fallback === undefined ? {} : { fallback }) })
     return { input, layer, written: () => written }
   }
 

@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ToolResult } from "../../src/index.ts"
-import { dryRun } from "../../src/middleware/index.ts"
+import { dryRun } from "../../src/governance/middleware/index.ts"
 import { call, executorOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
 
 describe("dryRun", () => {

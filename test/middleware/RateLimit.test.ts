@@ -3,7 +3,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { ToolResult } from "../../src/index.ts"
-import { rateLimit, RateLimit } from "../../src/middleware/index.ts"
+import { rateLimit, RateLimit } from "../../src/governance/middleware/index.ts"
 import { call, executorOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
 
 describe("rateLimit", () => {

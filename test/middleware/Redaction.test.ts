@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { Tool, ToolResult } from "../../src/index.ts"
-import { redaction, Redaction } from "../../src/middleware/index.ts"
+import { redaction, Redaction } from "../../src/governance/middleware/index.ts"
 import { call, executorOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
 
 const leaky = Tool.make("leaky", {

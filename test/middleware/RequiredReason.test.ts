@@ -6,8 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
 import { Executor, Tool, ToolRegistry, ToolResult } from "../../src/index.ts"
-import { requiredReason } from "../../src/middleware/index.ts"
-import * as ToolTransform from "../../src/ToolTransform.ts"
+import { requiredReason } from "../../src/governance/middleware/index.ts"
+import * as ToolTransform from "../../src/contract/ToolTransform.ts"
 import { call, eventsOf, layersOf, makeCounter, makeTools, services, tagsOf } from "./fixtures.ts"
 
 const setup = (options: Parameters<typeof requiredReason>[0], transform = true) =>

@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Tracer } from "effect"
-import { Approval } from "../../src/Approval.ts"
+import { Approval } from "../../src/governance/Approval.ts"
 import { Executor, ToolRegistry, ToolResult } from "../../src/index.ts"
 import {
   AuditLog,
@@ -22,9 +22,9 @@ import {
   stage,
   stack,
   summary
-} from "../../src/middleware/index.ts"
-import * as Policy from "../../src/Policy.ts"
-import * as ToolTransform from "../../src/ToolTransform.ts"
+} from "../../src/governance/middleware/index.ts"
+import * as Policy from "../../src/governance/middleware/Policy.ts"
+import * as ToolTransform from "../../src/contract/ToolTransform.ts"
 import { call, eventsOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
 
 const order = [

@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Middleware, ToolResult } from "../../src/index.ts"
-import { stage, Stage } from "../../src/middleware/index.ts"
+import { stage, Stage } from "../../src/governance/middleware/index.ts"
 import { call, executorOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
 
 describe("stage", () => {

@@ -2,8 +2,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Executor, ToolRegistry, ToolResult } from "../../src/index.ts"
-import { requiredReason, summary } from "../../src/middleware/index.ts"
-import * as ToolTransform from "../../src/ToolTransform.ts"
+import { requiredReason, summary } from "../../src/governance/middleware/index.ts"
+import * as ToolTransform from "../../src/contract/ToolTransform.ts"
 import { call, executorOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
 
 describe("summary", () => {

@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { EventSink, Executor, type Middleware, Tool, ToolRegistry, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
-import { stack } from "../../src/middleware/index.ts"
+import { stack } from "../../src/governance/middleware/index.ts"
 
 /** Counts handler runs by tool name. */
 export const makeCounter = () => {

@@ -6,9 +6,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import type { ToolSpec } from "../../src/Tool.ts"
-import * as ToolCall from "../../src/ToolCall.ts"
-import type * as ToolRegistry from "../../src/ToolRegistry.ts"
+import type { ToolSpec } from "../../src/contract/Tool.ts"
+import * as ToolCall from "../../src/contract/ToolCall.ts"
+import type * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import { Anthropic, Gemini, Mcp, OpenAiChat, OpenAiResponses } from "../../src/providers/index.ts"
 import type { ProviderExportError } from "../../src/providers/ProviderExportError.ts"
 import * as Bfcl from "./support/bfcl.ts"

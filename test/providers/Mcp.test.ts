@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import * as ToolRegistry from "../../src/ToolRegistry.ts"
+import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import * as Anthropic from "../../src/providers/Anthropic.ts"
 import * as Mcp from "../../src/providers/Mcp.ts"
 import * as OpenAiChat from "../../src/providers/OpenAiChat.ts"

@@ -21,8 +21,8 @@ import * as Gemini from "../../src/providers/Gemini.ts"
 import * as Mcp from "../../src/providers/Mcp.ts"
 import * as OpenAiChat from "../../src/providers/OpenAiChat.ts"
 import * as OpenAiResponses from "../../src/providers/OpenAiResponses.ts"
-import type { ToolCall } from "../../src/ToolCall.ts"
-import * as ToolResult from "../../src/ToolResult.ts"
+import type { ToolCall } from "../../src/contract/ToolCall.ts"
+import * as ToolResult from "../../src/contract/ToolResult.ts"
 import { imported, inputOf, registry, success } from "./support/tools.ts"
 
 // ---------------------------------------------------------------------------

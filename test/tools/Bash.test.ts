@@ -5,7 +5,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Result } from "effect"
 import { TestClock } from "effect/testing"
 import { EventSink, Executor, ToolRegistry, ToolServices } from "../../src/index.ts"
-import * as Tool from "../../src/Tool.ts"
+import * as Tool from "../../src/contract/Tool.ts"
 import { bash, maxOutputBytes, maxTimeoutSeconds, timeoutGraceSeconds } from "../../src/tools/Bash.ts"
 import { Workspace } from "../../src/tools/Workspace.ts"
 

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
-import * as Tool from "../../src/Tool.ts"
+import * as Tool from "../../src/contract/Tool.ts"
 import { calc, evaluate, maxDepth, maxLength } from "../../src/tools/Calc.ts"
 
 describe("calc", () => {

@@ -3,7 +3,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
-import * as Tool from "../../src/Tool.ts"
+import * as Tool from "../../src/contract/Tool.ts"
 import { maxReadChars, readFile, writeFile } from "../../src/tools/Files.ts"
 import { resolveInside, Workspace } from "../../src/tools/Workspace.ts"
 

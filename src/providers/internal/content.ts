@@ -3,7 +3,7 @@
  * (the value as JSON when a result carries no text at all), its images, and a
  * note in place of an image for formats that only carry text.
  */
-import type { ContentBlock, ToolResult } from "../../ToolResult.ts"
+import type { ContentBlock, ToolResult } from "../../contract/ToolResult.ts"
 
 /** An image block of a result. */
 export type Image = Extract<ContentBlock, { readonly type: "image" }>

@@ -4,8 +4,8 @@
  * fallback), and the null-to-absent step on incoming arguments.
  */
 import { Result } from "effect"
-import type { ToolSpec } from "../../Tool.ts"
-import type { ToolCall } from "../../ToolCall.ts"
+import type { ToolSpec } from "../../contract/Tool.ts"
+import type { ToolCall } from "../../contract/ToolCall.ts"
 import { fromProblem, type Provider, type ProviderExportError } from "../ProviderExportError.ts"
 import * as Names from "./names.ts"
 import * as OpenAiStrict from "./openAiStrict.ts"

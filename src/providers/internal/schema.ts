@@ -5,7 +5,7 @@
  * schema's meaning; provider-specific rewrites live in their own modules.
  */
 import { JsonSchema } from "effect"
-import type { ToolSpec } from "../../Tool.ts"
+import type { ToolSpec } from "../../contract/Tool.ts"
 import type { SchemaProblem } from "../ProviderExportError.ts"
 
 /** A JSON Schema node (an open record of keywords). */

@@ -4,9 +4,9 @@
  */
 import { readFileSync } from "node:fs"
 import { Effect, Result } from "effect"
-import * as Tool from "../../../src/Tool.ts"
+import * as Tool from "../../../src/contract/Tool.ts"
 import type { ToolSchema } from "../../../src/index.ts"
-import * as ToolRegistry from "../../../src/ToolRegistry.ts"
+import * as ToolRegistry from "../../../src/contract/ToolRegistry.ts"
 
 export interface BfclTool {
   readonly name: string

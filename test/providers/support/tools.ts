@@ -4,11 +4,11 @@
  */
 import { readFileSync } from "node:fs"
 import { Effect, Result } from "effect"
-import * as Tool from "../../../src/Tool.ts"
-import type { ToolCall } from "../../../src/ToolCall.ts"
-import * as ToolError from "../../../src/ToolError.ts"
-import * as ToolRegistry from "../../../src/ToolRegistry.ts"
-import * as ToolResult from "../../../src/ToolResult.ts"
+import * as Tool from "../../../src/contract/Tool.ts"
+import type { ToolCall } from "../../../src/contract/ToolCall.ts"
+import * as ToolError from "../../../src/contract/ToolError.ts"
+import * as ToolRegistry from "../../../src/contract/ToolRegistry.ts"
+import * as ToolResult from "../../../src/contract/ToolResult.ts"
 import type { ToolSchema } from "../../../src/index.ts"
 
 /** A JSON fixture from test/fixtures/providers. */

@@ -1,0 +1,320 @@
+/**
+ * Anthropic Messages as a `ChatModel`: it turns the transcript into
+ * `POST {baseUrl}/v1/messages` (`x-api-key`, `anthropic-version: 2023-06-01`,
+ * `max_tokens`, system prompt as the top-level `system` field, tool results
+ * as one user message with the `tool_result` blocks first), and the `Message`
+ * it gets back into a `Response`. Tool definitions, `tool_use` blocks and the
+ * `tool_result` message come from `providers/Anthropic`; this module owns the
+ * rest of the request and response, errors, timeouts and retries. It does not
+ * stream. Needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici`).
+ */
+import { Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { HttpClient } from "effect/http"
+import { ChatModel, type ChatModelShape, type Message, type Request, type Response } from "../ChatModel.ts"
+import type { ChatModelError } from "../ChatModel.ts"
+import * as Anthropic from "../../providers/Anthropic.ts"
+import type { ToolCall } from "../../contract/ToolCall.ts"
+import * as ModelConfig from "./internal/config.ts"
+import * as HttpChat from "./internal/httpChat.ts"
+import { inCallOrder } from "./internal/transcript.ts"
+import type { ModelConfigError } from "./ModelConfigError.ts"
+
+const provider = "anthropic"
+
+/** The `anthropic-version` header this adapter speaks. */
+export const apiVersion = "2023-06-01"
+
+// ---------------------------------------------------------------------------
+// options
+// ---------------------------------------------------------------------------
+
+/** A retry policy; its input is the failed attempt's `ChatModelError`. */
+export type RetryPolicy = HttpChat.RetryPolicy
+
+/** How to reach the model. */
+export interface Options {
+  readonly apiKey: Redacted.Redacted<string>
+  readonly model: string
+  /**
+   * Default `https://api.anthropic.com`. With or without the trailing `/v1`:
+   * like the official SDK, the host (or a proxy's prefix) alone is enough.
+   * See {@link messagesUrl}.
+   */
+  readonly baseUrl?: string
+  /** `max_tokens` of every request. Default 4096. */
+  readonly maxTokens?: number
+  /** Per attempt. Default 60 seconds. */
+  readonly timeout?: Duration.Input
+  /**
+   * Which failures to ask again, and when. Only retryable errors (429, 408,
+   * 409, 5xx including 529 `overloaded_error`, transport, timeout) are
+   * retried, never sooner than the server's `retry-after`. Default
+   * {@link defaultRetry}; `false` never retries.
+   */
+  readonly retry?: RetryPolicy | false
+  /** A `retry-after` longer than this fails at once. Default 60 seconds. */
+  readonly maxRetryAfter?: Duration.Input
+  /** Strict tool use: `false` (default), `"auto"` or `"require"`. */
+  readonly strict?: Anthropic.Strict
+  /** `cache_control` per canonical tool name. */
+  readonly cacheControl?: Readonly<Record<string, Anthropic.CacheControlEphemeral>>
+  /** Extra body fields (`temperature`, `tool_choice`, `thinking`, ...). */
+  readonly parameters?: Readonly<Record<string, unknown>>
+  /** Extra headers (`anthropic-beta`, ...). */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** Up to 3 retries, jittered exponential backoff from 500 ms. */
+export const defaultRetry: RetryPolicy = HttpChat.defaultRetry
+
+/** The wait a 429/5xx answer asked for (`retry-after`), if any: for custom policies. */
+export const retryAfter: (error: ChatModelError) => Duration.Duration | undefined = HttpChat.retryAfter
+
+// ---------------------------------------------------------------------------
+// request
+// ---------------------------------------------------------------------------
+
+/** `ToolUseBlockParam` as sent back in an assistant turn. */
+export interface ToolUseBlockParam {
+  readonly type: "tool_use"
+  readonly id: string
+  readonly name: string
+  readonly input: unknown
+}
+
+/** `MessageParam` as this adapter sends it. */
+export type WireMessage =
+  | { readonly role: "user"; readonly content: string }
+  | { readonly role: "assistant"; readonly content: ReadonlyArray<Anthropic.TextBlockParam | ToolUseBlockParam> }
+  | Anthropic.ToolResultMessage
+
+/** The request body this adapter sends. */
+export interface RequestBody {
+  readonly model: string
+  readonly max_tokens: number
+  readonly system?: string
+  readonly messages: ReadonlyArray<WireMessage>
+  readonly tools?: ReadonlyArray<Anthropic.Tool>
+  readonly [parameter: string]: unknown
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * `tool_use.input` must be an object. Anthropic's own calls always are; JSON
+ * object text (a transcript from another provider) is parsed; anything else
+ * is kept verbatim under `_raw`, never replaced by `{}`.
+ */
+const toolInput = (args: unknown): unknown => {
+  if (isObject(args)) return args
+  if (typeof args === "string") {
+    try {
+      const parsed: unknown = JSON.parse(args)
+      if (isObject(parsed)) return parsed
+    } catch {
+      // not JSON: kept below
+    }
+  }
+  return { _raw: args }
+}
+
+const assistantMessage = (content: string, toolCalls: ReadonlyArray<ToolCall>): WireMessage => ({
+  role: "assistant",
+  content: [
+    ...(content === "" ? [] : [{ type: "text" as const, text: content }]),
+    ...toolCalls.map((call) => ({ type: "tool_use" as const, id: call.id, name: call.name, input: toolInput(call.arguments) }))
+  ]
+})
+
+/**
+ * The top-level `system` text (every system message, in order, joined by a
+ * blank line) and the `messages` array. A user message right after tool
+ * results joins that user message, after its `tool_result` blocks; an empty
+ * assistant turn is left out (Anthropic rejects empty content).
+ */
+export const wireMessages = (
+  messages: ReadonlyArray<Message>
+): { readonly system: string | undefined; readonly messages: Array<WireMessage> } => {
+  const system: Array<string> = []
+  const out: Array<WireMessage> = []
+  messages.forEach((message, i) => {
+    switch (message.role) {
+      case "system":
+        system.push(message.content)
+        return
+      case "user": {
+        const last = out.at(-1)
+        if (last !== undefined && last.role === "user" && Array.isArray(last.content)) {
+          out[out.length - 1] = { role: "user", content: [...last.content, { type: "text", text: message.content }] }
+        } else {
+          out.push({ role: "user", content: message.content })
+        }
+        return
+      }
+      case "assistant":
+        if (message.content !== "" || message.toolCalls.length > 0) {
+          out.push(assistantMessage(message.content, message.toolCalls))
+        }
+        return
+      case "tool":
+        out.push(Anthropic.toolMessages(inCallOrder(messages[i - 1], message.results)))
+        return
+    }
+  })
+  return { system: system.length === 0 ? undefined : system.join("\n\n"), messages: out }
+}
+
+/** The request body for `request`; fails when a tool cannot be exported. */
+export const encodeRequest = (
+  options: Pick<Options, "model" | "maxTokens" | "strict" | "cacheControl" | "parameters">,
+  request: Request
+): Result.Result<RequestBody, ChatModelError> => {
+  const tools = Anthropic.toolDefinitions(request.tools, {
+    strict: options.strict ?? false,
+    ...(options.cacheControl === undefined ? {} : { cacheControl: options.cacheControl })
+  })
+  if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
+  const { messages, system } = wireMessages(request.messages)
+  return Result.succeed({
+    ...options.parameters,
+    model: options.model,
+    max_tokens: options.maxTokens ?? 4096,
+    ...(system === undefined ? {} : { system }),
+    messages,
+    ...(tools.success.length === 0 ? {} : { tools: tools.success })
+  })
+}
+
+// ---------------------------------------------------------------------------
+// response
+// ---------------------------------------------------------------------------
+
+const Tokens = Schema.optionalKey(Schema.NullOr(Schema.Number))
+
+const MessageBody = Schema.Struct({
+  content: Schema.Array(Schema.Unknown),
+  usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({
+    input_tokens: Tokens,
+    output_tokens: Tokens,
+    cache_creation_input_tokens: Tokens,
+    cache_read_input_tokens: Tokens
+  })))
+})
+
+const Block = Schema.Struct({ type: Schema.String })
+const TextBlock = Schema.Struct({ type: Schema.Literal("text"), text: Schema.String })
+const ToolUseBlock = Schema.Struct({
+  type: Schema.Literal("tool_use"),
+  id: Schema.String,
+  name: Schema.String,
+  input: Schema.Unknown
+})
+
+/**
+ * The `Response` for a `Message` body: its text blocks joined, its
+ * `tool_use` blocks as calls (`input` passed through as the object it is),
+ * server tool blocks as passthrough, and usage (input counts cached tokens
+ * too: `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`).
+ */
+export const decodeResponse = (body: unknown): Result.Result<Response, ChatModelError> => {
+  const decoded = Schema.decodeUnknownResult(MessageBody)(body)
+  if (Result.isFailure(decoded)) return Result.fail(HttpChat.decodeError(provider, decoded.failure.message))
+  const blocks: Array<Anthropic.ContentBlock> = []
+  const text: Array<string> = []
+  for (const [i, raw] of decoded.success.content.entries()) {
+    const block = Schema.decodeUnknownResult(Block)(raw)
+    if (Result.isFailure(block)) return Result.fail(HttpChat.decodeError(provider, `content[${i}]: ${block.failure.message}`))
+    const check = block.success.type === "tool_use"
+      ? Schema.decodeUnknownResult(ToolUseBlock)(raw)
+      : block.success.type === "text"
+      ? Schema.decodeUnknownResult(TextBlock)(raw)
+      : Result.succeed(raw)
+    if (Result.isFailure(check)) return Result.fail(HttpChat.decodeError(provider, `content[${i}]: ${check.failure.message}`))
+    if (block.success.type === "text") text.push((raw as Anthropic.TextBlockParam).text)
+    blocks.push(raw as Anthropic.ContentBlock)
+  }
+  const calls = Anthropic.toolCalls(blocks)
+  const usage = decoded.success.usage
+  return Result.succeed({
+    text: text.join(""),
+    toolCalls: calls.calls,
+    usage: {
+      inputTokens: (usage?.input_tokens ?? 0) + (usage?.cache_creation_input_tokens ?? 0) +
+        (usage?.cache_read_input_tokens ?? 0),
+      outputTokens: usage?.output_tokens ?? 0
+    },
+    ...(calls.passthrough.length === 0 ? {} : { passthrough: calls.passthrough })
+  })
+}
+
+// ---------------------------------------------------------------------------
+// service
+// ---------------------------------------------------------------------------
+
+/**
+ * The endpoint for a base URL: `{baseUrl}/v1/messages`, or `{baseUrl}/messages`
+ * when `baseUrl` already ends in `/v1` (trailing slashes ignored). So
+ * `https://api.anthropic.com` (the official SDK's convention) and
+ * `https://api.anthropic.com/v1` both reach `https://api.anthropic.com/v1/messages`.
+ */
+export const messagesUrl = (baseUrl: string = "https://api.anthropic.com"): string => {
+  const base = baseUrl.trim().replace(/\/+$/, "")
+  return `${/\/v1$/i.test(base) ? base : `${base}/v1`}/messages`
+}
+
+/** The model over the current `HttpClient`. */
+export const make = (options: Options): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const client = yield* HttpClient.HttpClient
+    const post: HttpChat.PostOptions = {
+      provider,
+      url: messagesUrl(options.baseUrl),
+      headers: {
+        ...options.headers,
+        "anthropic-version": apiVersion,
+        "x-api-key": Redacted.value(options.apiKey)
+      },
+      secrets: [options.apiKey],
+      timeout: options.timeout === undefined ? HttpChat.defaultTimeout : Duration.fromInputUnsafe(options.timeout),
+      retry: options.retry ?? defaultRetry,
+      maxRetryAfter: options.maxRetryAfter === undefined
+        ? HttpChat.defaultMaxRetryAfter
+        : Duration.fromInputUnsafe(options.maxRetryAfter)
+    }
+    return {
+      generate: (request) =>
+        Effect.gen(function*() {
+          const body = yield* Effect.fromResult(encodeRequest(options, request))
+          const json = yield* HttpChat.postJson(client, post, body)
+          return yield* Effect.fromResult(decodeResponse(json))
+        }).pipe(Effect.withSpan("AnthropicModel.generate", { attributes: { model: options.model } }))
+    } satisfies ChatModelShape
+  })
+
+/** A `ChatModel` layer; provide an `HttpClient` layer with it. */
+export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> =>
+  Layer.effect(ChatModel, make(options))
+
+/**
+ * Like {@link layer}, reading the key from `ANTHROPIC_API_KEY` (as `Redacted`),
+ * the model from `ANTHROPIC_MODEL` (falling back to `options.model`; one of the
+ * two is required) and the base URL from `ANTHROPIC_BASE_URL` (optional, an
+ * http(s) URL, with or without `/v1`: see {@link messagesUrl}). A missing or
+ * invalid value fails the layer with a {@link ModelConfigError} naming the
+ * variable; an empty one counts as missing.
+ */
+export const layerConfig = (
+  options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
+): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
+  Layer.unwrap(Effect.gen(function*() {
+    const apiKey = yield* ModelConfig.requiredSecret(provider, "ANTHROPIC_API_KEY", "your Anthropic API key")
+    const model = yield* ModelConfig.stringOr(provider, "ANTHROPIC_MODEL", options.model, "a model name, e.g. claude-sonnet-4-5")
+    const baseUrl = yield* ModelConfig.optionalUrl(provider, "ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+    return layer({
+      ...options,
+      apiKey,
+      model,
+      ...(Option.isSome(baseUrl) ? { baseUrl: baseUrl.value } : {})
+    })
+  }))

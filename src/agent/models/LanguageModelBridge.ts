@@ -1,0 +1,257 @@
+/**
+ * Any `effect/ai` `LanguageModel` as a `ChatModel`, with tool calls left to
+ * tinyagents: the advertised specs become handler-less `Tool.dynamic` tools
+ * (their canonical JSON Schema as parameters), `generateText` runs with
+ * `disableToolCallResolution: true` and `toolCallValidation: "deferred"` so
+ * the model's calls come back unexecuted and undecoded, and they become
+ * `ToolCall`s for the registry to check. The transcript becomes a `Prompt`
+ * (tool results as `tool-result` parts). Errors (`AiError`) become
+ * `ChatModelError`s. Streaming, approvals and structured output are not
+ * bridged.
+ */
+import { Duration, Effect, Layer, type Redacted } from "effect"
+import { AiError, LanguageModel, type Prompt, type Response as AiResponse, Tool, Toolkit } from "effect/ai"
+import { ChatModel, ChatModelError, type ChatModelShape, type Message, type Request, type Response } from "../ChatModel.ts"
+import { imagesOf, textOf } from "../../providers/internal/content.ts"
+import type { ToolSpec } from "../../contract/Tool.ts"
+import type { ToolCall } from "../../contract/ToolCall.ts"
+import type { ToolResult } from "../../contract/ToolResult.ts"
+import * as HttpChat from "./internal/httpChat.ts"
+import { inCallOrder } from "./internal/transcript.ts"
+
+// ---------------------------------------------------------------------------
+// options
+// ---------------------------------------------------------------------------
+
+/** A retry policy; its input is the failed attempt's `ChatModelError`. */
+export type RetryPolicy = HttpChat.RetryPolicy
+
+/** Options of the bridge. */
+export interface Options {
+  /** Values scrubbed from error messages (e.g. the provider client's API key). */
+  readonly secrets?: ReadonlyArray<Redacted.Redacted<string>>
+  /** `toolChoice` of every request. Default `"auto"`. */
+  readonly toolChoice?: "auto" | "none" | "required"
+  /** Per attempt. Default: none (the provider client's own). */
+  readonly timeout?: Duration.Input
+  /**
+   * Which failures to ask again: retryable `AiError`s only, never sooner than
+   * their `retryAfter`. Default `false` (provider clients usually retry
+   * themselves); `OpenAiChatModel.defaultRetry` is a sensible choice.
+   */
+  readonly retry?: RetryPolicy | false
+  /** A `retryAfter` longer than this fails at once. Default 60 seconds. */
+  readonly maxRetryAfter?: Duration.Input
+}
+
+// ---------------------------------------------------------------------------
+// tools
+// ---------------------------------------------------------------------------
+
+/**
+ * One handler-less dynamic tool per spec, named by canonical name, with the
+ * spec's description and canonical input schema. The `LanguageModel`
+ * advertises them; it never runs them.
+ */
+export const toTools = (specs: ReadonlyArray<ToolSpec>): Array<Tool.AnyDynamic> =>
+  specs.map((spec) =>
+    Tool.dynamic(spec.name, {
+      description: spec.description,
+      parameters: spec.inputSchema
+    })
+  )
+
+// ---------------------------------------------------------------------------
+// prompt
+// ---------------------------------------------------------------------------
+
+/** Arguments as a prompt `tool-call` part carries them: parsed values; JSON text parsed, other text kept as is. */
+const paramsOf = (args: unknown): unknown => {
+  if (typeof args !== "string") return args
+  try {
+    return JSON.parse(args)
+  } catch {
+    return args
+  }
+}
+
+const toolResultPart = (result: ToolResult, calledAs: string | undefined): Prompt.ToolResultPartEncoded => {
+  const text = textOf(result)
+  return {
+    type: "tool-result",
+    id: result.toolCallId,
+    name: calledAs ?? result.name,
+    isFailure: result.isError,
+    result: result.isError || result.value === undefined ? text : result.value,
+    modelOutput: [
+      ...(text.length === 0 ? [] : [{ type: "text" as const, text }]),
+      ...imagesOf(result).map((image) => ({ type: "file" as const, mediaType: image.mimeType, data: image.data }))
+    ],
+    providerExecuted: false
+  }
+}
+
+/**
+ * The transcript as encoded prompt messages: system and user text, assistant
+ * text plus `tool-call` parts, and one `tool` message of `tool-result` parts
+ * per tool turn (in call order, named as the model called them).
+ */
+export const toPrompt = (messages: ReadonlyArray<Message>): Array<Prompt.MessageEncoded> =>
+  messages.map((message, i): Prompt.MessageEncoded => {
+    switch (message.role) {
+      case "system":
+        return { role: "system", content: message.content }
+      case "user":
+        return { role: "user", content: [{ type: "text", text: message.content }] }
+      case "assistant":
+        return {
+          role: "assistant",
+          content: [
+            ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
+            ...message.toolCalls.map((call) => ({
+              type: "tool-call" as const,
+              id: call.id,
+              name: call.name,
+              params: paramsOf(call.arguments),
+              providerExecuted: false
+            }))
+          ]
+        }
+      case "tool": {
+        const previous = messages[i - 1]
+        const names = new Map(previous?.role === "assistant" ? previous.toolCalls.map((c) => [c.id, c.name]) : [])
+        return {
+          role: "tool",
+          content: inCallOrder(previous, message.results).map((result) =>
+            toolResultPart(result, names.get(result.toolCallId))
+          )
+        }
+      }
+    }
+  })
+
+// ---------------------------------------------------------------------------
+// response
+// ---------------------------------------------------------------------------
+
+/**
+ * The `Response` for the parts `generateText` returned: text parts joined,
+ * client-side `tool-call` parts as `ToolCall`s (parameters exactly as the
+ * provider decoded them), provider-executed calls and their results as
+ * passthrough, usage from the `finish` part (0 when absent).
+ */
+export const fromParts = (parts: ReadonlyArray<AiResponse.AllParts<Record<string, Tool.Any>>>): Response => {
+  const text: Array<string> = []
+  const toolCalls: Array<ToolCall> = []
+  const passthrough: Array<unknown> = []
+  let usage = { inputTokens: 0, outputTokens: 0 }
+  for (const part of parts) {
+    if (part.type === "text") text.push(part.text)
+    else if (part.type === "tool-call") {
+      if (part.providerExecuted) passthrough.push(part)
+      else toolCalls.push({ id: part.id, name: part.name, arguments: part.params })
+    } else if (part.type === "tool-result") passthrough.push(part)
+    else if (part.type === "finish") {
+      usage = {
+        inputTokens: part.usage.inputTokens.total ?? 0,
+        outputTokens: part.usage.outputTokens.total ?? 0
+      }
+    }
+  }
+  return {
+    text: text.join(""),
+    toolCalls,
+    usage,
+    ...(passthrough.length === 0 ? {} : { passthrough })
+  }
+}
+
+// ---------------------------------------------------------------------------
+// errors
+// ---------------------------------------------------------------------------
+
+const statusOf = (reason: AiError.AiErrorReason): number | undefined => {
+  const http = "http" in reason ? reason.http : undefined
+  return typeof http === "object" && http !== null && "response" in http ? http.response?.status : undefined
+}
+
+/**
+ * The `ChatModelError` for an `AiError`: rate limits are `rate_limited`,
+ * network failures `transport`, unparseable output `decode`, everything else
+ * `http`; `retryable` is the reason's own verdict.
+ */
+export const fromAiError = (
+  error: AiError.AiError,
+  secrets: ReadonlyArray<Redacted.Redacted<string>> = []
+): ChatModelError => {
+  if (!AiError.isAiError(error)) {
+    // Typed away, but a provider hook may still fail with something else: report it, never crash on it.
+    return new ChatModelError({ reason: "http", message: HttpChat.scrub(`language-model: ${String(error)}`, secrets), retryable: false })
+  }
+  const reason = error.reason
+  const status = statusOf(reason)
+  const kind: ChatModelError["reason"] = reason._tag === "RateLimitError"
+    ? "rate_limited"
+    : reason._tag === "NetworkError"
+    ? "transport"
+    : reason._tag === "InvalidOutputError" || reason._tag === "InvalidResponseError" ||
+        reason._tag === "StructuredOutputError"
+    ? "decode"
+    : "http"
+  return HttpChat.withRetryAfter(
+    new ChatModelError({
+      reason: kind,
+      message: HttpChat.scrub(error.message, secrets),
+      retryable: error.isRetryable,
+      ...(status === undefined ? {} : { status })
+    }),
+    error.retryAfter
+  )
+}
+
+// ---------------------------------------------------------------------------
+// service
+// ---------------------------------------------------------------------------
+
+/** The `ChatModel` over a given `LanguageModel`. */
+export const fromLanguageModel = (
+  model: LanguageModel.LanguageModel,
+  options: Options = {}
+): ChatModelShape => {
+  const policy: HttpChat.AttemptPolicy = {
+    provider: "language-model",
+    timeout: options.timeout === undefined ? undefined : Duration.fromInputUnsafe(options.timeout),
+    retry: options.retry ?? false,
+    maxRetryAfter: options.maxRetryAfter === undefined
+      ? HttpChat.defaultMaxRetryAfter
+      : Duration.fromInputUnsafe(options.maxRetryAfter)
+  }
+  const generate = (request: Request): Effect.Effect<Response, ChatModelError> => {
+    const prompt = toPrompt(request.messages)
+    const toolChoice = options.toolChoice ?? "auto"
+    const generated = request.tools.length === 0
+      ? model.generateText({ prompt, toolChoice, toolCallValidation: "deferred", disableToolCallResolution: true })
+      : model.generateText({
+        prompt,
+        toolChoice,
+        toolkit: Toolkit.make(...toTools(request.tools)),
+        disableToolCallResolution: true,
+        toolCallValidation: "deferred"
+      })
+    return generated.pipe(
+      Effect.map((response) => fromParts(response.content)),
+      Effect.mapError((error) => fromAiError(error, options.secrets))
+    )
+  }
+  return {
+    generate: (request) => HttpChat.withPolicy(generate(request), policy).pipe(Effect.withSpan("LanguageModelBridge.generate"))
+  }
+}
+
+/** The bridge over the current `LanguageModel`. */
+export const make = (options: Options = {}): Effect.Effect<ChatModelShape, never, LanguageModel.LanguageModel> =>
+  Effect.map(LanguageModel.LanguageModel, (model) => fromLanguageModel(model, options))
+
+/** A `ChatModel` layer over the `LanguageModel` in context (e.g. a provider package's `model(...)` layer). */
+export const layer = (options: Options = {}): Layer.Layer<ChatModel, never, LanguageModel.LanguageModel> =>
+  Layer.effect(ChatModel, make(options))

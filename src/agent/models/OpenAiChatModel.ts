@@ -1,0 +1,272 @@
+/**
+ * An OpenAI-compatible Chat Completions model as a `ChatModel`: it turns the
+ * transcript into `POST {baseUrl}/chat/completions` (bearer key, `model`,
+ * `messages`, `tools`), and the completion's first choice into a `Response`.
+ * Tool definitions, tool calls and tool messages come from
+ * `providers/OpenAiChat`; this module owns the rest of the request and
+ * response, errors, timeouts and retries. It does not stream, and it never
+ * parses tool arguments: the JSON text goes to the registry as the model
+ * wrote it, malformed or not. Needs an `HttpClient` (e.g.
+ * `NodeHttpClient.layerUndici` or `FetchHttpClient.layer`).
+ */
+import { Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { HttpClient } from "effect/http"
+import { ChatModel, type ChatModelShape, type Message, type Request, type Response } from "../ChatModel.ts"
+import type { ChatModelError } from "../ChatModel.ts"
+import * as OpenAiChat from "../../providers/OpenAiChat.ts"
+import type { ToolCall } from "../../contract/ToolCall.ts"
+import * as ModelConfig from "./internal/config.ts"
+import * as HttpChat from "./internal/httpChat.ts"
+import { inCallOrder } from "./internal/transcript.ts"
+import type { ModelConfigError } from "./ModelConfigError.ts"
+
+const provider = "openai-chat"
+
+// ---------------------------------------------------------------------------
+// options
+// ---------------------------------------------------------------------------
+
+/** A retry policy; its input is the failed attempt's `ChatModelError`. */
+export type RetryPolicy = HttpChat.RetryPolicy
+
+/** How to reach the model. */
+export interface Options {
+  readonly apiKey: Redacted.Redacted<string>
+  readonly model: string
+  /** Default `https://api.openai.com/v1`; any OpenAI-compatible server works. */
+  readonly baseUrl?: string
+  /** Per attempt. Default 60 seconds. */
+  readonly timeout?: Duration.Input
+  /**
+   * Which failures to ask again, and when. Only retryable errors (429, 408,
+   * 409, 5xx, transport, timeout) are retried, never sooner than the server's
+   * `retry-after`. Default {@link defaultRetry}; `false` never retries.
+   */
+  readonly retry?: RetryPolicy | false
+  /** A `retry-after` longer than this fails at once. Default 60 seconds. */
+  readonly maxRetryAfter?: Duration.Input
+  /** Strict function schemas: `"auto"` (default), `"require"` or `false`. */
+  readonly strict?: OpenAiChat.Strict
+  /** Extra body fields (`temperature`, `max_completion_tokens`, `parallel_tool_calls`, ...). */
+  readonly parameters?: Readonly<Record<string, unknown>>
+  /** Extra headers (`OpenAI-Organization`, `OpenAI-Project`, ...). */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** Up to 3 retries, jittered exponential backoff from 500 ms. */
+export const defaultRetry: RetryPolicy = HttpChat.defaultRetry
+
+/** The wait a 429/5xx answer asked for (`retry-after`, `retry-after-ms`), if any: for custom policies. */
+export const retryAfter: (error: ChatModelError) => Duration.Duration | undefined = HttpChat.retryAfter
+
+// ---------------------------------------------------------------------------
+// request
+// ---------------------------------------------------------------------------
+
+/** `ChatCompletionSystemMessageParam` / `ChatCompletionUserMessageParam` with text content. */
+export interface TextMessage {
+  readonly role: "system" | "user"
+  readonly content: string
+}
+
+/** `ChatCompletionAssistantMessageParam`: `content` is null when the turn only calls tools. */
+export interface AssistantMessage {
+  readonly role: "assistant"
+  readonly content: string | null
+  readonly tool_calls?: ReadonlyArray<OpenAiChat.FunctionToolCall>
+}
+
+/** One entry of the request's `messages`. */
+export type WireMessage = TextMessage | AssistantMessage | OpenAiChat.ToolMessage
+
+/** The request body this adapter sends. */
+export interface RequestBody {
+  readonly model: string
+  readonly messages: ReadonlyArray<WireMessage>
+  readonly tools?: ReadonlyArray<OpenAiChat.FunctionTool>
+  readonly [parameter: string]: unknown
+}
+
+/** Arguments as the wire wants them: the model's own JSON text, or JSON text of a parsed value. */
+const argumentsText = (args: unknown): string => {
+  if (typeof args === "string") return args
+  try {
+    return JSON.stringify(args) ?? "null"
+  } catch {
+    return String(args)
+  }
+}
+
+const assistantMessage = (content: string, toolCalls: ReadonlyArray<ToolCall>): AssistantMessage => ({
+  role: "assistant",
+  content: content === "" && toolCalls.length > 0 ? null : content,
+  ...(toolCalls.length === 0 ? {} : {
+    tool_calls: toolCalls.map((call) => ({
+      id: call.id,
+      type: "function" as const,
+      function: { name: call.name, arguments: argumentsText(call.arguments) }
+    }))
+  })
+})
+
+/** The `messages` array for a transcript: tool results become one `role: "tool"` message each. */
+export const wireMessages = (messages: ReadonlyArray<Message>): Array<WireMessage> =>
+  messages.flatMap((message, i): ReadonlyArray<WireMessage> => {
+    switch (message.role) {
+      case "system":
+      case "user":
+        return [{ role: message.role, content: message.content }]
+      case "assistant":
+        return [assistantMessage(message.content, message.toolCalls)]
+      case "tool":
+        return OpenAiChat.toolMessages(inCallOrder(messages[i - 1], message.results))
+    }
+  })
+
+/** The request body for `request`; fails when a tool cannot be exported. */
+export const encodeRequest = (
+  options: Pick<Options, "model" | "strict" | "parameters">,
+  request: Request
+): Result.Result<RequestBody, ChatModelError> => {
+  const tools = OpenAiChat.toolDefinitions(request.tools, { strict: options.strict ?? "auto" })
+  if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
+  return Result.succeed({
+    ...options.parameters,
+    model: options.model,
+    messages: wireMessages(request.messages),
+    ...(tools.success.length === 0 ? {} : { tools: tools.success })
+  })
+}
+
+// ---------------------------------------------------------------------------
+// response
+// ---------------------------------------------------------------------------
+
+const FunctionToolCall = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literal("function"),
+  function: Schema.Struct({ name: Schema.String, arguments: Schema.String })
+})
+
+const CustomToolCall = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literal("custom"),
+  custom: Schema.Struct({ name: Schema.String, input: Schema.String })
+})
+
+const Completion = Schema.Struct({
+  choices: Schema.Array(Schema.Struct({
+    message: Schema.Struct({
+      content: Schema.optionalKey(Schema.NullOr(Schema.String)),
+      refusal: Schema.optionalKey(Schema.NullOr(Schema.String)),
+      tool_calls: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.Unknown)))
+    })
+  })),
+  usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({
+    prompt_tokens: Schema.optionalKey(Schema.NullOr(Schema.Number)),
+    completion_tokens: Schema.optionalKey(Schema.NullOr(Schema.Number))
+  })))
+})
+
+const typeOf = (value: unknown): unknown =>
+  typeof value === "object" && value !== null ? (value as Record<string, unknown>).type : undefined
+
+/**
+ * The `Response` for a `ChatCompletion` body: the first choice's text (or
+ * refusal), its function calls with the argument text untouched (strict-mode
+ * nulls for optional properties become absent keys when `specs` are given),
+ * custom and unknown tool calls as passthrough, and usage.
+ */
+export const decodeResponse = (
+  body: unknown,
+  specs?: Request["tools"]
+): Result.Result<Response, ChatModelError> => {
+  const decoded = Schema.decodeUnknownResult(Completion)(body)
+  if (Result.isFailure(decoded)) return Result.fail(HttpChat.decodeError(provider, decoded.failure.message))
+  const choice = decoded.success.choices[0]
+  if (choice === undefined) return Result.fail(HttpChat.decodeError(provider, "the completion has no choices"))
+  const known: Array<OpenAiChat.MessageToolCall> = []
+  const unknown: Array<unknown> = []
+  for (const [i, raw] of (choice.message.tool_calls ?? []).entries()) {
+    const kind = typeOf(raw)
+    if (kind !== "function" && kind !== "custom") {
+      unknown.push(raw)
+      continue
+    }
+    const call: Result.Result<OpenAiChat.MessageToolCall, Schema.SchemaError> = kind === "function"
+      ? Schema.decodeUnknownResult(FunctionToolCall)(raw)
+      : Schema.decodeUnknownResult(CustomToolCall)(raw)
+    if (Result.isFailure(call)) {
+      return Result.fail(HttpChat.decodeError(provider, `tool_calls[${i}]: ${call.failure.message}`))
+    }
+    known.push(call.success)
+  }
+  const calls = OpenAiChat.toolCalls(
+    { role: "assistant", content: choice.message.content ?? null, tool_calls: known },
+    specs === undefined ? {} : { specs }
+  )
+  const passthrough = [...calls.passthrough, ...unknown]
+  const usage = decoded.success.usage
+  return Result.succeed({
+    text: choice.message.content ?? choice.message.refusal ?? "",
+    toolCalls: calls.calls,
+    usage: { inputTokens: usage?.prompt_tokens ?? 0, outputTokens: usage?.completion_tokens ?? 0 },
+    ...(passthrough.length === 0 ? {} : { passthrough })
+  })
+}
+
+// ---------------------------------------------------------------------------
+// service
+// ---------------------------------------------------------------------------
+
+/** The model over the current `HttpClient`. */
+export const make = (options: Options): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const client = yield* HttpClient.HttpClient
+    const post: HttpChat.PostOptions = {
+      provider,
+      url: `${(options.baseUrl ?? "https://api.openai.com/v1").replace(/\/+$/, "")}/chat/completions`,
+      headers: { ...options.headers, authorization: `Bearer ${Redacted.value(options.apiKey)}` },
+      secrets: [options.apiKey],
+      timeout: options.timeout === undefined ? HttpChat.defaultTimeout : Duration.fromInputUnsafe(options.timeout),
+      retry: options.retry ?? defaultRetry,
+      maxRetryAfter: options.maxRetryAfter === undefined
+        ? HttpChat.defaultMaxRetryAfter
+        : Duration.fromInputUnsafe(options.maxRetryAfter)
+    }
+    return {
+      generate: (request) =>
+        Effect.gen(function*() {
+          const body = yield* Effect.fromResult(encodeRequest(options, request))
+          const json = yield* HttpChat.postJson(client, post, body)
+          return yield* Effect.fromResult(decodeResponse(json, options.strict === false ? undefined : request.tools))
+        }).pipe(Effect.withSpan("OpenAiChatModel.generate", { attributes: { model: options.model } }))
+    } satisfies ChatModelShape
+  })
+
+/** A `ChatModel` layer; provide an `HttpClient` layer with it. */
+export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> =>
+  Layer.effect(ChatModel, make(options))
+
+/**
+ * Like {@link layer}, reading the key from `OPENAI_API_KEY` (as `Redacted`),
+ * the model from `OPENAI_MODEL` (falling back to `options.model`; one of the
+ * two is required) and the base URL from `OPENAI_BASE_URL` (optional, an
+ * http(s) URL including the API's `/v1`, as the official SDK expects). A
+ * missing or invalid value fails the layer with a {@link ModelConfigError}
+ * naming the variable; an empty one counts as missing.
+ */
+export const layerConfig = (
+  options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
+): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
+  Layer.unwrap(Effect.gen(function*() {
+    const apiKey = yield* ModelConfig.requiredSecret(provider, "OPENAI_API_KEY", "your OpenAI API key")
+    const model = yield* ModelConfig.stringOr(provider, "OPENAI_MODEL", options.model, "a model name, e.g. gpt-4o-mini")
+    const baseUrl = yield* ModelConfig.optionalUrl(provider, "OPENAI_BASE_URL", "https://api.openai.com/v1")
+    return layer({
+      ...options,
+      apiKey,
+      model,
+      ...(Option.isSome(baseUrl) ? { baseUrl: baseUrl.value } : {})
+    })
+  }))

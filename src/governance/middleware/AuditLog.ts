@@ -1,0 +1,140 @@
+/**
+ * `auditLog`: one typed receipt per call, written after the call completes:
+ * tool, call id, status, timing, its position among the run's receipts
+ * (`emitOrder`), the audit, and SHA-256 hashes of the canonical (sorted-key)
+ * arguments and result instead of the payloads. Failed calls (handler errors,
+ * crashes, fatal refusals) get a receipt too: the layer records, writes, and
+ * raises the failure again. A keyed tool's receipt records its idempotency
+ * key. Sinks: a callback, and an append-only JSONL file per run whose
+ * `file://` URI is put in `audit.metadata.receiptUri`.
+ */
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import { Effect, Exit, FileSystem, Option, Semaphore } from "effect"
+import { hash, withoutKeys } from "../../internal/canonical.ts"
+import type { Middleware } from "../../runtime/Middleware.ts"
+import { RunContext, type RunInfo } from "../../runtime/RunContext.ts"
+import { ToolCallContext } from "../../runtime/ToolCallContext.ts"
+import type { Audit } from "../../contract/ToolResult.ts"
+import * as AuditTrail from "./AuditTrail.ts"
+
+/** What one call left behind. Payloads appear only as hashes. */
+export interface Receipt {
+  readonly tool: string
+  readonly callId: string
+  /** The call's idempotency key, for tools that declare one. */
+  readonly idempotencyKey?: string
+  readonly runId: string
+  readonly threadId: string
+  readonly turn: number
+  /** The call's status: `ok`, or a reserved status (`consent_denied`, `exception`, ...). */
+  readonly status: string
+  readonly isError: boolean
+  /** The error's message, for error results and failures. */
+  readonly error?: string
+  readonly startedAt: number
+  readonly endedAt: number
+  readonly durationMillis: number
+  /** 0, 1, 2, ... in the order receipts of the run were emitted (completion order). */
+  readonly emitOrder: number
+  /** SHA-256 of the canonical arguments, without the `redact` keys. */
+  readonly argumentsSha256: string
+  /** SHA-256 of the canonical `{ content, value }` of the result; absent when the call failed. */
+  readonly resultSha256?: string
+  readonly audit: Audit
+}
+
+/** Where receipts go. */
+export interface Sink<R = never> {
+  /** The URI receipts of a run are stored at, when there is one. */
+  readonly uriOf?: (run: RunInfo) => string | undefined
+  readonly write: (receipt: Receipt) => Effect.Effect<void, never, R>
+}
+
+/** A sink that calls `f` with each receipt. */
+export const callback = (f: (receipt: Receipt) => void): Sink => ({ write: (receipt) => Effect.sync(() => f(receipt)) })
+
+/** The JSONL file of a run's receipts: `<directory>/<runId>.jsonl`. */
+export const receiptPath = (directory: string, runId: string): string =>
+  path.join(directory, `${runId.replace(/[^A-Za-z0-9_.-]/g, "_")}.jsonl`)
+
+/**
+ * An append-only JSONL sink, one file per run, one line per receipt (writes
+ * are serialised). A receipt that cannot be written is a defect: the run stops.
+ */
+export const jsonl = (directory: string): Sink<FileSystem.FileSystem> => {
+  const oneAtATime = Semaphore.makeUnsafe(1)
+  return {
+    uriOf: (run) => pathToFileURL(path.resolve(receiptPath(directory, run.runId))).href,
+    write: (receipt) =>
+      oneAtATime.withPermits(1)(
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          yield* fs.makeDirectory(directory, { recursive: true })
+          yield* fs.writeFileString(receiptPath(directory, receipt.runId), `${JSON.stringify(receipt)}\n`, { flag: "a" })
+        }).pipe(Effect.orDie)
+      )
+  }
+}
+
+/** Writes to every sink, in order. */
+export const all = <R>(sinks: ReadonlyArray<Sink<R>>): Sink<R> => ({
+  uriOf: (run) => sinks.map((sink) => sink.uriOf?.(run)).find((uri) => uri !== undefined),
+  write: (receipt) => Effect.forEach(sinks, (sink) => sink.write(receipt), { discard: true })
+})
+
+export interface Options {
+  /** Argument keys (at any depth) removed before the arguments are hashed. */
+  readonly redact?: ReadonlyArray<string>
+}
+
+/** Writes one receipt per call to `sink` (a `Sink` or a callback). */
+export const auditLog = <R = never>(
+  sink: Sink<R> | ((receipt: Receipt) => void),
+  options: Options = {}
+): Middleware<R | RunContext> => {
+  const target: Sink<R> = typeof sink === "function" ? callback(sink) : sink
+  const redact = new Set(options.redact ?? [])
+  const emitted = new Map<string, number>()
+  return {
+    name: "audit_log",
+    around: (invocation, next) =>
+      Effect.flatMap(Effect.all([RunContext, Effect.serviceOption(ToolCallContext)]), ([run, current]) => {
+        const uri = target.uriOf?.(run)
+        const key = Option.isSome(current) ? current.value.idempotencyKey : undefined
+        return AuditTrail.record(
+          "audit_log",
+          invocation,
+          (recorder) =>
+            Effect.andThen(
+              uri === undefined ? Effect.void : recorder.annotate({ metadata: { receiptUri: uri } }),
+              next(invocation)
+            ),
+          ({ exit, layer, audit }) =>
+            Effect.suspend(() => {
+              const emitOrder = emitted.get(run.runId) ?? 0
+              emitted.set(run.runId, emitOrder + 1)
+              const result = Exit.isSuccess(exit) ? exit.value : undefined
+              return target.write({
+                tool: invocation.spec.name,
+                callId: invocation.call.id,
+                ...(key === undefined ? {} : { idempotencyKey: key }),
+                runId: run.runId,
+                threadId: run.threadId,
+                turn: invocation.turn,
+                status: layer.status,
+                isError: result === undefined || result.isError,
+                ...(layer.error === undefined ? {} : { error: layer.error }),
+                startedAt: layer.startedAt,
+                endedAt: layer.endedAt,
+                durationMillis: layer.endedAt - layer.startedAt,
+                emitOrder,
+                argumentsSha256: hash(withoutKeys(invocation.input, redact)),
+                ...(result === undefined ? {} : { resultSha256: hash({ content: result.content, value: result.value }) }),
+                audit
+              })
+            })
+        )
+      })
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * Runs tool calls through the lifecycle: resolve, check it was advertised,
+ * decode, check limits, emit `tool.started`, middleware around the handler
+ * (under its timeout, retry schedule and exclusivity; a keyed tool at most
+ * once per idempotency key), encode the output (as the tool's `toModelOutput`
+ * chooses), offload large output to an artifact, emit exactly one terminal
+ * event. Handlers read their call from `ToolCallContext`. Batches
+ * run with a concurrency bound and return one result per call, in call order.
+ * One executor per run: it owns the run's event sequence and call counters.
+ *
+ * Guarantees, with any sink and under interruption at any point: exactly one
+ * terminal event per started call and none without a start; sequence numbers
+ * gap-free and in the order the sink received them; when `run`/`runBatch`
+ * returns (or is interrupted), no call of it is running or will start, and the
+ * results are frozen. The stages live in `internal/executor/` (`Admission`,
+ * `Invoke`, `Idempotency`, `Render`, `Reporter`, `CallState` and `Call` for one
+ * call, `Batch` for many;
+ * `Tracing` gives each answered call an `execute_tool` span when a tracer is installed).
+ */
+import { Data, Duration, Effect, Schedule } from "effect"
+import * as Cancellation from "./Cancellation.ts"
+import { EventSink } from "./EventSink.ts"
+import * as Admission from "./internal/executor/Admission.ts"
+import * as Batch from "./internal/executor/Batch.ts"
+import * as Call from "./internal/executor/Call.ts"
+import * as Idempotency from "./internal/executor/Idempotency.ts"
+import * as Invoke from "./internal/executor/Invoke.ts"
+import * as Render from "./internal/executor/Render.ts"
+import * as Reporter from "./internal/executor/Reporter.ts"
+import * as Tracing from "./internal/executor/Tracing.ts"
+import type * as Middleware from "./Middleware.ts"
+import { RunContext } from "./RunContext.ts"
+import type { StoreRegistry } from "./StoreRegistry.ts"
+import type { ToolCall } from "../contract/ToolCall.ts"
+import type { ToolCallContext } from "./ToolCallContext.ts"
+import * as ToolError from "../contract/ToolError.ts"
+import type * as ToolEvent from "../contract/ToolEvent.ts"
+import * as ToolRegistry from "../contract/ToolRegistry.ts"
+import type * as ToolResult from "../contract/ToolResult.ts"
+
+/** A call limit and what happens when it is reached. */
+export interface Limit {
+  readonly max: number
+  /** `continue` (default): a repairable result telling the model to stop; `error`: fatal. */
+  readonly mode?: "error" | "continue"
+}
+
+export interface Options<MR = never> {
+  /** Execution middleware, first element outermost. */
+  readonly middleware?: ReadonlyArray<Middleware.Middleware<MR>>
+  /** Repairable errors become error results the model reads (default `true`); `false` makes them fatal. */
+  readonly repair?: boolean
+  /** Timeout for tools that declare none. Default 60 seconds. */
+  readonly defaultTimeout?: Duration.Input
+  readonly limits?: {
+    /** Calls per run (this executor). */
+    readonly run?: Limit
+    /** Calls per tool, for every tool. */
+    readonly tool?: Limit
+    /** Calls per tool, by canonical name (overrides `tool`). */
+    readonly perTool?: Readonly<Record<string, Limit>>
+  }
+  readonly artifacts?: {
+    /** Model-facing text longer than this many characters is offloaded. Default 16,000. */
+    readonly threshold?: number
+    /** Characters kept from the start and the end of offloaded text. Defaults 4,000 and 1,000. */
+    readonly head?: number
+    readonly tail?: number
+    /** The `StoreRegistry` store that holds artifacts. Default `"artifacts"`. */
+    readonly store?: string
+  }
+  /** Default batch concurrency (an agent turn is one batch). Default {@link defaultConcurrency}. */
+  readonly concurrency?: number
+  /** Default batch failure policy. Default `settle`. */
+  readonly failurePolicy?: FailurePolicy
+  /**
+   * Where results of keyed tools (`Tool.make({ idempotency })`) are kept, so that each key is applied
+   * at most once: across executors sharing a `StoreRegistry`, and across processes sharing its store.
+   */
+  readonly idempotency?: {
+    /** The `StoreRegistry` store. Default `"idempotency"`. */
+    readonly store?: string
+    /** How long a stored result answers repeats of its key. Default: for ever. */
+    readonly ttl?: Duration.Input
+  }
+  /**
+   * Span content. Every call gets an `execute_tool` span when a tracer is installed; by default
+   * it never carries argument or result values. These add them (redacted per the tool's `safety.redact`).
+   */
+  readonly tracing?: TracingOptions
+}
+
+/** `Options.tracing`: opt in to argument and result values on `execute_tool` spans. */
+export type TracingOptions = Tracing.Options
+
+/** Calls run at once in a batch (and in an agent turn) unless `concurrency` says otherwise. */
+export const defaultConcurrency = 8
+
+/**
+ * `settle`: every call gets a result; fatal errors are raised after the batch.
+ * `fail-fast`: the first fatal error stops the batch: calls not yet started never start (their
+ * result is `ToolCancelled` with `started: false`, and they emit nothing); calls in flight are
+ * interrupted and report `tool.failed` with reason `cancelled`. The batch returns after they have.
+ */
+export type FailurePolicy = "settle" | "fail-fast"
+
+/** A batch had fatal errors. `results` still answers every call, in call order (a frozen snapshot). */
+export class BatchFailed extends Data.TaggedError("BatchFailed")<{
+  readonly results: ReadonlyArray<ToolResult.ToolResult>
+  readonly errors: ReadonlyArray<ToolError.ToolError>
+}> {
+  override get message(): string {
+    return `tool batch failed: ${this.errors.map((e) => e.message).join("; ")}`
+  }
+}
+
+/** What running calls needs from the environment. */
+export type Requirements<R> =
+  | Exclude<R, Cancellation.Cancellation | ToolCallContext>
+  | RunContext
+  | EventSink
+  | StoreRegistry
+
+export interface BatchOptions {
+  readonly advertised?: ToolRegistry.Advertised<unknown>
+  readonly concurrency?: number
+  readonly failurePolicy?: FailurePolicy
+}
+
+export interface Executor<R> {
+  readonly registry: ToolRegistry.ToolRegistry<unknown>
+  /**
+   * Runs one call. Fails only with a fatal error (or a repairable one when repair is off);
+   * `ToolCancelled` when the run is cancelled before or while it runs.
+   */
+  readonly run: (
+    call: ToolCall,
+    options?: { readonly advertised?: ToolRegistry.Advertised<unknown> }
+  ) => Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, Requirements<R>>
+  /**
+   * Runs calls with a concurrency bound; results in call order, frozen. Stops early when the run is
+   * cancelled (calls in flight are interrupted, the rest never start; each is answered `ToolCancelled`).
+   */
+  readonly runBatch: (
+    calls: ReadonlyArray<ToolCall>,
+    options?: BatchOptions
+  ) => Effect.Effect<ReadonlyArray<ToolResult.ToolResult>, BatchFailed, Requirements<R>>
+  /** Stamps (time, sequence, run) and emits an event in the run's stream: for the agent loop's own events. */
+  readonly emit: (event: ToolEvent.Unstamped<ToolEvent.Event>) => Effect.Effect<void, never, RunContext | EventSink>
+  /** The run's cancellation switch (also reachable from handlers through `Cancellation.cancelRun`). */
+  readonly runCancel: Cancellation.RunCancel
+}
+
+/** Exponential backoff with jitter and a cap on attempts (including the first), for `Tool.make({ retry })`. */
+export const backoff = (options: {
+  readonly base?: Duration.Input
+  readonly factor?: number
+  readonly maxAttempts: number
+  readonly jitter?: boolean
+}): Schedule.Schedule<unknown> => {
+  const exponential = Schedule.exponential(options.base ?? "100 millis", options.factor ?? 2)
+  const jittered = options.jitter === false ? exponential : Schedule.jittered(exponential)
+  return jittered.pipe(Schedule.upTo({ times: Math.max(0, options.maxAttempts - 1) }))
+}
+
+/** Makes an executor for one run over `registry`. */
+export const make = <R, MR = never>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  options: Options<MR> = {}
+): Effect.Effect<Executor<R | MR>> =>
+  Effect.sync(() => {
+    const runCancel = Cancellation.makeRunCancelUnsafe()
+    const threshold = options.artifacts?.threshold ?? 16_000
+    const reporter = Reporter.make()
+    const runCall = Call.make({
+      repair: options.repair ?? true,
+      middleware: options.middleware ?? [],
+      admit: Admission.make(options.limits),
+      invoke: Invoke.make({
+        defaultTimeout: Duration.fromInputUnsafe(options.defaultTimeout ?? "60 seconds"),
+        reporter
+      }),
+      render: Render.make({
+        threshold,
+        head: Math.min(options.artifacts?.head ?? 4_000, Math.floor(threshold * 0.6)),
+        tail: Math.min(options.artifacts?.tail ?? 1_000, Math.floor(threshold * 0.2)),
+        store: options.artifacts?.store ?? "artifacts"
+      }),
+      reporter,
+      idempotency: Idempotency.make({
+        store: options.idempotency?.store ?? "idempotency",
+        ttl: options.idempotency?.ttl === undefined
+          ? undefined
+          : Duration.toMillis(Duration.fromInputUnsafe(options.idempotency.ttl))
+      }),
+      runCancel
+    })
+    const everything = ToolRegistry.all(registry)
+    const tracing = Tracing.make(options.tracing)
+
+    /** Services every call needs, read once per `run`/`runBatch` instead of once per event. */
+    const environment = Effect.map(
+      Effect.all([RunContext, EventSink, Effect.clockWith(Effect.succeed)]),
+      ([ctx, sink, clock]): Reporter.Env => ({ ctx, sink, clock })
+    )
+
+    const batch = (
+      calls: ReadonlyArray<ToolCall>,
+      advertised: ToolRegistry.Advertised<unknown>,
+      concurrency: number,
+      failFast: boolean
+    ) =>
+      Effect.flatMap(environment, (env) =>
+        Effect.flatMap(Tracing.whenEnabled(tracing), (traced) =>
+          Batch.run(
+            calls,
+            { concurrency, failFast, runCancel },
+            (call, restore, stopped) => runCall(call, advertised, env, restore, stopped, traced)
+          )))
+
+    const run: Executor<R | MR>["run"] = (call, runOptions) =>
+      Effect.flatMap(batch([call], runOptions?.advertised ?? everything, 1, false), ({ outcomes }) => {
+        const outcome = outcomes[0]
+        if (outcome === undefined) {
+          return Effect.fail(new ToolError.ToolCancelled({ toolName: call.name, started: false }))
+        }
+        if (outcome.cancelled) return Effect.fail(outcome.result.error!)
+        return outcome.error === undefined ? Effect.succeed(outcome.result) : Effect.fail(outcome.error)
+      })
+
+    const runBatch: Executor<R | MR>["runBatch"] = (calls, batchOptions) =>
+      Effect.flatMap(
+        batch(
+          calls,
+          batchOptions?.advertised ?? everything,
+          Math.max(1, batchOptions?.concurrency ?? options.concurrency ?? defaultConcurrency),
+          (batchOptions?.failurePolicy ?? options.failurePolicy ?? "settle") === "fail-fast"
+        ),
+        ({ errors, results }) => errors.length > 0 ? Effect.fail(new BatchFailed({ results, errors })) : Effect.succeed(results)
+      )
+
+    const emit: Executor<R | MR>["emit"] = (event) => Effect.flatMap(environment, (env) => reporter.emit(env, event))
+
+    return { registry, run, runBatch, emit, runCancel }
+  })

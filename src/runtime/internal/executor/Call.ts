@@ -1,0 +1,228 @@
+/**
+ * One call's lifecycle, top to bottom: admit (resolve, decode, limits), report
+ * `tool.started`, invoke the middleware pipeline around the handler, render the
+ * result, report exactly one terminal event. Everything but the invocation runs
+ * uninterruptibly (the caller passes the `restore` of its mask), so a call that
+ * was started always reports its end, and an interruption can only land inside
+ * the invocation, where it becomes `tool.failed` with reason `cancelled`.
+ */
+import { Cause, Effect } from "effect"
+import type * as Cancellation from "../../Cancellation.ts"
+import * as Middleware from "../../Middleware.ts"
+import type * as Tool from "../../../contract/Tool.ts"
+import type { ToolCall } from "../../../contract/ToolCall.ts"
+import * as ToolError from "../../../contract/ToolError.ts"
+import type * as ToolRegistry from "../../../contract/ToolRegistry.ts"
+import * as ToolResult from "../../../contract/ToolResult.ts"
+import { redactValue } from "../../../internal/redact.ts"
+import type * as Admission from "./Admission.ts"
+import * as CallState from "./CallState.ts"
+import type * as Idempotency from "./Idempotency.ts"
+import * as Invoke from "./Invoke.ts"
+import type * as Render from "./Render.ts"
+import type { Env, Reporter } from "./Reporter.ts"
+import * as Tracing from "./Tracing.ts"
+
+/** How a call ended, for the batch. */
+export interface Outcome {
+  readonly result: ToolResult.ToolResult
+  /** Present when the call must be raised: a fatal error, or a repairable one when repair is off. */
+  readonly error?: ToolError.ToolError
+  /** Started, then interrupted (fail-fast, run cancellation, or the caller). */
+  readonly cancelled: boolean
+}
+
+/** The `restore` of an `Effect.uninterruptibleMask`. */
+export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+export interface Config {
+  readonly repair: boolean
+  readonly middleware: ReadonlyArray<Middleware.Middleware<unknown>>
+  readonly admit: ReturnType<typeof Admission.make>
+  readonly invoke: ReturnType<typeof Invoke.make>
+  readonly render: ReturnType<typeof Render.make>
+  readonly reporter: Reporter
+  readonly idempotency: ReturnType<typeof Idempotency.make>
+  readonly runCancel: Cancellation.RunCancel
+}
+
+/** The fields every event of a started call carries (with the idempotency key of a keyed call). */
+const stampOf = (call: ToolCall, spec: Tool.ToolSpec, state: CallState.CallState) =>
+  state.idempotencyKey === undefined
+    ? { toolCallId: call.id, toolName: spec.name, attempt: state.count }
+    : { toolCallId: call.id, toolName: spec.name, attempt: state.count, idempotencyKey: state.idempotencyKey }
+
+export const make = (config: Config) => {
+  const { admit, invoke, render, reporter } = config
+
+  /** Repairable (or exhausted retryable) errors become results when repair is on; the rest are raised. */
+  const settle = (call: ToolCall, name: string, error: ToolError.ToolError, elapsed: number): Outcome => {
+    const result = ToolResult.fromError({ ...call, name }, error, elapsed)
+    return error.disposition !== "fatal" && config.repair ? { result, cancelled: false } : { result, error, cancelled: false }
+  }
+
+  /** Step 10 for a call that produced a result: artifact and audit events, then `tool.completed`. */
+  const completed = (
+    call: ToolCall,
+    spec: Tool.ToolSpec,
+    state: CallState.CallState,
+    startedAt: number,
+    env: Env,
+    value: ToolResult.ToolResult
+  ): Effect.Effect<Outcome> => {
+    const elapsed = env.clock.currentTimeMillisUnsafe() - startedAt
+    const stamp = stampOf(call, spec, state)
+    const result = { ...value, elapsed }
+    const terminal = Effect.as(
+      reporter.emitMasked(env, {
+        _tag: "tool.completed",
+        ...stamp,
+        elapsed,
+        isError: result.isError,
+        output: ToolResult.textOf(result),
+        artifacts: result.artifacts
+      }),
+      { result, cancelled: false }
+    )
+    if (result.artifacts.length === 0 && result.audit === undefined) return terminal
+    const audit = result.audit
+    return Effect.forEach(
+      result.artifacts,
+      (artifact) => reporter.emitMasked(env, { _tag: "tool.artifact_stored", ...stamp, artifact }),
+      { discard: true }
+    ).pipe(
+      Effect.andThen(audit === undefined ? Effect.void : reporter.emitMasked(env, { _tag: "tool.audit", ...stamp, audit })),
+      Effect.andThen(terminal)
+    )
+  }
+
+  /** Step 10 for a call that failed or was interrupted: `tool.failed` (reason `cancelled` for an interruption). */
+  const failed = (
+    call: ToolCall,
+    spec: Tool.ToolSpec,
+    state: CallState.CallState,
+    startedAt: number,
+    env: Env,
+    cause: Cause.Cause<ToolError.ToolError>
+  ): Effect.Effect<Outcome> => {
+    const elapsed = env.clock.currentTimeMillisUnsafe() - startedAt
+    const stamp = stampOf(call, spec, state)
+    if (Cause.hasInterruptsOnly(cause)) {
+      const error = new ToolError.ToolCancelled({ toolName: spec.name, started: true })
+      return Effect.as(
+        reporter.emitMasked(env, {
+          _tag: "tool.failed",
+          ...stamp,
+          elapsed,
+          reason: "cancelled",
+          error,
+          disposition: error.disposition
+        }),
+        { result: ToolResult.fromError({ ...call, name: spec.name }, error, elapsed), cancelled: true }
+      )
+    }
+    const failure = Cause.findErrorOption(cause)
+    const error = failure._tag === "Some" && ToolError.isToolError(failure.value)
+      ? failure.value
+      : new ToolError.ToolDefect({ toolName: spec.name, cause })
+    return Effect.as(
+      reporter.emitMasked(env, {
+        _tag: "tool.failed",
+        ...stamp,
+        elapsed,
+        reason: error._tag === "ToolTimeout" ? "timeout" : "error",
+        error,
+        disposition: error.disposition,
+        // the handler's own cause when the error was made from it (an undeclared failure, say)
+        cause: Invoke.causeOf(error) ?? cause
+      }),
+      settle(call, spec.name, error, elapsed)
+    )
+  }
+
+  /**
+   * Runs one call. Call it inside `Effect.uninterruptibleMask` when the call's
+   * turn comes (it decides at once whether the call starts), with the mask's
+   * `restore`. `undefined` means the call never started: `stopped()` was true.
+   * With `tracing` (a tracer is installed) the call gets an `execute_tool` span.
+   */
+  return (
+    call: ToolCall,
+    advertised: ToolRegistry.Advertised<unknown>,
+    env: Env,
+    restore: Restore,
+    stopped: () => boolean,
+    tracing?: Tracing.Tracing
+  ): Effect.Effect<Outcome | undefined> => {
+    if (stopped()) return Effect.succeed(undefined)
+    // 1-5: resolve, check advertised, decode, limits.
+    const admission = admit(advertised, call)
+    if (admission._tag === "Rejected") {
+      const { toolName, error } = admission
+      const answered = Effect.as(
+        reporter.emitMasked(env, { _tag: "tool.rejected", toolCallId: call.id, toolName, attempt: 0, error }),
+        settle(call, toolName, error, 0)
+      )
+      return tracing === undefined ? answered : Tracing.rejected(env.clock, call, toolName, error, answered)
+    }
+    const { entry, input } = admission.resolved
+    const spec = entry.spec
+    const startedAt = env.clock.currentTimeMillisUnsafe()
+    // The idempotency key, from the decoded input; a key function that throws (or returns no string) is a defect.
+    const keyOf = entry.tool.idempotency
+    let key: string | undefined
+    let keyDefect: ToolError.ToolDefect | undefined
+    if (keyOf !== undefined) {
+      try {
+        const computed: unknown = keyOf(input)
+        if (typeof computed === "string") key = computed
+        else throw new TypeError(`the idempotency key must be a string, got ${typeof computed}`)
+      } catch (defect) {
+        keyDefect = new ToolError.ToolDefect({ toolName: spec.name, cause: Cause.die(defect) })
+      }
+    }
+    const state = new CallState.CallState(call.id, spec.name, key, env.ctx.turn, config.runCancel.cancel)
+    // 7-9: middleware around the handler (timeout, retries, exclusivity; a keyed call at most once), encode,
+    // then redact or offload.
+    const core: Middleware.Next = (invocation) =>
+      Effect.flatMap(
+        invoke(invocation, env, state),
+        (output) => render.encode(invocation.tool, invocation.spec, invocation.call, output)
+      )
+    const pipeline = Middleware.compose(
+      config.middleware,
+      key === undefined
+        ? core
+        : (invocation) =>
+          config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core(invocation)) as ReturnType<
+            Middleware.Next
+          >
+    )
+    const body = Effect.suspend(() =>
+      Effect.flatMap(
+        pipeline({ call, spec, tool: entry.tool, input, turn: env.ctx.turn }),
+        (result) => render.finalize(result, spec, call, env.ctx.runId)
+      )
+    )
+    // The handler gets the call's context from `Invoke` (per attempt, only when it is not already done);
+    // middleware see it too when there is any.
+    const invocation = keyDefect !== undefined
+      ? Effect.fail(keyDefect)
+      : config.middleware.length === 0
+      ? body
+      : (state.inContext = true, CallState.provide(body, state))
+    // 6, then 10: started, the interruptible invocation, exactly one terminal event.
+    const lifecycle = Effect.andThen(
+      reporter.emitMasked(env, {
+        _tag: "tool.started",
+        ...stampOf(call, spec, state),
+        arguments: redactValue(input, spec.safety.redact).value
+      }),
+      Effect.matchCauseEffect(restore(invocation), {
+        onSuccess: (result) => completed(call, spec, state, startedAt, env, result),
+        onFailure: (cause) => failed(call, spec, state, startedAt, env, cause)
+      })
+    ) as Effect.Effect<Outcome | undefined>
+    return tracing === undefined ? lifecycle : Tracing.executed(tracing, env.clock, call, spec, input, state, lifecycle)
+  }
+}

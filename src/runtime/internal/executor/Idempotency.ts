@@ -1,0 +1,128 @@
+/**
+ * At most one successful application per idempotency key. A keyed call first
+ * looks in the `StoreRegistry` store for the key (canonical tool name + key):
+ * a stored result is answered again (with this call's id) and the handler does
+ * not run. Otherwise the call runs, and a successful result (its content blocks
+ * and encoded value) is stored before it is returned; failures are not stored,
+ * so a failed attempt can run again.
+ *
+ * Within one process, calls with the same key never overlap: a per-key lock
+ * (per store, so it holds across executors sharing a `StoreRegistry`) makes the
+ * second wait for the first and then read its stored result. Across processes
+ * the store is the only coordination, and `KeyValueStore` has no
+ * compare-and-set: two simultaneous *first* calls in two processes may both run.
+ */
+import { Deferred, Effect, Exit, Option, Schema } from "effect"
+import { KeyValueStore } from "effect/persistence"
+import { StoreRegistry } from "../../StoreRegistry.ts"
+import type { ToolCall } from "../../../contract/ToolCall.ts"
+import * as ToolError from "../../../contract/ToolError.ts"
+import type * as ToolResult from "../../../contract/ToolResult.ts"
+
+export interface Config {
+  /** The `StoreRegistry` store. */
+  readonly store: string
+  /** How long a stored result answers repeats, in milliseconds; `undefined`: for ever. */
+  readonly ttl: number | undefined
+}
+
+const Block = Schema.Union([
+  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("image"), data: Schema.String, mimeType: Schema.String })
+])
+
+/** What is stored per key: enough to answer the call again. */
+const Stored = Schema.Struct({
+  storedAt: Schema.Number,
+  content: Schema.Array(Block),
+  value: Schema.optionalKey(Schema.Unknown)
+})
+
+type Typed = KeyValueStore.SchemaStore<typeof Stored>
+
+/** Per store: its typed view and the keys being applied in this process right now. */
+interface Slot {
+  readonly typed: Typed
+  readonly running: Map<string, Deferred.Deferred<void>>
+}
+
+const slots = new WeakMap<KeyValueStore.KeyValueStore, Slot>()
+const slotOf = (store: KeyValueStore.KeyValueStore): Slot => {
+  let slot = slots.get(store)
+  if (slot === undefined) {
+    slot = { typed: KeyValueStore.toSchemaStore(store, Stored), running: new Map() }
+    slots.set(store, slot)
+  }
+  return slot
+}
+
+/** The storage key of `key` for the tool `toolName`. */
+export const storageKey = (toolName: string, key: string): string => `${toolName}/${key}`
+
+export const make = (config: Config) => {
+  const failed = (operation: string) => (cause: unknown) =>
+    new ToolError.StoreFailed({ store: config.store, operation, cause })
+
+  /**
+   * `run` at most once per key: a stored result is answered again (`replayed`);
+   * otherwise `run`'s successful result is stored, then returned.
+   */
+  return <R>(
+    toolName: string,
+    key: string,
+    call: ToolCall,
+    now: () => number,
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> =>
+    Effect.flatMap(StoreRegistry.use((stores) => stores.store(config.store)), (store) => {
+      const { running, typed } = slotOf(store)
+      const id = storageKey(toolName, key)
+      const replay = (stored: typeof Stored.Type): ToolResult.ToolResult => ({
+        toolCallId: call.id,
+        name: toolName,
+        content: stored.content,
+        ...(stored.value === undefined ? {} : { value: stored.value }),
+        artifacts: [],
+        isError: false,
+        elapsed: 0,
+        ...(call.provider === undefined ? {} : { provider: call.provider }),
+        idempotency: { key, replayed: true }
+      })
+      const save = (result: ToolResult.ToolResult): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
+        result.isError ? Effect.succeed(result) : typed.set(id, {
+          storedAt: now(),
+          content: result.content,
+          ...(result.value === undefined ? {} : { value: result.value })
+        }).pipe(
+          Effect.mapError(failed("write")),
+          Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key, replayed: false } })
+        )
+      // Looking up and running can be interrupted; once the call succeeded, its result is stored uninterruptibly.
+      const apply = (restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>) =>
+        Effect.flatMap(
+          restore(typed.get(id)).pipe(
+            Effect.mapError((error) => failed(Schema.isSchemaError(error) ? "decode" : "read")(error))
+          ),
+          (found): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> =>
+            Option.isSome(found) && (config.ttl === undefined || now() - found.value.storedAt < config.ttl)
+              ? Effect.succeed(replay(found.value))
+              : Effect.flatMap(restore(run), save)
+        )
+      // Claim the key (or wait for its holder, then look again); a claim is always released.
+      const claim: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> = Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
+          const holder = running.get(id)
+          if (holder !== undefined) return Effect.andThen(restore(Deferred.await(holder)), claim)
+          const mine = Deferred.makeUnsafe<void>()
+          running.set(id, mine)
+          return apply(restore).pipe(
+            Effect.ensuring(Effect.sync(() => {
+              running.delete(id)
+              Deferred.doneUnsafe(mine, Exit.void)
+            }))
+          )
+        })
+      )
+      return claim
+    })
+}

@@ -1,0 +1,160 @@
+/**
+ * Lifecycle step 7's core: the handler, invoked anew for every attempt, under
+ * the tool's timeout, with its retry `Schedule` (only for tools whose repetition
+ * is safe) and, for exclusive tools, holding the run's exclusive permit for the
+ * attempt only (never through a backoff sleep). Handler failures become tool
+ * errors here; encoding the output is `Render`'s job.
+ */
+import { Cause, Duration, Effect, Exit, Fiber, Predicate, Result, Schedule, Schema, Semaphore } from "effect"
+import type { Invocation } from "../../Middleware.ts"
+import type * as Tool from "../../../contract/Tool.ts"
+import * as ToolError from "../../../contract/ToolError.ts"
+import * as CallState from "./CallState.ts"
+import type { Env, Reporter } from "./Reporter.ts"
+
+/** The attempt counter of one call, read by the terminal event (a `CallState` is one). */
+export interface Attempts {
+  count: number
+}
+
+export interface Config {
+  readonly defaultTimeout: Duration.Duration
+  readonly reporter: Reporter
+}
+
+const textOfValue = (value: unknown): string =>
+  value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value)
+
+/** The handler's own cause behind a tool error made from it, for the `tool.failed` event. */
+const origins = new WeakMap<ToolError.ToolError, Cause.Cause<unknown>>()
+
+/** The handler's full cause behind `error`, when `error` was made from a handler failure. */
+export const causeOf = (error: ToolError.ToolError): Cause.Cause<unknown> | undefined => origins.get(error)
+
+/** What an undeclared error is called for the model: its `_tag`, else its class name, else its type. */
+const nameOf = (error: unknown): string => {
+  if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") return error._tag
+  if (typeof error === "object" && error !== null) {
+    const name = error.constructor?.name
+    return typeof name === "string" && name !== "" && name !== "Object" ? name : "object"
+  }
+  return typeof error
+}
+
+/**
+ * The handler's failure as a tool error. Tool errors pass through; a declared failure renders for
+ * the model; an undeclared one is repairable, named only by its tag (its message may hold secrets);
+ * a defect (a throw, `Effect.die`) is a `ToolDefect`.
+ */
+const toToolError = (tool: Tool.Any, name: string, cause: Cause.Cause<unknown>): ToolError.ToolError => {
+  const failure = Cause.findErrorOption(cause)
+  if (Cause.hasDies(cause) || failure._tag === "None") return new ToolError.ToolDefect({ toolName: name, cause })
+  const error = failure.value
+  if (ToolError.isToolError(error)) return error
+  let converted: ToolError.ToolFailure
+  if (tool.failure !== undefined && Schema.is(tool.failure)(error)) {
+    const encoded = Schema.encodeUnknownResult(tool.failure as Schema.Codec<unknown, unknown>)(error)
+    const detail = Result.isSuccess(encoded) ? encoded.success : undefined
+    const message = error instanceof Error && error.message !== "" ? error.message : textOfValue(detail)
+    converted = new ToolError.ToolFailure({ message: `${name}: ${message}`, detail })
+  } else {
+    const tag = nameOf(error)
+    converted = new ToolError.ToolFailure({
+      message: `${name}: failed with an error it does not declare (${tag})`,
+      detail: { undeclared: tag }
+    })
+  }
+  origins.set(converted, cause)
+  return converted
+}
+
+/** True when running the tool again cannot repeat a side effect: idempotent, or keyed. */
+export const retrySafe = (tool: Tool.Any): boolean => tool.safety.idempotent === true || tool.idempotency !== undefined
+
+export const make = (config: Config) => {
+  const exclusive = Semaphore.makeUnsafe(1)
+  const timeouts = new WeakMap<Tool.Any, number>()
+  const timeoutOf = (tool: Tool.Any): number => {
+    let millis = timeouts.get(tool)
+    if (millis === undefined) {
+      millis = Duration.toMillis(tool.timeout ?? config.defaultTimeout)
+      timeouts.set(tool, millis)
+    }
+    return millis
+  }
+
+  /** The handler's output, or a tool error; interruption passes through untouched. */
+  return (invocation: Invocation, env: Env, state: CallState.CallState): Effect.Effect<unknown, ToolError.ToolError> => {
+    const tool = invocation.tool
+    const name = invocation.spec.name
+    const safe = retrySafe(tool)
+    const toFailure = (cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError.ToolError> =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.fail(toToolError(tool, name, cause))
+    const attempt = Effect.suspend((): Effect.Effect<unknown, ToolError.ToolError> => {
+      let effect: Effect.Effect<unknown, unknown>
+      try {
+        effect = tool.handler(invocation.input) as Effect.Effect<unknown, unknown>
+      } catch (defect) {
+        return Effect.fail(new ToolError.ToolDefect({ toolName: name, cause: Cause.die(defect) }))
+      }
+      // A handler that returned an already-completed Exit (`Effect.succeed(...)`) can
+      // neither hang nor be cancelled: it needs no timer and no abort signal.
+      if (Exit.isExit(effect)) return Exit.isSuccess(effect) ? Effect.succeed(effect.value) : toFailure(effect.cause)
+      // `state` is the call's `ToolCallContext` and `Cancellation`; its signal is the attempt's.
+      // The handler runs in a child fiber started at once: one that completes synchronously
+      // (`Effect.sync`, a pure `Effect.gen`) has its Exit before any timer is armed; only one
+      // that suspends races its deadline. Whoever stops it (the deadline, the call's
+      // interruption) aborts its signal first, then interrupts it and waits for it.
+      return Effect.flatMap(
+        Effect.forkChild(state.inContext ? effect : CallState.provide(effect, state), { startImmediately: true }),
+        (fiber): Effect.Effect<unknown, ToolError.ToolError> => {
+          const exit = fiber.pollUnsafe()
+          if (exit !== undefined) return Exit.isSuccess(exit) ? exit as Exit.Exit<unknown, never> : toFailure(exit.cause)
+          const timeoutMillis = timeoutOf(tool)
+          const stop = Effect.suspend(() => {
+            state.abort()
+            return Fiber.interrupt(fiber)
+          })
+          return Fiber.join(fiber).pipe(
+            Effect.timeoutOrElse({
+              duration: timeoutMillis,
+              orElse: () =>
+                Effect.andThen(
+                  stop,
+                  Effect.fail(new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: safe }))
+                )
+            }),
+            Effect.onInterrupt(() => stop),
+            Effect.catchCause(toFailure)
+          ) as Effect.Effect<unknown, ToolError.ToolError>
+        }
+      )
+    })
+    const guarded = tool.options.exclusive === true ? exclusive.withPermit(attempt) : attempt
+    if (tool.retry === undefined || !safe) return guarded
+    const policy = tool.retry.pipe(
+      Schedule.setInputType<ToolError.ToolError>(),
+      Schedule.while(({ input }) => input.disposition === "retry"),
+      Schedule.modifyDelay(({ duration, input }) =>
+        Effect.suspend(() => {
+          state.count++
+          return Effect.as(
+            config.reporter.emit(env, {
+              _tag: "tool.retrying",
+              toolCallId: invocation.call.id,
+              toolName: name,
+              attempt: state.count,
+              ...(state.idempotencyKey === undefined ? {} : { idempotencyKey: state.idempotencyKey }),
+              delay: Duration.toMillis(duration),
+              error: input
+            }),
+            duration
+          )
+        })
+      )
+    )
+    return Effect.retry(guarded, policy)
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The run's event stream: stamps each event (run, thread, `Clock` time,
+ * sequence number) at the moment it is handed to the `EventSink`, one event at
+ * a time, uninterruptibly. It owns the ordering rules; it does not decide which
+ * events a call emits (that is `Call`).
+ *
+ * - Sequence numbers are assigned inside the critical section, so they are
+ *   gap-free and in the order the sink receives them, whether `emit` is
+ *   synchronous or suspends (a queue, a network exporter).
+ * - An emission cannot be interrupted: once an event is due it is delivered,
+ *   and an interrupted call waits for its events (a sink that never returns
+ *   therefore holds the run).
+ * - A sink that fails or dies does not fail the call: the failure is logged at
+ *   `Warn` level with the event's tag and sequence, the event counts as offered
+ *   (its number is not reused) and the next event is offered as usual.
+ */
+import { type Cause, type Clock, Effect, Exit } from "effect"
+import type { EventSink } from "../../EventSink.ts"
+import type { RunContext } from "../../RunContext.ts"
+import type * as ToolEvent from "../../../contract/ToolEvent.ts"
+
+/** The services every event needs, read once per `run`/`runBatch`. */
+export interface Env {
+  readonly ctx: RunContext["Service"]
+  readonly sink: EventSink["Service"]
+  readonly clock: Clock.Clock
+}
+
+export interface Reporter {
+  /** Stamps and delivers one event; completes once the sink has returned. Never fails, never interrupted. */
+  readonly emit: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>) => Effect.Effect<void>
+  /** {@link emit} for callers already inside an uninterruptible region (the call lifecycle). */
+  readonly emitMasked: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>) => Effect.Effect<void>
+}
+
+const warn = (cause: Cause.Cause<unknown>, event: ToolEvent.Event): Effect.Effect<void> =>
+  Effect.logWarning("tinyagents: the event sink failed; the event was not delivered", cause).pipe(
+    Effect.annotateLogs({ event: event._tag, sequence: event.sequence })
+  )
+
+export const make = (): Reporter => {
+  let sequence = 0
+  /** A one-slot lock: `busy` while an event is with the sink; waiters are handed the slot in order. */
+  let busy = false
+  const waiters: Array<() => void> = []
+  const release = (): void => {
+    const next = waiters.shift()
+    if (next === undefined) busy = false
+    else next()
+  }
+
+  /** The event with the sink while the slot is held (one at a time), for the shared handlers below. */
+  let inFlight: ToolEvent.Event | undefined
+  /** Built once: an event does not allocate its own completion handlers. */
+  const settled = {
+    onFailure: (cause: Cause.Cause<unknown>): Effect.Effect<void> => {
+      const event = inFlight!
+      inFlight = undefined
+      release()
+      return warn(cause, event)
+    },
+    onSuccess: (): Effect.Effect<void> => {
+      inFlight = undefined
+      release()
+      return Effect.void
+    }
+  }
+
+  /** Holds the slot: stamps, hands the event to the sink, releases the slot when the sink returns. */
+  const deliver = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>): Effect.Effect<void> => {
+    busy = true
+    const stamped = {
+      ...event,
+      runId: env.ctx.runId,
+      threadId: env.ctx.threadId,
+      timestamp: env.clock.currentTimeMillisUnsafe(),
+      sequence: sequence++
+    } as ToolEvent.Event
+    let emitted: Effect.Effect<void>
+    try {
+      emitted = env.sink.emit(stamped)
+    } catch (defect) {
+      emitted = Effect.die(defect)
+    }
+    // A sink that answers with a completed Exit (`Effect.void`) is done already.
+    if (Exit.isExit(emitted)) {
+      release()
+      return Exit.isSuccess(emitted) ? Effect.void : warn(emitted.cause, stamped)
+    }
+    inFlight = stamped
+    return Effect.matchCauseEffect(emitted, settled)
+  }
+
+  /** Waits for the slot; the releasing fiber hands it over on the next scheduler tick (no deep recursion). */
+  const wait = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>): Effect.Effect<void> =>
+    Effect.withFiber((fiber) =>
+      Effect.callback<void>((resume) => {
+        waiters.push(() =>
+          fiber.currentDispatcher.scheduleTask(() => resume(Effect.suspend(() => deliver(env, event))), 0)
+        )
+      })
+    )
+
+  const emitMasked = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>): Effect.Effect<void> =>
+    Effect.suspend(() => busy ? wait(env, event) : deliver(env, event))
+
+  return {
+    emit: (env, event) => Effect.uninterruptible(emitMasked(env, event)),
+    emitMasked
+  }
+}
