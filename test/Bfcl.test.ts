@@ -59,6 +59,8 @@ type Category = typeof categories[number]
  * - `wrongTypeCalls` / `wrongTypeArguments`: valid calls (and arguments) given a
  *   value of the wrong type; the only arguments skipped are the three whose
  *   schema is `{}` (BFCL `any`).
+ * - `extraKeyMutants`: valid calls given an unknown key in one of their objects
+ *   (the arguments object, and every object nested in them), each refused.
  * - `foreignNames`: functions whose name is not canonical (counted per entry).
  */
 const expected: Record<Category, {
@@ -68,6 +70,7 @@ const expected: Record<Category, {
   readonly requiredRemoved: number
   readonly wrongTypeCalls: number
   readonly wrongTypeArguments: number
+  readonly extraKeyMutants: number
   readonly foreignNames: number
 }> = {
   simple_python: {
@@ -77,6 +80,7 @@ const expected: Record<Category, {
     requiredRemoved: 400,
     wrongTypeCalls: 400,
     wrongTypeArguments: 1141,
+    extraKeyMutants: 406,
     foreignNames: 173
   },
   multiple: {
@@ -86,6 +90,7 @@ const expected: Record<Category, {
     requiredRemoved: 200,
     wrongTypeCalls: 200,
     wrongTypeArguments: 557,
+    extraKeyMutants: 203,
     foreignNames: 320
   },
   live_simple: {
@@ -95,6 +100,7 @@ const expected: Record<Category, {
     requiredRemoved: 233,
     wrongTypeCalls: 254,
     wrongTypeArguments: 671,
+    extraKeyMutants: 274,
     foreignNames: 134
   }
 }
@@ -252,6 +258,48 @@ const wrongValueFor = (schema: unknown): { readonly value: unknown } | undefined
 const hasIssueAt = (error: InvalidArguments, key: string): boolean =>
   error.issues.some((issue) => issue.path.length === 1 && issue.path[0] === key)
 
+/**
+ * The corpus schema with every object that lists properties closed (`additionalProperties:
+ * false`), at any depth, and the root: what `Tool.fromJsonSchema` shows and enforces. The corpus has no
+ * `allOf`/`anyOf`/`oneOf`/`$ref`/`additionalProperties`/`patternProperties` (checked below),
+ * so this plain walk is the whole rule here.
+ */
+const closedObjects = (schema: unknown, root = true): unknown => {
+  if (Array.isArray(schema)) return schema.map((item) => closedObjects(item, false))
+  if (!isJsonObject(schema)) return schema
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(schema)) {
+    out[key] = key === "properties" && isJsonObject(value)
+      ? Object.fromEntries(Object.entries(value).map(([name, child]) => [name, closedObjects(child, false)]))
+      : key === "enum" || key === "default" || key === "required" || key === "const"
+      ? value
+      : closedObjects(value, false)
+  }
+  // An empty `properties` below the root is a free-form object (Python's `dict`), left open.
+  if (isJsonObject(schema.properties) && (root || Object.keys(schema.properties).length > 0)) {
+    out.additionalProperties = false
+  }
+  return out
+}
+
+/** Every object value nested in `value` (itself included), with its path. */
+const objectsIn = (value: unknown, path: ReadonlyArray<PropertyKey> = []): ReadonlyArray<{
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly object: JsonObject
+}> => {
+  if (Array.isArray(value)) return value.flatMap((item, i) => objectsIn(item, [...path, i]))
+  if (!isJsonObject(value)) return []
+  return [{ path, object: value }, ...Object.entries(value).flatMap(([key, child]) => objectsIn(child, [...path, key]))]
+}
+
+/** `args` with `key: value` added to the object at `path`. */
+const withKeyAt = (args: unknown, path: ReadonlyArray<PropertyKey>, key: string, value: unknown): unknown => {
+  if (path.length === 0) return { ...(args as JsonObject), [key]: value }
+  const [head, ...rest] = path
+  if (Array.isArray(args)) return args.map((item, i) => i === head ? withKeyAt(item, rest, key, value) : item)
+  return { ...(args as JsonObject), [head as string]: withKeyAt((args as JsonObject)[head as string], rest, key, value) }
+}
+
 const sample = (lines: ReadonlyArray<string>, n = 5): string =>
   lines.length === 0 ? "" : `\n${lines.slice(0, n).join("\n")}${lines.length > n ? `\n... and ${lines.length - n} more` : ""}`
 
@@ -273,10 +321,10 @@ describe("BFCL corpus", () => {
         for (const { entry, registry } of built) {
           assert.isDefined(registry)
           assert.strictEqual(registry?.entries.length, entry.tools.length)
-          // the model sees the schema as given, less `$schema`
+          // the model sees the schema as given, less `$schema`, with every object closed: what is enforced
           for (const tool of entry.tools) {
             const { $schema: _, ...visible } = tool.input_schema
-            assert.deepStrictEqual(registry?.get(tool.name)?.spec.inputSchema, visible)
+            assert.deepStrictEqual(registry?.get(tool.name)?.spec.inputSchema, closedObjects(visible))
           }
         }
       })
@@ -371,6 +419,57 @@ describe("BFCL corpus", () => {
         assert.strictEqual(testedArguments, expected[category].wrongTypeArguments)
         assert.isAbove(testedCalls, withArguments * 0.95)
         assert.isAtMost(skipped.length, 3)
+      })
+
+      it("a canonical call with a key its tool does not declare is rejected at that key, in every object", () => {
+        // Imported objects are closed, as the exports show them: an extra key anywhere (the
+        // arguments object, a nested object, an object in an array) is an error, never passed on.
+        const calls = validCalls(category)
+        let mutants = 0
+        const freeForm: Array<string> = []
+        for (const { call, id, registry, schema } of calls) {
+          assert.notInclude(JSON.stringify(schema), "additionalProperties", id)
+          assert.notMatch(JSON.stringify(schema), /"(allOf|anyOf|oneOf|\$ref|patternProperties)"/, id)
+          for (const { object, path } of objectsIn(call.arguments)) {
+            const key = "zz_extra"
+            assert.isFalse(Object.hasOwn(object, key))
+            const args = withKeyAt(call.arguments, path, key, 1)
+            for (const raw of [args, JSON.stringify(args)]) {
+              const resolved = resolve(registry, call.name, raw)
+              // An object inside an untyped (BFCL `any`) or free-form value may hold any key.
+              if (Result.isSuccess(resolved)) {
+                assert.isTrue(path.length > 0, `${id}: ${key} accepted at the root`)
+                freeForm.push(`${id} ${JSON.stringify(path)}`)
+                continue
+              }
+              const error = resolved.failure
+              assert.strictEqual(error._tag, "InvalidArguments", `${id}: ${error.message}`)
+              if (error._tag !== "InvalidArguments") continue
+              assert.isTrue(
+                error.issues.some((issue) =>
+                  JSON.stringify(issue.path) === JSON.stringify([...path, key]) && issue.message.startsWith("Unexpected key")
+                ),
+                `${id}: no unexpected-key issue at ${JSON.stringify([...path, key])}: ${error.message}`
+              )
+              mutants++
+            }
+          }
+        }
+        assert.strictEqual(mutants, 2 * expected[category].extraKeyMutants)
+        // Accepted only inside values whose schema is free-form (`{}` or an object without properties).
+        for (const line of freeForm) {
+          const [id, path] = [line.slice(0, line.indexOf(" ")), JSON.parse(line.slice(line.indexOf(" ") + 1)) as Array<string>]
+          const entry = calls.find((c) => c.id === id)!
+          let node: unknown = entry.schema
+          for (const key of path) {
+            if (typeof key !== "string" || !isJsonObject(node)) break
+            node = propertiesOf(node)[key]
+          }
+          assert.isTrue(
+            isJsonObject(node) && (node.properties === undefined || Object.keys(propertiesOf(node)).length === 0),
+            `${line}: accepted inside ${JSON.stringify(node)}`
+          )
+        }
       })
 
       it("names that are not canonical go through reversible aliases", () => {

@@ -28,10 +28,10 @@ describe("npm start (the demo agent)", () => {
     expect(out).toContain("Revenue: 1245 kEUR = 1344.6 kUSD (rate 1.08).")
     expect(out).toContain("── finished: final_answer after 5 turn(s)")
     // Governance: consent asked for the writing tool (answered automatically, and said so, without a
-    // terminal) and one hashed audit receipt per executed call.
+    // terminal) and one hashed audit receipt per call, refused ones included.
     expect(out).toContain("write_file: auto-approved (stdin is not a terminal)")
     expect(out).toMatch(/audit +write_file +call_write audit_log:ok consent:ok/)
-    expect(out).toMatch(/audit log: 6 receipts in demo-run\.jsonl/)
+    expect(out).toMatch(/audit log: 7 receipts in demo-run\.jsonl/)
     expect(out).toMatch(/"argumentsSha256":"[0-9a-f]{64}"/)
   })
 })
@@ -61,7 +61,7 @@ describe("npm start -- --live (unhappy paths)", () => {
     )
   })
 
-  it.live("no call passes validation (invalid arguments, unknown tool, malformed JSON): summary, no receipts, exit code 0", () =>
+  it.live("no call passes validation (invalid arguments, unknown tool, malformed JSON): summary, a receipt each, exit code 0", () =>
     Effect.gen(function*() {
       const run = yield* live([
         {
@@ -80,7 +80,7 @@ describe("npm start -- --live (unhappy paths)", () => {
       expect(run.stdout).toMatch(/rejected +delete_everything call_unknown \[repair\]/)
       expect(run.stdout).toMatch(/rejected +read_file +call_malformed \[repair\]/)
       expect(run.stdout).toContain("Answer: I could not use the tools, so I cannot summarise Q3 revenue.")
-      expect(run.stdout).toContain("audit log: no receipts")
+      expect(run.stdout).toMatch(/audit log: 3 receipts in demo-run\.jsonl/)
       expect(row(run.stdout, "tool calls")).toBe("3")
       expect(row(run.stdout, "completed")).toBe("0")
       expect(row(run.stdout, "failed: repairable")).toBe("3")

@@ -2,6 +2,7 @@ import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
+import { KeyValueStore } from "effect/persistence"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
@@ -39,7 +40,7 @@ describe("StoreRegistry", () => {
       for (const store of stores) assert.strictEqual(yield* store.get("k"), "v")
     }).pipe(Effect.provide(StoreRegistry.StoreRegistry.layerMemory)))
 
-  it.live("file system: one directory per store, survives a new layer", () => {
+  it.live("file system: one directory, one file per prefixed key, survives a new layer", () => {
     const root = fs.mkdtempSync(nodePath.join(os.tmpdir(), "tinyagents-stores-"))
     const layer = StoreRegistry.StoreRegistry.layerFileSystem(root).pipe(
       Layer.provide([NodeFileSystem.layer, NodePath.layer])
@@ -52,9 +53,42 @@ describe("StoreRegistry", () => {
         return yield* (yield* StoreRegistry.store("artifacts")).get("call-1")
       }).pipe(Effect.provide(layer))
       assert.strictEqual(again, "hello")
-      assert.isTrue(fs.existsSync(nodePath.join(root, "artifacts")))
+      assert.deepStrictEqual(fs.readdirSync(root), [encodeURIComponent("artifacts/call-1")])
     }).pipe(Effect.ensuring(Effect.sync(() => fs.rmSync(root, { recursive: true, force: true }))))
   })
+
+  it.live("file system: a failed open is not remembered; the next use opens the store", () => {
+    const parent = fs.mkdtempSync(nodePath.join(os.tmpdir(), "tinyagents-stores-"))
+    const blocker = nodePath.join(parent, "data")
+    const root = nodePath.join(blocker, "stores")
+    fs.writeFileSync(blocker, "a file where a directory should be")
+    const layer = StoreRegistry.StoreRegistry.layerFileSystem(root).pipe(
+      Layer.provide([NodeFileSystem.layer, NodePath.layer])
+    )
+    return Effect.gen(function*() {
+      const failed = yield* Effect.flip(StoreRegistry.store("notes"))
+      assert.strictEqual(failed._tag, "StoreFailed")
+      assert.strictEqual(failed.operation, "open")
+      fs.rmSync(blocker)
+      const notes = yield* StoreRegistry.store("notes")
+      yield* notes.set("k", "v")
+      assert.strictEqual(yield* (yield* StoreRegistry.store("notes")).get("k"), "v")
+      assert.strictEqual(yield* StoreRegistry.store("notes"), notes)
+    }).pipe(
+      Effect.provide(layer),
+      Effect.ensuring(Effect.sync(() => fs.rmSync(parent, { recursive: true, force: true })))
+    )
+  })
+
+  it.effect("layer: every name is a prefixed view of the one KeyValueStore in context", () =>
+    Effect.gen(function*() {
+      yield* (yield* StoreRegistry.store("notes")).set("a", "1")
+      yield* (yield* StoreRegistry.store("cache")).set("a", "2")
+      const kv = yield* KeyValueStore.KeyValueStore
+      assert.deepStrictEqual([...(yield* kv.keys)].sort(), ["cache/a", "notes/a"])
+      assert.strictEqual(yield* kv.get("notes/a"), "1")
+      assert.deepStrictEqual(yield* (yield* StoreRegistry.store("notes")).keys, ["a"])
+    }).pipe(Effect.provide(StoreRegistry.layer.pipe(Layer.provideMerge(KeyValueStore.layerMemory)))))
 })
 
 describe("EventSink", () => {
@@ -134,6 +168,7 @@ describe("module-level layers and accessors", () => {
     Effect.sync(() => {
       assert.strictEqual(StoreRegistry.layerMemory, StoreRegistry.StoreRegistry.layerMemory)
       assert.strictEqual(StoreRegistry.layerFileSystem, StoreRegistry.StoreRegistry.layerFileSystem)
+      assert.strictEqual(StoreRegistry.layer, StoreRegistry.StoreRegistry.layer)
       assert.strictEqual(EventSink.layerMemory, EventSink.EventSink.layerMemory)
       assert.strictEqual(EventSink.layerPubSub, EventSink.EventSink.layerPubSub)
       assert.strictEqual(EventSink.layerCallback, EventSink.EventSink.layerCallback)

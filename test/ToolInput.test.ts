@@ -1,6 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
-import { Tool as AiTool } from "effect/ai"
 import { readFileSync } from "node:fs"
 import { Tool, ToolError, ToolInput } from "../src/index.ts"
 import { toModelCodec } from "../src/contract/internal/modelSchema.ts"
@@ -234,10 +233,10 @@ describe("ToolInput", () => {
 // ---------------------------------------------------------------------------
 
 /**
- * The decoder as it was before its fast paths (secure JSON parse, then one
- * decode with every issue and unknown keys refused): the reference a decoder
- * must agree with on every input, valid or not, value for value and issue for
- * issue (and key order, which `tool.started` events and handlers see).
+ * The decoder without its fast path (parse, then one decode with every issue and
+ * unknown keys refused): the reference a decoder must agree with on every input,
+ * valid or not, value for value and issue for issue (and key order, which
+ * `tool.started` events and handlers see).
  */
 const referenceDecoder = (toolName: string, schema: Schema.Top, allowUnknownKeys: boolean) => {
   const decode = Schema.decodeUnknownResult(toModelCodec(schema), {
@@ -246,31 +245,10 @@ const referenceDecoder = (toolName: string, schema: Schema.Top, allowUnknownKeys
     onExcessProperty: allowUnknownKeys ? "ignore" : "error"
   })
   const closedEmpty = !allowUnknownKeys && isEmptyStruct(schema.ast)
-  const malformed = (reason: string) => Result.fail(new ToolError.MalformedArguments({ toolName, reason }))
   return (raw: unknown): Result.Result<unknown, ToolError.MalformedArguments | ToolError.InvalidArguments> => {
-    let value: unknown = raw
-    if (typeof raw === "string") {
-      if (raw.trim().length === 0) return malformed("the arguments are empty; send a JSON object")
-      try {
-        value = AiTool.unsafeSecureJsonParse(raw)
-      } catch (error) {
-        const detail = error instanceof Error ? error.message : String(error)
-        return malformed(
-          detail.includes("forbidden prototype property")
-            ? "the arguments contain a forbidden \"__proto__\" or \"constructor.prototype\" key"
-            : `the arguments are not valid JSON (${detail})`
-        )
-      }
-    } else {
-      // Objects go through the decoder's own prototype-key check (it has no fast path).
-      const parsed = ToolInput.parse(toolName, raw)
-      if (Result.isFailure(parsed)) return parsed
-    }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
-      return Result.isFailure(ToolInput.parse(toolName, value))
-        ? ToolInput.parse(toolName, value)
-        : malformed("unreachable")
-    }
+    const parsed = ToolInput.parse(toolName, raw)
+    if (Result.isFailure(parsed)) return parsed
+    const value = parsed.success
     if (closedEmpty && Object.keys(value).length > 0) {
       return Result.fail(
         new ToolError.InvalidArguments({

@@ -2,7 +2,8 @@
  * The agent loop: ask the model with this turn's advertised tools, check its
  * calls at the boundary (fail closed), run them as one bounded batch, append
  * the tool results in call order, and repeat until a final answer, `maxTurns`,
- * a `returnDirect` tool, or cancellation. Returns the transcript with usage and
+ * a `returnDirect` tool, or cancellation. Returns the transcript (tool call
+ * arguments in it redacted per each tool's `safety.redact`) with usage and
  * every `ToolResult`; fatal errors end the run with a typed `AgentFailed`.
  * Spans: `invoke_agent` for the run, `agent_turn` per turn, around the turn's
  * `chat` (the model call) and `execute_tool` (each call) spans.
@@ -13,7 +14,9 @@ import type { EventSink } from "../runtime/EventSink.ts"
 import * as Executor from "../runtime/Executor.ts"
 import * as Tracing from "../runtime/internal/executor/Tracing.ts"
 import { RunContext } from "../runtime/RunContext.ts"
+import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolError } from "../contract/ToolError.ts"
+import { redactArguments } from "../internal/redact.ts"
 import * as ToolRegistry from "../contract/ToolRegistry.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 
@@ -63,6 +66,27 @@ export class AgentFailed extends Data.TaggedError("AgentFailed")<{
   }
 }
 
+/**
+ * The model's tool calls as the transcript keeps them: arguments under a tool's `safety.redact`
+ * (keys and patterns) are redacted, so the transcript (and the history sent back to the provider,
+ * and `AgentFailed`) never holds them; the executor runs the calls as the model sent them.
+ */
+const redactCalls = <R>(
+  tools: ToolRegistry.ToolRegistry<R>,
+  calls: ReadonlyArray<ToolCall>
+): ReadonlyArray<ToolCall> => {
+  let changed = false
+  const out = calls.map((call) => {
+    const policy = tools.get(call.name)?.spec.safety.redact
+    if (policy === undefined) return call
+    const args = redactArguments(call.arguments, policy)
+    if (args === call.arguments) return call
+    changed = true
+    return { ...call, arguments: args }
+  })
+  return changed ? out : calls
+}
+
 /** Runs the loop. Requires a `ChatModel`, the run's `RunContext`, an `EventSink`, stores, and the tools' services. */
 export const run = <R, MR = never>(
   options: RunOptions<R, MR>
@@ -109,7 +133,7 @@ export const run = <R, MR = never>(
         if (response._tag === "Failure") return yield* inTurn(fail("model", response.failure, turn + 1))
         const reply = response.success
         usage = ChatModel.addUsage(usage, reply.usage)
-        transcript.push({ role: "assistant", content: reply.text, toolCalls: reply.toolCalls })
+        transcript.push({ role: "assistant", content: reply.text, toolCalls: redactCalls(options.tools, reply.toolCalls) })
         yield* inTurn(executor.emit({
           _tag: "agent.model_responded",
           turn,

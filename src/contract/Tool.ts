@@ -196,8 +196,19 @@ export type Dynamic<E = unknown, R = unknown> = Tool<string, Schema.Top, Schema.
 /**
  * Defines a tool from a raw JSON Schema. The schema is imported with Effect's
  * `SchemaRepresentation.fromJsonSchemaDocument`, so arguments are validated
- * before the handler runs; the model sees the schema as given. The name may be
- * foreign (`math.factorial`): the registry maps it to a canonical alias.
+ * before the handler runs. The name may be foreign (`math.factorial`): the
+ * registry maps it to a canonical alias.
+ *
+ * What the model is shown is what is enforced: unless the tool sets
+ * `allowUnknownKeys: true`, every object schema that lists `properties` and says
+ * nothing about other keys (no `additionalProperties`, `unevaluatedProperties`
+ * or `patternProperties`) is closed with `additionalProperties: false`, in the
+ * schema the model sees and in the one arguments are checked against, as the
+ * strict provider exports close it. Objects whose keys other subschemas may add
+ * (`allOf`, `anyOf`/`oneOf` beside `properties`, `$ref`, `if`/`then`/`else`,
+ * `dependentSchemas`) stay as given; so does a free-form object below the root
+ * (`{"type":"object"}`, or an empty `properties`, as Python's `dict` is often
+ * written); a root with empty `properties` is a tool that takes no keys.
  */
 export const fromJsonSchema = <E extends ToolError = never, const S extends ReadonlyArray<Context.Key<any, any>> = []>(
   name: string,
@@ -207,11 +218,10 @@ export const fromJsonSchema = <E extends ToolError = never, const S extends Read
     schema.$schema === JsonSchema.META_SCHEMA_URI_DRAFT_07 || schema.$schema === "http://json-schema.org/draft-07/schema"
       ? JsonSchema.fromSchemaDraft07(schema)
       : JsonSchema.fromSchemaDraft2020_12(schema)
-  const importOne = (schema: ToolSchema.JsonSchemaObject): Schema.Top =>
-    SchemaRepresentation.fromJsonSchemaDocument(toDocument(schema), { patterns: options.patterns ?? "apply" })
+  const importOne = (document: JsonSchema.Document<"draft-2020-12">): Schema.Top =>
+    SchemaRepresentation.fromJsonSchemaDocument(document, { patterns: options.patterns ?? "apply" })
   /** The schema as the model sees it: draft 2020-12, without `$schema`. */
-  const visible = (schema: ToolSchema.JsonSchemaObject): ToolSchema.JsonSchemaObject => {
-    const document = toDocument(schema)
+  const visible = (document: JsonSchema.Document<"draft-2020-12">): ToolSchema.JsonSchemaObject => {
     const { $schema: _, ...root } = document.schema
     return Object.keys(document.definitions).length === 0 ? root : { ...root, $defs: document.definitions }
   }
@@ -220,9 +230,16 @@ export const fromJsonSchema = <E extends ToolError = never, const S extends Read
   }
   let input: Schema.Top
   let output: Schema.Top | undefined
+  let inputDocument: JsonSchema.Document<"draft-2020-12">
+  let outputDocument: JsonSchema.Document<"draft-2020-12"> | undefined
   try {
-    input = importOne(options.inputSchema)
-    output = options.outputSchema === undefined ? undefined : importOne(options.outputSchema)
+    // Inputs are what a model sends: closed as shown. Outputs are what the tool returns: as given.
+    inputDocument = options.allowUnknownKeys === true
+      ? toDocument(options.inputSchema)
+      : closeObjects(toDocument(options.inputSchema))
+    outputDocument = options.outputSchema === undefined ? undefined : toDocument(options.outputSchema)
+    input = importOne(inputDocument)
+    output = outputDocument === undefined ? undefined : importOne(outputDocument)
   } catch (error) {
     return Result.fail(
       new SchemaImportError({ toolName: name, reason: error instanceof Error ? error.message : String(error) })
@@ -248,11 +265,136 @@ export const fromJsonSchema = <E extends ToolError = never, const S extends Read
       ...(options.returnDirect === undefined ? {} : { returnDirect: options.returnDirect })
     },
     jsonSchema: {
-      input: visible(options.inputSchema),
-      ...(options.outputSchema === undefined ? {} : { output: visible(options.outputSchema) })
+      input: visible(inputDocument),
+      ...(outputDocument === undefined ? {} : { output: visible(outputDocument) })
     },
     handler: options.handler as Dynamic<E, ServicesOf<S>>["handler"]
   })
+}
+
+type JsonNode = { readonly [key: string]: unknown }
+
+const isNode = (u: unknown): u is JsonNode => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** Keywords whose value is one subschema, a list of them, or a map of them (draft 2020-12). */
+const oneSchema = [
+  "items",
+  "contains",
+  "additionalProperties",
+  "propertyNames",
+  "not",
+  "if",
+  "then",
+  "else",
+  "unevaluatedItems",
+  "unevaluatedProperties",
+  "contentSchema"
+]
+const schemaLists = ["allOf", "anyOf", "oneOf", "prefixItems"]
+const schemaMaps = ["properties", "patternProperties", "dependentSchemas", "$defs"]
+
+/** Keywords beside `properties` through which other subschemas may admit more keys. */
+const widening = ["allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else", "dependentSchemas"]
+
+/**
+ * True when a node lists properties and is silent about every other key. An empty
+ * `properties` below the root (`{"type":"object","properties":{}}`, how Python's
+ * `dict` is often written) is a free-form object, as `{"type":"object"}` is; at the
+ * root it is a tool without parameters, which takes no keys.
+ */
+const closable = (node: JsonNode, root: boolean): boolean =>
+  isNode(node.properties) && (root || Object.keys(node.properties).length > 0) &&
+  node.additionalProperties === undefined && node.unevaluatedProperties === undefined &&
+  node.patternProperties === undefined && !widening.some((key) => node[key] !== undefined)
+
+/**
+ * A branch of `parent`'s `key` list is "open" (merged with its siblings or its
+ * parent's properties, so closing it would refuse keys they admit): every member
+ * of `allOf`, and members of `anyOf`/`oneOf` when the parent has object keywords.
+ */
+const opensBranches = (parent: JsonNode, key: string): boolean =>
+  key === "allOf" ||
+  ((key === "anyOf" || key === "oneOf") &&
+    (parent.properties !== undefined || parent.patternProperties !== undefined ||
+      parent.additionalProperties !== undefined))
+
+const definitionKey = (ref: unknown): string | undefined => {
+  if (typeof ref !== "string") return undefined
+  const match = /^#\/\$defs\/([^/]+)$/.exec(ref)
+  return match === null ? undefined : match[1]!.replaceAll("~1", "/").replaceAll("~0", "~")
+}
+
+/**
+ * Calls `visit` on every subschema of `node` (itself included) with whether it sits
+ * in an open position (see {@link opensBranches}); `rewrite` rebuilds the node from
+ * its rewritten children. Schemas are as deep as their author made them: the
+ * recursion is fine (Effect's importer recurses the same way).
+ */
+const mapSchema = (
+  node: unknown,
+  open: boolean,
+  rewrite: (node: JsonNode, open: boolean) => JsonNode
+): unknown => {
+  if (!isNode(node)) return node
+  let out: Record<string, unknown> | undefined
+  const set = (key: string, value: unknown) => {
+    if (value === node[key]) return
+    out ??= { ...node }
+    out[key] = value
+  }
+  for (const key of oneSchema) if (node[key] !== undefined) set(key, mapSchema(node[key], false, rewrite))
+  for (const key of schemaLists) {
+    const list = node[key]
+    if (!Array.isArray(list)) continue
+    const branchOpen = opensBranches(node, key)
+    const mapped = list.map((branch) => mapSchema(branch, branchOpen, rewrite))
+    if (mapped.some((branch, i) => branch !== list[i])) set(key, mapped)
+  }
+  for (const key of schemaMaps) {
+    const map = node[key]
+    if (!isNode(map)) continue
+    let changed = false
+    const mapped = Object.fromEntries(Object.entries(map).map(([name, child]) => {
+      const next = mapSchema(child, false, rewrite)
+      if (next !== child) changed = true
+      return [name, next]
+    }))
+    if (changed) set(key, mapped)
+  }
+  return rewrite(out ?? node, open)
+}
+
+/**
+ * The document with every closable object schema closed (`additionalProperties:
+ * false`), except in open positions and in definitions referenced from one.
+ */
+const closeObjects = (document: JsonSchema.Document<"draft-2020-12">): JsonSchema.Document<"draft-2020-12"> => {
+  const definitions = document.definitions as Readonly<Record<string, unknown>>
+  // Definitions reached by `$ref` from an open position stay as given (to a fixpoint).
+  const openDefinitions = new Set<string>()
+  const collect = (node: JsonNode, open: boolean): JsonNode => {
+    const key = open ? definitionKey(node.$ref) : undefined
+    if (key !== undefined && !openDefinitions.has(key)) {
+      openDefinitions.add(key)
+      mapSchema(definitions[key], true, collect)
+    }
+    return node
+  }
+  mapSchema(document.schema, false, collect)
+  for (const [name, definition] of Object.entries(definitions)) mapSchema(definition, openDefinitions.has(name), collect)
+  const close = (node: JsonNode, open: boolean): JsonNode =>
+    !open && closable(node, false) ? { ...node, additionalProperties: false } : node
+  const schema = mapSchema(document.schema, false, close) as JsonNode
+  return {
+    ...document,
+    schema: (closable(schema, true) ? { ...schema, additionalProperties: false } : schema) as typeof document.schema,
+    definitions: Object.fromEntries(
+      Object.entries(definitions).map(([name, definition]) => [
+        name,
+        mapSchema(definition, openDefinitions.has(name), close)
+      ])
+    ) as typeof document.definitions
+  }
 }
 
 // ---------------------------------------------------------------------------

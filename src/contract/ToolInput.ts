@@ -1,14 +1,15 @@
 /**
  * Turns a model's raw tool arguments into a tool's typed input. Raw arguments
- * are JSON text (OpenAI) or an already-parsed value (Anthropic, Gemini); either
- * way they must be one JSON object without prototype-pollution keys, or the call
- * fails with `MalformedArguments` (never replaced by `{}`). The object is then
- * decoded with the input schema, failing with `InvalidArguments` that lists every
- * issue with its path.
+ * are JSON text (OpenAI) or an already-parsed value (Anthropic, Gemini, MCP);
+ * either way they must be one JSON object within the size and depth limits and
+ * without prototype-pollution keys, or the call fails with `MalformedArguments`
+ * (never replaced by `{}`). The object is then decoded with the input schema,
+ * failing with `InvalidArguments` that lists every issue with its path. Hostile
+ * arguments are refused, never thrown: nothing here can overflow the stack, and
+ * rejection text is bounded.
  */
 import { Formatter, Predicate, Result, Schema, type SchemaAST, SchemaIssue } from "effect"
-import { Tool as AiTool } from "effect/ai"
-import { type Issue, InvalidArguments, MalformedArguments } from "./ToolError.ts"
+import { formatPath, type Issue, InvalidArguments, MalformedArguments } from "./ToolError.ts"
 import { isInteger, isIntFilter, toModelCodec } from "./internal/modelSchema.ts"
 import { isEmptyStruct } from "./ToolSchema.ts"
 
@@ -18,77 +19,221 @@ export type Decoder<A> = (raw: unknown) => Result.Result<A, MalformedArguments |
 /** A JSON object. */
 export type JsonObject = { readonly [key: string]: unknown }
 
-/**
- * Parses raw arguments into a JSON object: JSON text is parsed safely; objects
- * are checked for `__proto__` and `constructor.prototype` keys.
- */
-export const parse = (toolName: string, raw: unknown): Result.Result<JsonObject, MalformedArguments> => {
-  let value: unknown = raw
-  if (typeof raw === "string") {
-    const plain = plainJson(raw)
-    if (plain !== undefined) return Result.succeed(plain)
-    if (raw.trim().length === 0) {
-      return Result.fail(new MalformedArguments({ toolName, reason: "the arguments are empty; send a JSON object" }))
-    }
-    try {
-      value = AiTool.unsafeSecureJsonParse(raw)
-    } catch (error) {
-      const detail = error instanceof Error ? error.message : String(error)
-      return Result.fail(
-        new MalformedArguments({
-          toolName,
-          reason: detail.includes("forbidden prototype property")
-            ? "the arguments contain a forbidden \"__proto__\" or \"constructor.prototype\" key"
-            : `the arguments are not valid JSON (${detail})`
-        })
-      )
-    }
-  } else if (hasPrototypeKey(raw)) {
-    return Result.fail(
-      new MalformedArguments({
-        toolName,
-        reason: "the arguments contain a forbidden \"__proto__\" or \"constructor.prototype\" key"
-      })
-    )
-  }
-  if (!Predicate.isObject(value) || Array.isArray(value)) {
-    return Result.fail(
-      new MalformedArguments({ toolName, reason: `expected a JSON object, got ${kindOf(value)}` })
-    )
-  }
-  return Result.succeed(value as JsonObject)
-}
+// ---------------------------------------------------------------------------
+// limits
+// ---------------------------------------------------------------------------
 
 /**
- * `JSON.parse` alone, when that is all the secure parse would do: the text names
- * neither `__proto__` nor `constructor` (so the secure parser would not scan it)
- * and parses to an object. Anything else (invalid JSON, a non-object, a suspect
- * key) returns `undefined` and takes the full path, which words the error.
+ * Limits on raw arguments, checked before decoding. Arguments over a limit
+ * fail with a repairable `MalformedArguments` that names the limit.
  */
-const plainJson = (raw: string): JsonObject | undefined => {
-  if (raw.includes("__proto__") || raw.includes("constructor")) return undefined
-  let value: unknown
-  try {
-    value = JSON.parse(raw)
-  } catch {
-    return undefined
-  }
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? value as JsonObject : undefined
+export interface Limits {
+  /**
+   * Deepest nesting of objects and arrays; the arguments object itself is
+   * level 1, so `{"a":{"b":[1]}}` is 3 levels deep. Default 64.
+   */
+  readonly maxDepth?: number
+  /**
+   * Largest arguments, in bytes of JSON text (UTF-8). Arguments that arrive as
+   * an object are measured by the length of their keys and strings plus a
+   * little per value (close to, and never more than, their JSON length).
+   * Default 1,000,000.
+   */
+  readonly maxBytes?: number
 }
+
+/** The limits used when none are given. */
+export const defaultLimits: Required<Limits> = { maxDepth: 64, maxBytes: 1_000_000 }
+
+const resolveLimits = (limits: Limits | undefined): Required<Limits> =>
+  limits === undefined
+    ? defaultLimits
+    : { maxDepth: limits.maxDepth ?? defaultLimits.maxDepth, maxBytes: limits.maxBytes ?? defaultLimits.maxBytes }
+
+const grouped = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+
+const tooDeep = (maxDepth: number): string =>
+  `the arguments nest objects and arrays more than ${grouped(maxDepth)} levels deep (the limit); send flatter arguments`
+
+const tooLarge = (maxBytes: number, bytes: number | undefined): string =>
+  `the arguments are ${bytes === undefined ? "larger than" : `${grouped(bytes)} bytes of JSON, over`} the limit of ${
+    grouped(maxBytes)
+  } bytes; send smaller arguments`
+
+const forbiddenKey = (kind: "__proto__" | "constructor.prototype", path: ReadonlyArray<PropertyKey>): string =>
+  `the arguments contain a forbidden ${JSON.stringify(kind)} key at ${formatPath(path.map(shortKey))}; remove it`
+
+/** UTF-8 length of a string (a lone surrogate counts 3 bytes, as its replacement character). */
+const utf8Length = (text: string): number => {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x80) bytes += 1
+    else if (c < 0x800) bytes += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
+// ---------------------------------------------------------------------------
+// parsing
+// ---------------------------------------------------------------------------
+
+/**
+ * Parses raw arguments into a JSON object: JSON text with `JSON.parse`, after
+ * its size is checked; an already-parsed value as it is. Either way the value
+ * is then walked (iteratively): no deeper than `maxDepth`, no own `__proto__`
+ * key and no own `constructor` key holding an object with a `prototype` key,
+ * in any object or array element, however the key was spelled in the text
+ * (`"\u005f_proto__"` is `"__proto__"` once parsed). `{"constructor": null}`
+ * and `{"constructor": "x"}` are valid.
+ */
+export const parse = (
+  toolName: string,
+  raw: unknown,
+  limits?: Limits
+): Result.Result<JsonObject, MalformedArguments> => {
+  const { maxBytes, maxDepth } = resolveLimits(limits)
+  const malformed = (reason: string) => Result.fail(new MalformedArguments({ toolName, reason }))
+  let value: unknown = raw
+  if (typeof raw === "string") {
+    if (raw.length > maxBytes || (raw.length * 3 > maxBytes && utf8Length(raw) > maxBytes)) {
+      return malformed(tooLarge(maxBytes, raw.length > maxBytes * 4 ? undefined : utf8Length(raw)))
+    }
+    try {
+      value = JSON.parse(raw)
+    } catch (error) {
+      if (raw.trim().length === 0) return malformed("the arguments are empty; send a JSON object")
+      const detail = error instanceof Error ? error.message : String(error)
+      return malformed(`the arguments are not valid JSON (${truncate(detail, 200)})`)
+    }
+  }
+  if (!Predicate.isObject(value) || Array.isArray(value)) {
+    return malformed(`expected a JSON object, got ${kindOf(value)}`)
+  }
+  // Short JSON text that spells neither key (nor any \u escape) can hold no prototype key
+  // and cannot nest deeper than half its length: nothing to walk.
+  if (typeof raw === "string" && raw.length <= 2 * maxDepth && !mayHidePrototypeKey(raw)) {
+    return Result.succeed(value as JsonObject)
+  }
+  let problem: Problem | undefined
+  try {
+    problem = scan(value, maxDepth, typeof raw === "string" ? Infinity : maxBytes)
+  } catch (error) {
+    // An object-form value whose getters or proxy traps throw.
+    return malformed(`the arguments cannot be read (${truncate(error instanceof Error ? error.message : String(error), 200)})`)
+  }
+  switch (problem) {
+    case undefined:
+      return Result.succeed(value as JsonObject)
+    case "depth":
+      return malformed(tooDeep(maxDepth))
+    case "size":
+      return malformed(tooLarge(maxBytes, undefined))
+    default:
+      return malformed(forbiddenKey(problem, locate(value, problem, maxDepth)))
+  }
+}
+
+/** False when JSON text cannot parse to a `__proto__` or `constructor` key, however escaped. */
+const mayHidePrototypeKey = (text: string): boolean =>
+  text.includes("__proto__") || text.includes("constructor") || text.includes("\\u")
 
 const kindOf = (value: unknown): string =>
   value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "string" ? "a string" : `a ${typeof value}`
 
-/** True when an already-parsed value carries a prototype-pollution key anywhere. */
-const hasPrototypeKey = (root: unknown): boolean => {
-  const stack: Array<unknown> = [root]
-  while (stack.length > 0) {
-    const node = stack.pop()
-    if (!Predicate.isObject(node)) continue
-    if (Object.hasOwn(node, "__proto__")) return true
-    const ctor = (node as { readonly constructor?: unknown }).constructor
-    if (Object.hasOwn(node, "constructor") && Predicate.isObject(ctor) && Object.hasOwn(ctor, "prototype")) return true
-    for (const key of Object.keys(node)) stack.push((node as Record<string, unknown>)[key])
+type Problem = "depth" | "size" | "__proto__" | "constructor.prototype"
+
+/** The prototype-pollution key an object carries, if any. */
+const forbiddenOf = (node: object): Problem | undefined => {
+  if (Object.hasOwn(node, "__proto__")) return "__proto__"
+  if (Object.hasOwn(node, "constructor")) {
+    const ctor: unknown = (node as { readonly constructor: unknown }).constructor
+    if ((typeof ctor === "object" || typeof ctor === "function") && ctor !== null && Object.hasOwn(ctor, "prototype")) {
+      return "constructor.prototype"
+    }
+  }
+  return undefined
+}
+
+/**
+ * Walks a parsed value with an explicit stack (no recursion): the first problem
+ * found, or `undefined`. `maxSize` bounds the estimated JSON length (infinite for
+ * JSON text, already measured); it also bounds the walk of a shared or cyclic value.
+ */
+const scan = (root: object, maxDepth: number, maxSize: number): Problem | undefined => {
+  const nodes: Array<object> = [root]
+  const depths: Array<number> = [1]
+  let size = 0
+  while (nodes.length > 0) {
+    const node = nodes.pop()!
+    const depth = depths.pop()!
+    if (depth > maxDepth) return "depth"
+    const forbidden = forbiddenOf(node)
+    if (forbidden !== undefined) return forbidden
+    if (Array.isArray(node)) {
+      size += 2
+      for (let i = node.length - 1; i >= 0; i--) {
+        const child: unknown = node[i]
+        if (typeof child === "object" && child !== null) {
+          nodes.push(child)
+          depths.push(depth + 1)
+        } else size += typeof child === "string" ? child.length + 3 : 2
+      }
+    } else {
+      size += 2
+      const keys = Object.keys(node)
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!
+        const child: unknown = (node as JsonObject)[key]
+        size += key.length + 3
+        if (typeof child === "object" && child !== null) {
+          nodes.push(child)
+          depths.push(depth + 1)
+        } else size += typeof child === "string" ? child.length + 3 : 2
+      }
+    }
+    if (size > maxSize) return "size"
+  }
+  return undefined
+}
+
+/** The path of the first object carrying `problem` (the walk of {@link scan}, keeping paths). */
+const locate = (root: object, problem: Problem, maxDepth: number): ReadonlyArray<PropertyKey> => {
+  const nodes: Array<object> = [root]
+  const paths: Array<ReadonlyArray<PropertyKey>> = [[]]
+  while (nodes.length > 0) {
+    const node = nodes.pop()!
+    const path = paths.pop()!
+    if (forbiddenOf(node) === problem) return problem === "constructor.prototype" ? [...path, "constructor", "prototype"] : [...path, "__proto__"]
+    if (path.length >= maxDepth) continue
+    const keys: ReadonlyArray<PropertyKey> = Array.isArray(node) ? node.map((_, i) => i) : Object.keys(node)
+    for (let i = keys.length - 1; i >= 0; i--) {
+      const child: unknown = (node as Record<PropertyKey, unknown>)[keys[i]!]
+      if (typeof child === "object" && child !== null) {
+        nodes.push(child)
+        paths.push([...path, keys[i]!])
+      }
+    }
+  }
+  return []
+}
+
+/** True for a stack overflow, thrown as is or wrapped (Effect's parser wraps defects in a `Cause`). */
+const isStackOverflow = (error: unknown): boolean => {
+  const seen = new Set<unknown>()
+  const pending: Array<unknown> = [error]
+  while (pending.length > 0) {
+    const e = pending.pop()
+    if (e === null || typeof e !== "object" || seen.has(e)) continue
+    seen.add(e)
+    if (e instanceof RangeError && /call stack/i.test(e.message)) return true
+    if ("cause" in e) pending.push(e.cause)
+    if ("reasons" in e && Array.isArray(e.reasons)) pending.push(...e.reasons)
+    if ("defect" in e) pending.push(e.defect)
   }
   return false
 }
@@ -96,6 +241,8 @@ const hasPrototypeKey = (root: unknown): boolean => {
 export interface DecoderOptions {
   /** Accept (and drop) keys the schema does not declare. Default: unknown keys are an error. */
   readonly allowUnknownKeys?: boolean
+  /** Size and depth limits on raw arguments; default {@link defaultLimits}. */
+  readonly limits?: Limits
 }
 
 /** Builds the decoder for a tool's input schema. Build once per tool, reuse per call. */
@@ -109,6 +256,7 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   // are JSON numbers, never the strings "NaN" or "Infinity").
   const codec = toModelCodec(schema as unknown as Schema.Top)
   const allowUnknownKeys = options.allowUnknownKeys === true
+  const limits = resolveLimits(options.limits)
   const decode = Schema.decodeUnknownResult(codec, {
     errors: "all",
     reportInput: true,
@@ -119,32 +267,44 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   // would return the same value; otherwise the full decode runs and reports every issue.
   const quick = plainShape(codec.ast) ? Schema.decodeUnknownResult(codec) : undefined
   const closedEmpty = options.allowUnknownKeys !== true && isEmptyStruct(schema.ast)
-  return (raw) => {
-    const parsed = parse(toolName, raw)
-    if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
+  const run = (raw: unknown, value: JsonObject): Result.Result<S["Type"], MalformedArguments | InvalidArguments> => {
     if (closedEmpty) {
       // `Struct({})` ignores excess keys even with onExcessProperty "error".
-      const keys = Object.keys(parsed.success)
+      const keys = Object.keys(value)
       if (keys.length > 0) {
         return Result.fail(
           new InvalidArguments({
             toolName,
-            issues: keys.map((key) => ({ path: [key], message: "Unexpected key: this tool takes no arguments" }))
+            issues: bounded(keys.map((key) => ({ path: [shortKey(key)], message: "Unexpected key: this tool takes no arguments" })))
           })
         )
       }
     }
     if (quick !== undefined) {
-      const fast = quick(parsed.success)
+      const fast = quick(value)
       const symbols = typeof raw !== "string"
-      if (Result.isSuccess(fast) && (allowUnknownKeys || keptEveryKey(parsed.success, fast.success, symbols))) {
+      if (Result.isSuccess(fast) && (allowUnknownKeys || keptEveryKey(value, fast.success, symbols))) {
         return fast as Result.Success<S["Type"], never>
       }
     }
-    const decoded = decode(parsed.success)
+    const decoded = decode(value)
     return Result.isSuccess(decoded)
       ? Result.succeed(decoded.success)
       : Result.fail(new InvalidArguments({ toolName, issues: issuesOf(decoded.failure) }))
+  }
+  return (raw) => {
+    const parsed = parse(toolName, raw, limits)
+    if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
+    try {
+      return run(raw, parsed.success)
+    } catch (error) {
+      // Within the depth limit Effect's decoder does not come near the stack's end; a
+      // raised limit (or a deep stack at the call site) might: refuse, never throw.
+      if (!isStackOverflow(error)) throw error
+      return Result.fail(
+        new MalformedArguments({ toolName, reason: "the arguments are nested too deeply to check; send flatter arguments" })
+      )
+    }
   }
 }
 
@@ -207,15 +367,156 @@ const keptEveryKey = (input: unknown, output: unknown, symbols: boolean): boolea
   return true
 }
 
+// ---------------------------------------------------------------------------
+// rejection text: readable, and bounded however large the input
+// ---------------------------------------------------------------------------
+
+/** Longest quoted input (and path key) in a message, in characters, before "…". */
+export const maxQuoted = 60
+/** Longest single issue message, in characters, before "…". */
+export const maxIssueMessage = 500
+/** Budget for all issues of one error, in characters as rendered; the rest are counted, not listed. */
+export const maxIssuesText = 2_000
+
+const truncate = (text: string, max: number): string => text.length > max ? `${text.slice(0, max)}…` : text
+
+const shortKey = (key: PropertyKey): PropertyKey => typeof key === "string" ? truncate(key, maxQuoted) : key
+
+/** An input as Effect's `Formatter.format` writes it, cut to {@link maxQuoted} characters plus "…". */
+export const preview = (value: unknown): string => truncate(render(value, maxQuoted + 1), maxQuoted)
+
+class Text {
+  readonly text: string
+  constructor(text: string) {
+    this.text = text
+  }
+}
+
+const isPlain = (v: object): boolean => {
+  const proto = Object.getPrototypeOf(v)
+  return (proto === Object.prototype || proto === null || Array.isArray(v)) && Object.getOwnPropertySymbols(v).length === 0 &&
+    (Array.isArray(v) || typeof (v as { readonly toString?: unknown }).toString !== "function" ||
+      (v as { readonly toString?: unknown }).toString === Object.prototype.toString)
+}
+
+/**
+ * `Formatter.format(value)` for JSON-like values, written iteratively and only
+ * until `budget` characters are out: identical for inputs that fit, a prefix of
+ * it for the others, in time and memory proportional to the budget. Values that
+ * are not plain data (class instances, functions) are formatted by Effect.
+ */
+const render = (value: unknown, budget: number): string => {
+  let out = ""
+  const pending: Array<unknown> = [value]
+  while (pending.length > 0 && out.length < budget) {
+    const v = pending.pop()
+    if (v instanceof Text) {
+      out += v.text
+    } else if (typeof v === "string") {
+      out += JSON.stringify(v.length > budget ? v.slice(0, budget) : v)
+    } else if (typeof v !== "object" || v === null) {
+      out += typeof v === "bigint" ? `${v}n` : String(v)
+    } else if (!isPlain(v)) {
+      out += Formatter.format(v)
+    } else if (Array.isArray(v)) {
+      const n = Math.min(v.length, budget)
+      pending.push(new Text(v.length > n ? ",…]" : "]"))
+      for (let i = n - 1; i >= 0; i--) {
+        pending.push(v[i])
+        if (i > 0) pending.push(new Text(","))
+      }
+      out += "["
+    } else {
+      const keys = Object.keys(v)
+      const n = Math.min(keys.length, budget)
+      pending.push(new Text(keys.length > n ? ",…}" : "}"))
+      for (let i = n - 1; i >= 0; i--) {
+        const key = keys[i]!
+        pending.push((v as JsonObject)[key])
+        pending.push(new Text(`${i > 0 ? "," : ""}${JSON.stringify(key.length > budget ? key.slice(0, budget) : key)}:`))
+      }
+      out += "{"
+    }
+  }
+  return out
+}
+
+/** An input as a message shows it: formatted lazily, bounded (see {@link preview}). */
+class Shown {
+  readonly value: unknown
+  constructor(value: unknown) {
+    this.value = value
+  }
+  toString(): string {
+    return preview(this.value)
+  }
+}
+
+/** The input an issue reports, unwrapped from {@link Shown}. */
+const inputOf = (issue: SchemaIssue.Issue): unknown => {
+  const input: unknown = (issue as { readonly input?: unknown }).input
+  return input instanceof Shown ? input.value : input
+}
+
+const withFields = <I extends SchemaIssue.Issue>(issue: I, fields: Partial<Record<string, unknown>>): I =>
+  Object.assign(Object.create(Object.getPrototypeOf(issue)), issue, fields) as I
+
+/**
+ * The same issue tree with every reported input wrapped in {@link Shown}, so every
+ * message (ours and Effect's defaults, which format the input themselves) quotes a
+ * bounded preview instead of the whole value. The tree is as deep as the (limited)
+ * arguments.
+ */
+const boundInputs = (issue: SchemaIssue.Issue): SchemaIssue.Issue => {
+  let out = issue
+  switch (issue._tag) {
+    case "Filter":
+    case "Encoding":
+    case "Pointer": {
+      const inner = boundInputs(issue.issue)
+      if (inner !== issue.issue) out = withFields(issue, { issue: inner })
+      break
+    }
+    case "Composite":
+    case "AnyOf": {
+      let changed = false
+      const inner = issue.issues.map((i) => {
+        const next = boundInputs(i)
+        if (next !== i) changed = true
+        return next
+      })
+      if (changed) out = withFields(issue, { issues: inner })
+      break
+    }
+  }
+  return SchemaIssue.hasInput(out) && mayBeLong(out.input) ? withFields(out, { input: new Shown(out.input) }) : out
+}
+
+/** Inputs whose formatting may exceed {@link maxQuoted} characters (numbers, booleans and short strings cannot). */
+const mayBeLong = (input: unknown): boolean =>
+  typeof input === "string"
+    ? input.length > 9 // each character is at most 6 in JSON (\u0000): 9 of them fit in 60
+    : input !== null && input !== undefined && typeof input !== "number" && typeof input !== "boolean" &&
+      !(input instanceof Shown)
+
 /** `Expected <what>, got <input>`, as Effect words it (the input is present with `reportInput`). */
 const expected = (what: string, issue: SchemaIssue.Issue): string =>
-  SchemaIssue.hasInput(issue) ? `Expected ${what}, got ${Formatter.format(issue.input)}` : `Expected ${what}`
+  SchemaIssue.hasInput(issue) ? `Expected ${what}, got ${preview(inputOf(issue))}` : `Expected ${what}`
 
-/** A wrong type for an integer field says "an integer", not "number". */
-const leafHook: SchemaIssue.LeafHook = (issue) =>
-  issue._tag === "InvalidType" && isInteger(issue.ast) && issue.ast.annotations?.["message"] === undefined
-    ? expected("an integer", issue)
-    : SchemaIssue.defaultLeafHook(issue)
+/** A wrong type for an integer field says "an integer", not "number"; a key where none may be is unexpected. */
+const leafHook: SchemaIssue.LeafHook = (issue) => {
+  if (issue._tag !== "InvalidType" || issue.ast.annotations?.["message"] !== undefined) {
+    return SchemaIssue.defaultLeafHook(issue)
+  }
+  if (isInteger(issue.ast)) return expected("an integer", issue)
+  // A value where none may be: a key of a closed object without properties
+  // (`additionalProperties: false` imports as a record of `never`), or a key whose
+  // schema is `false`. Worded as Effect words an excess property.
+  if (issue.ast._tag === "Never") {
+    return SchemaIssue.hasInput(issue) ? `Unexpected key with value ${preview(inputOf(issue))}` : "Unexpected key"
+  }
+  return SchemaIssue.defaultLeafHook(issue)
+}
 
 const safeRange = `an integer between ${Number.MIN_SAFE_INTEGER} and ${Number.MAX_SAFE_INTEGER}`
 
@@ -254,8 +555,8 @@ const checkHook: SchemaIssue.CheckHook = (issue) => {
   if (issue.filter.annotations?.["message"] !== undefined || !SchemaIssue.hasInput(issue)) {
     return SchemaIssue.defaultCheckHook(issue)
   }
-  if (isIntFilter(issue.filter) && Number.isInteger(issue.input)) return expected(safeRange, issue)
-  const length = lengthExpected(issue.filter, issue.input)
+  if (isIntFilter(issue.filter) && Number.isInteger(inputOf(issue))) return expected(safeRange, issue)
+  const length = lengthExpected(issue.filter, inputOf(issue))
   return length === undefined ? SchemaIssue.defaultCheckHook(issue) : expected(length, issue)
 }
 
@@ -264,16 +565,38 @@ const formatter = SchemaIssue.makeFormatterStandardSchemaV1({ leafHook, checkHoo
 /**
  * Every issue of a schema error, with its path and a readable message. Identical
  * issues (the same unknown key reported by each member of a union) are listed once.
+ * Bounded: quoted inputs and path keys are cut to {@link maxQuoted} characters,
+ * a message to {@link maxIssueMessage}, and issues past {@link maxIssuesText}
+ * characters are counted on the last one listed (`(12 more issues)`).
  */
 export const issuesOf = (error: Schema.SchemaError): ReadonlyArray<Issue> => {
   const seen = new Set<string>()
   const issues: Array<Issue> = []
-  for (const issue of formatter(error.issue).issues) {
-    const path = (issue.path ?? []).map((p) => (Predicate.isObject(p) && "key" in p ? p.key : p) as PropertyKey)
-    const key = `${path.map(String).join("\u0000")}\u0001${issue.message}`
+  for (const issue of formatter(boundInputs(error.issue)).issues) {
+    const path = (issue.path ?? []).map((p) => shortKey((Predicate.isObject(p) && "key" in p ? p.key : p) as PropertyKey))
+    const message = truncate(issue.message, maxIssueMessage)
+    const key = `${path.map(String).join("\u0000")}\u0001${message}`
     if (seen.has(key)) continue
     seen.add(key)
-    issues.push({ path, message: issue.message })
+    issues.push({ path, message })
   }
-  return issues
+  return bounded(issues)
+}
+
+/** The first issues that fit in {@link maxIssuesText} characters (at least one); the last counts the rest. */
+const bounded = (issues: ReadonlyArray<Issue>): ReadonlyArray<Issue> => {
+  let used = 0
+  let kept = 0
+  for (; kept < issues.length; kept++) {
+    const issue = issues[kept]!
+    used += formatPath(issue.path).length + issue.message.length + 6
+    if (kept > 0 && used > maxIssuesText) break
+  }
+  if (kept === issues.length) return issues
+  const rest = issues.length - kept
+  const last = issues[kept - 1]!
+  return [
+    ...issues.slice(0, kept - 1),
+    { path: last.path, message: `${last.message} (${grouped(rest)} more issue${rest === 1 ? "" : "s"})` }
+  ]
 }

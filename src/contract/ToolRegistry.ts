@@ -26,6 +26,8 @@ export interface ToolRegistry<out R = unknown> {
   readonly entries: ReadonlyArray<Entry<R>>
   readonly specs: ReadonlyArray<Tool.ToolSpec>
   readonly aliases: ToolName.Aliases
+  /** The limits every call's raw arguments are checked against (rebuild a registry with them). */
+  readonly limits: Required<ToolInput.Limits>
   /** The entry for a canonical or original name. */
   readonly get: (name: string) => Entry<R> | undefined
 }
@@ -70,21 +72,33 @@ export class InvalidRegistry extends Data.TaggedError("InvalidRegistry")<{
   }
 }
 
+/** Options of {@link make}. */
+export interface MakeOptions {
+  /**
+   * Size and depth limits on every call's raw arguments, checked before decoding
+   * (default `ToolInput.defaultLimits`: 64 levels, 1,000,000 bytes). Arguments over
+   * a limit fail with a repairable `MalformedArguments` naming it.
+   */
+  readonly limits?: ToolInput.Limits
+}
+
 /**
  * Builds a registry, checking names (canonical rule, duplicates, alias
  * collisions) and exporting every schema. Fails with all violations at once.
  */
 export const make = <const Tools extends ReadonlyArray<Tool.Any>>(
-  tools: Tools
+  tools: Tools,
+  options: MakeOptions = {}
 ): Effect.Effect<ToolRegistry<Tool.Services<Tools[number]>>, InvalidRegistry> =>
   Effect.suspend(() => {
-    const result = makeResult(tools)
+    const result = makeResult(tools, options)
     return Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(result.failure)
   })
 
 /** {@link make} as a `Result`, for synchronous callers. */
 export const makeResult = <const Tools extends ReadonlyArray<Tool.Any>>(
-  tools: Tools
+  tools: Tools,
+  options: MakeOptions = {}
 ): Result.Result<ToolRegistry<Tool.Services<Tools[number]>>, InvalidRegistry> => {
   const violations: Array<Violation> = []
   const entries: Array<Entry<Tool.Services<Tools[number]>>> = []
@@ -113,7 +127,10 @@ export const makeResult = <const Tools extends ReadonlyArray<Tool.Any>>(
     const entry: Entry<Tool.Services<Tools[number]>> = {
       tool,
       spec: spec.success,
-      decode: ToolInput.decoder(name, tool.input, { allowUnknownKeys: tool.options.allowUnknownKeys === true })
+      decode: ToolInput.decoder(name, tool.input, {
+        allowUnknownKeys: tool.options.allowUnknownKeys === true,
+        ...(options.limits === undefined ? {} : { limits: options.limits })
+      })
     }
     entries.push(entry)
     byName.set(name, entry)
@@ -128,6 +145,7 @@ export const makeResult = <const Tools extends ReadonlyArray<Tool.Any>>(
     entries,
     specs: entries.map((e) => e.spec),
     aliases: resolved,
+    limits: { ...ToolInput.defaultLimits, ...options.limits },
     get: (name) => {
       const canonical = resolved.toCanonical(name)
       return canonical === undefined ? undefined : byName.get(canonical)

@@ -32,12 +32,27 @@ export interface AuditLayer {
 }
 
 /** Audit data that middleware attach to a result (see the middleware catalogue). */
+/** Work a tool hands on to another agent or queue (the `handoffArtifact` middleware fills it in). */
+export interface Handoff {
+  /** Who takes the work over: an agent, a persona, a queue. */
+  readonly target: string
+  /** What the target is to do. */
+  readonly task: string
+  /** Who hands it over. */
+  readonly source?: string
+  /** Context for the target, as JSON. */
+  readonly context?: Schema.Json
+  /** A replacement execution policy to run the target under, kept as given. */
+  readonly policyOverride?: { readonly [key: string]: Schema.Json }
+}
+
 export interface Audit {
   readonly summary?: string
   readonly kind?: string
   readonly hints?: Readonly<Record<string, boolean>>
   readonly consent?: { readonly decision: string; readonly decidedBy: string; readonly decidedAt: number }
   readonly scope?: { readonly stage: string; readonly allowedTools?: ReadonlyArray<string>; readonly maxAccess?: string }
+  readonly handoff?: Handoff
   readonly layers: ReadonlyArray<AuditLayer>
   readonly metadata?: Readonly<Record<string, unknown>>
 }
@@ -135,6 +150,13 @@ export const Audit: Schema.Codec<Audit, Omit<Audit, "metadata"> & { readonly met
         maxAccess: Schema.optionalKey(Schema.String)
       })
     ),
+    handoff: Schema.optionalKey(Schema.Struct({
+      target: Schema.String,
+      task: Schema.String,
+      source: Schema.optionalKey(Schema.String),
+      context: Schema.optionalKey(Schema.Json),
+      policyOverride: Schema.optionalKey(Schema.Record(Schema.String, Schema.Json))
+    })),
     layers: Schema.Array(AuditLayer),
     metadata: Schema.optionalKey(Schema.Record(Schema.String, JsonData))
   })

@@ -157,7 +157,7 @@ export const apply = <R>(
   Effect.suspend(() => {
     const tools = applyTools(registry.entries.map((entry) => entry.tool), transforms)
     if (Result.isFailure(tools)) return Effect.fail(tools.failure)
-    const rebuilt = ToolRegistry.makeResult(tools.success)
+    const rebuilt = ToolRegistry.makeResult(tools.success, { limits: registry.limits })
     return Result.isSuccess(rebuilt)
       ? Effect.succeed(rebuilt.success as ToolRegistry.ToolRegistry<R>)
       : Effect.fail(rebuilt.failure)

@@ -16,6 +16,12 @@
  * `Invoke`, `Idempotency`, `Render`, `Reporter`, `CallState` and `Call` for one
  * call, `Batch` for many;
  * `Tracing` gives each answered call an `execute_tool` span when a tracer is installed).
+ *
+ * Redaction (a tool's `safety.redact`) is one step applied where each string is made: a
+ * rejection in `Admission` (never quoting a value under a redacted key), a handler failure
+ * in `Invoke` (before retries, middleware and receipts see it), any other failure and the
+ * audit in `Call`, a result's text and value in `Render`. Events, results, the model's
+ * text and provider messages are all built from those redacted values.
  */
 import { Data, Duration, Effect, Schedule } from "effect"
 import * as Cancellation from "./Cancellation.ts"
@@ -66,7 +72,10 @@ export interface Options<MR = never> {
     /** Characters kept from the start and the end of offloaded text. Defaults 4,000 and 1,000. */
     readonly head?: number
     readonly tail?: number
-    /** The `StoreRegistry` store that holds artifacts. Default `"artifacts"`. */
+    /**
+     * The `StoreRegistry` store that holds artifacts. Default `"artifacts"`. An artifact is the full
+     * model-facing text as the tool produced it, before redaction; the model sees a redacted head and tail.
+     */
     readonly store?: string
   }
   /** Default batch concurrency (an agent turn is one batch). Default {@link defaultConcurrency}. */
@@ -76,6 +85,8 @@ export interface Options<MR = never> {
   /**
    * Where results of keyed tools (`Tool.make({ idempotency })`) are kept, so that each key is applied
    * at most once: across executors sharing a `StoreRegistry`, and across processes sharing its store.
+   * The store keeps each result as the handler produced it (content blocks and encoded value, not
+   * redacted); a stored result is redacted per the tool's `safety.redact` each time it answers a call.
    */
   readonly idempotency?: {
     /** The `StoreRegistry` store. Default `"idempotency"`. */

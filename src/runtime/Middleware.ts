@@ -5,11 +5,15 @@
  * or many times). A list composes with the first element outermost (the onion
  * model, stated once here). A middleware's own failure or defect becomes a fatal
  * `MiddlewareFailed` naming it; tool errors from `next` pass through untouched.
+ * Calls the executor refuses before any middleware runs (unknown tool, not
+ * advertised, malformed or invalid arguments, over a call limit) reach only the
+ * optional `rejected` hook, so a layer can still record them (the audit log
+ * writes their receipts).
  */
 import { Cause, Effect } from "effect"
 import type { Any as AnyTool, ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
-import { isToolError, MiddlewareFailed, type ToolError } from "../contract/ToolError.ts"
+import { isToolError, MiddlewareFailed, type Rejection, type ToolError } from "../contract/ToolError.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
 
 /** A decoded call on its way to the handler. */
@@ -19,6 +23,16 @@ export interface Invocation {
   readonly tool: AnyTool
   /** The decoded input the handler will receive (middleware may replace it). */
   readonly input: unknown
+  /** The agent turn, from `RunContext`. */
+  readonly turn: number
+}
+
+/** A call the executor refused before any middleware ran; its arguments are raw (untrusted, undecoded). */
+export interface Refusal {
+  readonly call: ToolCall
+  /** The canonical name, or the name the model sent when no tool has it. */
+  readonly toolName: string
+  readonly error: Rejection
   /** The agent turn, from `RunContext`. */
   readonly turn: number
 }
@@ -34,6 +48,8 @@ export interface Middleware<R = never> {
   readonly around?: (invocation: Invocation, next: Next) => Effect.Effect<ToolResult, ToolError, R>
   /** Rewrite the result of a call that reached `next` (or was short-circuited by an inner layer). */
   readonly after?: (invocation: Invocation, result: ToolResult) => Effect.Effect<ToolResult, ToolError, R>
+  /** Observe a call refused before any middleware ran (it cannot change the refusal). */
+  readonly rejected?: (refusal: Refusal) => Effect.Effect<void, never, R>
 }
 
 /** Requirements of a list of middleware. */
@@ -41,6 +57,29 @@ export type Services<M> = M extends Middleware<infer R> ? R : never
 
 /** Defines a middleware (an identity helper that fixes the type). */
 export const make = <R = never>(middleware: Middleware<R>): Middleware<R> => middleware
+
+/**
+ * Runs every `rejected` hook for `refusal`, first element first, and answers the
+ * error to report: the refusal's own, or (when a hook failed or died, say a
+ * receipt could not be written) a fatal `MiddlewareFailed` naming that hook,
+ * after which no further hook runs.
+ */
+export const rejected = <R>(
+  middleware: ReadonlyArray<Middleware<R>>,
+  refusal: Refusal
+): Effect.Effect<Rejection | MiddlewareFailed, never, R> => {
+  const hooks = middleware.filter((m) => m.rejected !== undefined)
+  if (hooks.length === 0) return Effect.succeed(refusal.error)
+  const loop = (i: number): Effect.Effect<Rejection | MiddlewareFailed, never, R> =>
+    i === hooks.length ? Effect.succeed(refusal.error) : Effect.matchCauseEffect(hooks[i]!.rejected!(refusal), {
+      onSuccess: () => loop(i + 1),
+      onFailure: (cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.succeed(new MiddlewareFailed({ toolName: refusal.toolName, middleware: hooks[i]!.name, cause }))
+    })
+  return loop(0)
+}
 
 const isResult = (u: Invocation | ToolResult): u is ToolResult => "toolCallId" in u
 

@@ -1,26 +1,31 @@
 /**
- * Named key-value stores (`effect/persistence` `KeyValueStore`) for tools and
- * the runtime: artifacts, caches, notes. A hidden service: handlers reach a
- * store with `yield* StoreRegistry.store("notes")`. Layers: memory (tests, one
- * process) and file system (one directory per store).
+ * Named key-value stores for tools and the runtime: artifacts, caches, notes.
+ * A hidden service: handlers reach a store with `yield* StoreRegistry.store("notes")`.
+ * Every name is a view of ONE underlying `KeyValueStore` (`effect/persistence`)
+ * whose keys are prefixed with `<name>/` (`KeyValueStore.prefix`); names cannot
+ * contain `/`, so two names never share a key. The underlying store is opened on
+ * first use, in the layer's scope; a failed open is a `StoreFailed` (operation
+ * `"open"`) and is not remembered, so the next use tries again. Layers: memory
+ * (tests, one process), file system (one directory, one file per prefixed key),
+ * or any `KeyValueStore` already in context (`layer`, e.g. `KeyValueStore.layerSql`).
  */
-import { Context, Effect, FileSystem, Layer, Path } from "effect"
+import { Cause, Context, Effect, FileSystem, Layer, Path, Scope, Semaphore } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { StoreFailed } from "../contract/ToolError.ts"
 
 export interface StoreRegistryShape {
-  /** The store called `name`, created on first use. */
+  /** The store called `name` (the same object for every use of a name). */
   readonly store: (name: string) => Effect.Effect<KeyValueStore.KeyValueStore, StoreFailed>
 }
 
 export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryShape>()("tinyagents/StoreRegistry") {
-  /** Stores in memory, one map per name, for the life of the layer. */
+  /** Stores in memory, in one map, for the life of the layer. */
   static readonly layerMemory: Layer.Layer<StoreRegistry> = Layer.effect(
     StoreRegistry,
-    Effect.sync(() => make(() => buildStore(KeyValueStore.layerMemory)))
+    Effect.suspend(() => make(KeyValueStore.layerMemory))
   )
 
-  /** Stores on disk: store `name` is the directory `root/name`, one file per key. */
+  /** Stores on disk: every store is in the directory `root`, one file per (prefixed, percent-encoded) key. */
   static readonly layerFileSystem = (
     root: string
   ): Layer.Layer<StoreRegistry, never, FileSystem.FileSystem | Path.Path> =>
@@ -29,14 +34,22 @@ export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryS
       Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
         const path = yield* Path.Path
-        return make((name) =>
-          buildStore(KeyValueStore.layerFileSystem(path.join(root, name))).pipe(
-            Effect.provideService(FileSystem.FileSystem, fs),
-            Effect.provideService(Path.Path, path)
+        return yield* make(
+          KeyValueStore.layerFileSystem(root).pipe(
+            Layer.provide([Layer.succeed(FileSystem.FileSystem, fs), Layer.succeed(Path.Path, path)])
           )
         )
       })
     )
+
+  /** Stores in the `KeyValueStore` in context (SQL, browser storage, your own). */
+  static readonly layer: Layer.Layer<StoreRegistry, never, KeyValueStore.KeyValueStore> = Layer.effect(
+    StoreRegistry,
+    Effect.gen(function*() {
+      const kv = yield* KeyValueStore.KeyValueStore
+      return yield* make(Layer.succeed(KeyValueStore.KeyValueStore, kv))
+    })
+  )
 }
 
 /** Stores in memory (the same as `StoreRegistry.layerMemory`). */
@@ -46,35 +59,68 @@ export const layerMemory: Layer.Layer<StoreRegistry> = StoreRegistry.layerMemory
 export const layerFileSystem: (root: string) => Layer.Layer<StoreRegistry, never, FileSystem.FileSystem | Path.Path> =
   StoreRegistry.layerFileSystem
 
+/** Stores in the `KeyValueStore` in context (the same as `StoreRegistry.layer`). */
+export const layer: Layer.Layer<StoreRegistry, never, KeyValueStore.KeyValueStore> = StoreRegistry.layer
+
 const storeName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
 
-const make = (
-  build: (name: string) => Effect.Effect<KeyValueStore.KeyValueStore, unknown>
-): StoreRegistryShape => {
-  const stores = new Map<string, Effect.Effect<KeyValueStore.KeyValueStore, StoreFailed>>()
-  return {
-    store: (name) =>
-      Effect.suspend(() => {
-        if (!storeName.test(name)) {
-          return Effect.fail(new StoreFailed({ store: name, operation: "open", cause: "invalid store name" }))
-        }
-        let cached = stores.get(name)
-        if (cached === undefined) {
-          // Memoised synchronously, so concurrent first uses share one store.
-          cached = Effect.runSync(Effect.cached(
-            build(name).pipe(Effect.mapError((cause) => new StoreFailed({ store: name, operation: "open", cause })))
-          ))
-          stores.set(name, cached)
-        }
-        return cached
-      })
-  }
-}
-
-const buildStore = <E, R>(
-  layer: Layer.Layer<KeyValueStore.KeyValueStore, E, R>
-): Effect.Effect<KeyValueStore.KeyValueStore, E, R> =>
-  Effect.scoped(Effect.map(Layer.build(layer), (context) => Context.get(context, KeyValueStore.KeyValueStore)))
+/**
+ * A registry over the store `open` builds. Opening happens at most once at a
+ * time (concurrent first uses wait for one open and share its store); only a
+ * success is kept, in the layer's scope.
+ */
+const make = <E>(
+  open: Layer.Layer<KeyValueStore.KeyValueStore, E>
+): Effect.Effect<StoreRegistryShape, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const opening = yield* Semaphore.make(1)
+    let underlying: KeyValueStore.KeyValueStore | undefined
+    const views = new Map<string, KeyValueStore.KeyValueStore>()
+    const attempt = Effect.gen(function*() {
+      const child = yield* Scope.fork(scope)
+      const built = yield* Effect.exit(Layer.buildWithScope(open, child))
+      if (built._tag === "Failure") {
+        yield* Scope.close(child, built)
+        return yield* Effect.failCause(built.cause)
+      }
+      return Context.get(built.value, KeyValueStore.KeyValueStore)
+    })
+    const base = (name: string): Effect.Effect<KeyValueStore.KeyValueStore, StoreFailed> =>
+      Effect.suspend(() =>
+        underlying !== undefined ? Effect.succeed(underlying) : opening.withPermits(1)(
+          Effect.suspend(() =>
+            underlying !== undefined
+              ? Effect.succeed(underlying)
+              : attempt.pipe(
+                Effect.tap((kv) => Effect.sync(() => void (underlying = kv))),
+                Effect.catchCause((cause) =>
+                  Effect.fail(new StoreFailed({ store: name, operation: "open", cause: Cause.squash(cause) }))
+                )
+              )
+          )
+        )
+      )
+    return {
+      store: (name) =>
+        Effect.suspend(() => {
+          if (!storeName.test(name)) {
+            return Effect.fail(new StoreFailed({ store: name, operation: "open", cause: "invalid store name" }))
+          }
+          const view = views.get(name)
+          if (view !== undefined) return Effect.succeed(view)
+          return Effect.map(base(name), (kv) => {
+            // Synchronous from the lookup to the insert, so every use of a name gets the same view.
+            let named = views.get(name)
+            if (named === undefined) {
+              named = KeyValueStore.prefix(kv, `${name}/`)
+              views.set(name, named)
+            }
+            return named
+          })
+        })
+    }
+  })
 
 /** The store called `name` from the current `StoreRegistry`. */
 export const store = (name: string): Effect.Effect<KeyValueStore.KeyValueStore, StoreFailed, StoreRegistry> =>

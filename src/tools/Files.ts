@@ -2,14 +2,19 @@
  * The `read_file` and `write_file` tools: UTF-8 text files inside the
  * workspace, read by line ranges and written atomically. Path confinement
  * belongs to `Workspace`; this module owns reading, writing and their limits.
+ * Both tools check the file they opened, not the path string: they read from
+ * and write through descriptors opened by `openFileInside` /
+ * `openDirectoryInside`, so a symlink swapped in during a call cannot make
+ * them read or write outside the workspace (race-free on Linux).
  */
 import { randomUUID } from "node:crypto"
+import { constants } from "node:fs"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { Effect, Schema } from "effect"
 import * as Tool from "../contract/Tool.ts"
 import * as ToolError from "../contract/ToolError.ts"
-import { resolveInside, Workspace } from "./Workspace.ts"
+import { type OpenDirectory, openDirectoryInside, openFileInside, resolveInside, Workspace } from "./Workspace.ts"
 
 /** Lines `read_file` returns when no `limit` is given. */
 export const defaultReadLimit = 2_000
@@ -119,19 +124,32 @@ export const readFile = Tool.make("read_file", {
   safety: { access: "read", idempotent: true, filesystem: true },
   handler: Effect.fn("read_file")(function*({ path: given, offset = 1, limit = defaultReadLimit }) {
     const absolute = yield* resolveInside(given)
-    const stat = yield* attempt("read", given, () => fs.stat(absolute))
-    if (stat.isDirectory()) {
-      return yield* ToolError.repairable(`cannot read ${JSON.stringify(given)}: it is a directory, not a file`)
+    const { root } = yield* Workspace
+    // The checks and the read are on the opened file, never on the path again (a symlink
+    // swapped in after `resolveInside` is not followed; see `openFileInside`).
+    const bytes = yield* Effect.acquireUseRelease(
+      attempt("read", given, () => openFileInside(root, absolute, given)),
+      (handle) =>
+        Effect.gen(function*() {
+          const stat = yield* attempt("read", given, () => handle.stat())
+          if (stat.isDirectory()) {
+            return yield* ToolError.repairable(`cannot read ${JSON.stringify(given)}: it is a directory, not a file`)
+          }
+          if (!stat.isFile()) {
+            return yield* ToolError.repairable(`cannot read ${JSON.stringify(given)}: it is not a regular file`)
+          }
+          if (stat.size > maxFileBytes) {
+            return yield* ToolError.repairable(
+              `cannot read ${JSON.stringify(given)}: it is ${stat.size} bytes; the limit is ${maxFileBytes}`
+            )
+          }
+          return yield* attempt("read", given, (signal) => handle.readFile({ signal }))
+        }),
+      (handle) => Effect.promise(() => handle.close().catch(() => undefined))
+    )
+    if (bytes.byteLength > maxFileBytes) {
+      return yield* ToolError.repairable(`cannot read ${JSON.stringify(given)}: it grew over ${maxFileBytes} bytes`)
     }
-    if (!stat.isFile()) {
-      return yield* ToolError.repairable(`cannot read ${JSON.stringify(given)}: it is not a regular file`)
-    }
-    if (stat.size > maxFileBytes) {
-      return yield* ToolError.repairable(
-        `cannot read ${JSON.stringify(given)}: it is ${stat.size} bytes; the limit is ${maxFileBytes}`
-      )
-    }
-    const bytes = yield* attempt("read", given, (signal) => fs.readFile(absolute, { signal }))
     if (bytes.includes(0)) {
       return yield* ToolError.repairable(`cannot read ${JSON.stringify(given)}: it is a binary file (contains NUL bytes)`)
     }
@@ -174,20 +192,24 @@ export const readFile = Tool.make("read_file", {
 // ---------------------------------------------------------------------------
 
 /**
- * Writes `content` to a temporary file beside `target`, flushes it and renames
- * it over `target`: readers see the old file or the new one, never a mix. The
- * temporary file is removed on any failure or abort before the rename.
+ * Writes `content` to a temporary file in `directory` (an open, checked directory), flushes it
+ * and renames it over `name` in that same directory: readers see the old file or the new one,
+ * never a mix. Both the temporary file and the rename go through the directory's descriptor,
+ * so a symlink swapped in meanwhile cannot redirect them. The temporary file is removed on any
+ * failure or abort before the rename.
  */
 const writeAtomically = async (
-  target: string,
+  directory: OpenDirectory,
+  name: string,
   content: Uint8Array,
   mode: number | undefined,
   signal: AbortSignal
 ): Promise<void> => {
-  const temporary = path.join(path.dirname(target), `.${path.basename(target)}.${randomUUID()}.tmp`)
+  const temporary = directory.entry(`.${name}.${randomUUID()}.tmp`)
   let renamed = false
   try {
-    const handle = await fs.open(temporary, "wx", mode ?? 0o666)
+    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0)
+    const handle = await fs.open(temporary, flags, mode ?? 0o666)
     try {
       if (mode !== undefined) await handle.chmod(mode) // the umask may have narrowed it
       await handle.writeFile(content, { signal })
@@ -196,10 +218,48 @@ const writeAtomically = async (
       await handle.close()
     }
     signal.throwIfAborted()
-    await fs.rename(temporary, target)
+    await fs.rename(temporary, directory.entry(name))
     renamed = true
   } finally {
     if (!renamed) await fs.rm(temporary, { force: true }).catch(() => undefined)
+  }
+}
+
+/** `lstat` of an entry, or `undefined` when it does not exist. */
+const lstatOrUndefined = (entry: string) => fs.lstat(entry).catch((error: unknown) => {
+  if (errorCode(error) === "ENOENT") return undefined
+  throw error
+})
+
+/**
+ * Opens `directory` (checked, created when `create`; see `openDirectoryInside`) and writes `name`
+ * in it atomically, refusing a directory or non-regular file there. Resolves to whether the file
+ * is new. One promise from open to close: the directory's descriptor, which the paths of the
+ * temporary file and the rename go through, stays open until every operation on it has settled
+ * (also when the call is interrupted: the abort only stops the write early).
+ */
+const writeInside = async (
+  root: string,
+  directory: string,
+  create: boolean,
+  name: string,
+  content: Uint8Array,
+  shown: string,
+  signal: AbortSignal
+): Promise<boolean> => {
+  const opened = await openDirectoryInside(root, directory, create, shown)
+  try {
+    const existing = await lstatOrUndefined(opened.entry(name))
+    if (existing !== undefined && existing.isDirectory()) {
+      throw ToolError.repairable(`cannot write ${JSON.stringify(shown)}: it is a directory`)
+    }
+    if (existing !== undefined && !existing.isFile()) {
+      throw ToolError.repairable(`cannot write ${JSON.stringify(shown)}: it is not a regular file`)
+    }
+    await writeAtomically(opened, name, content, existing === undefined ? undefined : existing.mode & 0o7777, signal)
+    return existing === undefined
+  } finally {
+    await opened.close().catch(() => undefined)
   }
 }
 
@@ -229,14 +289,10 @@ export const writeFile = Tool.make("write_file", {
       )
     }
     const target = yield* resolveInside(given)
-    const existing = yield* attempt("write", given, () => statOrUndefined(target))
-    if (existing !== undefined && existing.isDirectory()) {
-      return yield* ToolError.repairable(`cannot write ${JSON.stringify(given)}: it is a directory`)
-    }
-    if (existing !== undefined && !existing.isFile()) {
-      return yield* ToolError.repairable(`cannot write ${JSON.stringify(given)}: it is not a regular file`)
-    }
+    const { root } = yield* Workspace
+    if (target === root) return yield* ToolError.repairable(`cannot write ${JSON.stringify(given)}: it is a directory`)
     const directory = path.dirname(target)
+    // Path checks first, for clear messages; the write itself goes through the opened directory.
     const parent = yield* attempt("write", given, () => statOrUndefined(directory))
     if (parent === undefined) {
       if (!createDirectories) {
@@ -244,12 +300,14 @@ export const writeFile = Tool.make("write_file", {
           `cannot write ${JSON.stringify(given)}: its directory does not exist; pass createDirectories: true to create it`
         )
       }
-      yield* attempt("create the directories of", given, () => fs.mkdir(directory, { recursive: true }))
     } else if (!parent.isDirectory()) {
       return yield* ToolError.repairable(`cannot write ${JSON.stringify(given)}: its parent is not a directory`)
     }
-    const mode = existing === undefined ? undefined : existing.mode & 0o7777
-    yield* attempt("write", given, (signal) => writeAtomically(target, bytes, mode, signal))
-    return { path: given, bytesWritten: bytes.byteLength, created: existing === undefined }
+    const created = yield* attempt(
+      parent === undefined ? "create the directories of" : "write",
+      given,
+      (signal) => writeInside(root, directory, parent === undefined, path.basename(target), bytes, given, signal)
+    )
+    return { path: given, bytesWritten: bytes.byteLength, created }
   })
 })

@@ -70,9 +70,12 @@ describe("consent", () => {
       ])
       const approver = Approval.layer((r) => Effect.sync(() => (asked.push(r.toolName), ApprovalModule.approve())))
       const read = yield* executor.run(call("c1", "echo", { text: "hi" })).pipe(Effect.provide(approver))
-      yield* executor.run(call("c2", "write_note", { key: "k", text: "t" })).pipe(Effect.provide(approver))
+      const write = yield* executor.run(call("c2", "write_note", { key: "k", text: "t" })).pipe(Effect.provide(approver))
       assert.deepStrictEqual(asked, ["write_note"])
       assert.isUndefined(read.audit?.consent)
+      // a call `when` excludes was not approved: the layer records `skipped`, not `ok`
+      assert.deepStrictEqual(layersOf(read), ["consent:skipped"])
+      assert.deepStrictEqual(layersOf(write), ["consent:ok"])
     }).pipe(Effect.provide(services)))
 })
 

@@ -1,9 +1,9 @@
 /** redaction: arguments rewritten before the handler, results after; redacted fields recorded. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { Tool, ToolResult } from "../../src/index.ts"
-import { redaction, Redaction } from "../../src/governance/middleware/index.ts"
-import { call, executorOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
+import { Tool, ToolError, ToolEvent, ToolResult } from "../../src/index.ts"
+import { auditLog, type AuditLog, redaction, Redaction } from "../../src/governance/middleware/index.ts"
+import { call, eventsOf, executorOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
 
 const leaky = Tool.make("leaky", {
   description: "Returns a password and a text mentioning a key.",
@@ -52,5 +52,40 @@ describe("redaction", () => {
       const executor = yield* executorOf(makeTools(counter).all, [redaction(upper)])
       yield* executor.run(call("c1", "echo", { text: "private" }))
       assert.deepStrictEqual(counter.runs.get("echo"), [{ text: "***" }])
+    }).pipe(Effect.provide(services)))
+
+  it.effect("failures from further in are redacted on the way out: events, the model's text, outer receipts (finding 5)", () =>
+    Effect.gen(function*() {
+      const refusing = Tool.make("refusing", {
+        description: "Fails with a message that quotes a key; no policy of its own.",
+        input: Schema.Struct({ mode: Schema.Literals(["repair", "undeclared", "defect"]) }),
+        safety: { access: "read" },
+        handler: ({ mode }): Effect.Effect<string, ToolError.ToolError> =>
+          mode === "repair"
+            ? Effect.fail(ToolError.repairable("key sk-123456 rejected", { password: "hunter2" }))
+            : mode === "undeclared"
+            ? Effect.fail(new Error("db said sk-654321")) as never
+            : Effect.die(new Error("crash sk-777777"))
+      })
+      const receipts: Array<AuditLog.Receipt> = []
+      const executor = yield* executorOf([refusing], [
+        auditLog((receipt) => void receipts.push(receipt)),
+        redaction(Redaction.keys({ keys: ["password"], patterns: [/sk-[0-9]+/] }))
+      ])
+      const repaired = yield* executor.run(call("c1", "refusing", { mode: "repair" }))
+      const undeclared = yield* executor.run(call("c2", "refusing", { mode: "undeclared" }))
+      const defect = yield* Effect.flip(executor.run(call("c3", "refusing", { mode: "defect" })))
+      assert.strictEqual(ToolResult.textOf(repaired), "key [redacted] rejected")
+      assert.deepStrictEqual((repaired.error as ToolError.ToolFailure).detail, { password: "[redacted]" })
+      assert.strictEqual(receipts[0]?.error, "key [redacted] rejected")
+      assert.strictEqual(defect._tag, "ToolDefect")
+      const events = yield* eventsOf
+      const text = JSON.stringify([
+        events.map((event) => Schema.encodeUnknownSync(ToolEvent.EventJson)(event)),
+        receipts,
+        ToolResult.textOf(undeclared),
+        Schema.encodeUnknownSync(ToolError.ToolError)(defect)
+      ])
+      for (const secret of ["sk-123456", "hunter2", "sk-654321", "sk-777777"]) assert.notInclude(text, secret)
     }).pipe(Effect.provide(services)))
 })

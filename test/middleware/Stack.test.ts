@@ -8,7 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Tracer } from "effect"
 import { Approval } from "../../src/governance/Approval.ts"
-import { Executor, ToolRegistry, ToolResult } from "../../src/index.ts"
+import { Executor, Middleware, RunContext, ToolRegistry, ToolResult } from "../../src/index.ts"
 import {
   AuditLog,
   auditLog,
@@ -76,7 +76,8 @@ describe("full governance stack", () => {
       assert.deepStrictEqual(result.audit!.layers.map((l) => l.name), order)
       assert.deepStrictEqual(
         layersOf(result),
-        order.map((name) => `${name}:${name === "redaction" ? "redacted" : "ok"}`)
+        // dry_run only acts on the tools it is given: for the others it records `skipped`.
+        order.map((name) => `${name}:${name === "redaction" ? "redacted" : name === "dry_run" ? "skipped" : "ok"}`)
       )
       assert.strictEqual(result.audit?.summary, "echo: greeting the user")
       assert.strictEqual(result.audit?.consent?.decision, "approved")
@@ -108,14 +109,16 @@ describe("full governance stack", () => {
         "ok",
         "rate_limited"
       ])
-      assert.deepStrictEqual(receipts.map((r) => [r.callId, r.status]), [
-        ["c1", "consent_denied"],
-        ["c3", "ok"],
-        ["c4", "ok"],
-        ["c6", "ok"],
-        ["c7", "rate_limited"]
+      // the call refused before any middleware ran has its receipt too (from the `rejected` hook)
+      assert.deepStrictEqual(receipts.map((r) => [r.callId, r.status, r.refused ?? false]), [
+        ["c1", "consent_denied", false],
+        ["c2", "schema_violation", true],
+        ["c3", "ok", false],
+        ["c4", "ok", false],
+        ["c6", "ok", false],
+        ["c7", "rate_limited", false]
       ])
-      assert.deepStrictEqual(receipts.map((r) => r.emitOrder), [0, 1, 2, 3, 4])
+      assert.deepStrictEqual(receipts.map((r) => r.emitOrder), [0, 1, 2, 3, 4, 5])
       const denied = receipts[0]!.audit.layers
       assert.deepStrictEqual(denied.map((l) => l.name), ["audit_log", "summary", "consent"])
       assert.deepStrictEqual(layersOf(results[2]!).slice(-1), ["dry_run:dry_run"])
@@ -134,7 +137,11 @@ describe("full governance stack", () => {
       assert.strictEqual(error._tag, "ToolDefect")
       assert.strictEqual(receipts.length, 1)
       assert.strictEqual(receipts[0]!.status, "exception")
-      assert.deepStrictEqual(receipts[0]!.audit.layers.map((l) => l.status), order.map(() => "exception"))
+      // Every layer that acted records the crash; dry_run, which does not act on this tool, says `skipped`.
+      assert.deepStrictEqual(
+        receipts[0]!.audit.layers.map((l) => l.status),
+        order.map((name) => name === "dry_run" ? "skipped" : "exception")
+      )
     }).pipe(Effect.provide([services, approver, RateLimit.layerMemory, tracer])))
 
   it.effect("scope and policy compose with the rest: audit outermost, scope, then policy", () =>
@@ -157,4 +164,33 @@ describe("full governance stack", () => {
       assert.deepStrictEqual(layersOf(ok), ["audit_log:ok", "stage:ok", "policy:ok"])
       assert.deepStrictEqual(receipts.map((r) => r.status), ["policy_blocked", "scope_violation", "ok"])
     }).pipe(Effect.provide([services, approver])))
+})
+
+describe("the `rejected` hook", () => {
+  it.effect("refused calls reach only the hooks, outermost first, with the call, name, error and turn", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const watcher = (name: string) =>
+        Middleware.make({
+          name,
+          before: (invocation) => Effect.sync(() => (seen.push(`${name}:before:${invocation.call.id}`), invocation)),
+          rejected: ({ call, error, toolName, turn }) =>
+            Effect.sync(() => void seen.push(`${name}:rejected:${call.id}:${toolName}:${error._tag}:${turn}`))
+        })
+      const registry = yield* ToolRegistry.make(makeTools(makeCounter()).all)
+      const executor = yield* Executor.make(registry, {
+        middleware: [watcher("outer"), Middleware.make({ name: "plain" }), watcher("inner")]
+      })
+      yield* executor.run(call("c1", "echo", { text: "hi" }))
+      yield* executor.run(call("c2", "nope"))
+      yield* executor.run(call("c3", "echo", { text: 1 })).pipe(RunContext.withTurn(4))
+      assert.deepStrictEqual(seen, [
+        "outer:before:c1",
+        "inner:before:c1",
+        "outer:rejected:c2:nope:ToolNotFound:0",
+        "inner:rejected:c2:nope:ToolNotFound:0",
+        "outer:rejected:c3:echo:InvalidArguments:4",
+        "inner:rejected:c3:echo:InvalidArguments:4"
+      ])
+    }).pipe(Effect.provide(services)))
 })

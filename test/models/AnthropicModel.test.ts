@@ -1,10 +1,10 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Duration, Effect, Layer, Redacted, Result, Schedule } from "effect"
+import { Cause, ConfigProvider, Duration, Effect, Layer, Redacted, Result, Schedule } from "effect"
 import { Agent, ChatModel, EventSink, ToolRegistry } from "../../src/index.ts"
 import { AnthropicModel } from "../../src/agent/models/index.ts"
 import { Anthropic } from "../../src/providers/index.ts"
-import { assertNoSecret, captureLogs, type Recorded, type Reply, serve } from "./support/loopback.ts"
+import { assertNoSecret, captureLogs, straddling, type Recorded, type Reply, serve } from "./support/loopback.ts"
 import { fixture, registry, services, withKey } from "./support/tools.ts"
 
 const key = "sk-ant-api03-TESTKEY-0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d"
@@ -360,4 +360,18 @@ describe("AnthropicModel", () => {
       assert.notInclude(badUrl.message, "\n")
       assertNoSecret(key, [noKey, emptyKey, noModel, badUrl])
     }))
+
+  it.live("a key across the truncation cut leaks no prefix: the body is scrubbed before it is cut (finding 6)", () =>
+    Effect.gen(function*() {
+      for (const { label, reply } of straddling(key)) {
+        const logs = captureLogs()
+        const server = yield* serve([reply])
+        const failed = yield* Effect.flip(
+          generate(ask("hi")).pipe(Effect.provide(model(server.origin, { retry: false })), Effect.provide(logs.layer))
+        )
+        assert.include(failed.message, "<redacted>", label)
+        assert.isAbove(logs.lines.length, 0, label)
+        assertNoSecret(key.slice(0, 10), [failed, failed.message, Cause.pretty(Cause.fail(failed)), ...logs.lines])
+      }
+    }).pipe(Effect.scoped))
 })

@@ -1,11 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
+import { transformJSONSchema } from "@anthropic-ai/sdk/lib/transform-json-schema"
 import { Result } from "effect"
 import * as ToolName from "../../src/contract/ToolName.ts"
 import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import * as Anthropic from "../../src/providers/Anthropic.ts"
 import * as ToolAnswers from "../../src/providers/ToolAnswers.ts"
 import { metaErrors2020 } from "./support/schemaChecks.ts"
-import { failure, fixture, handSpec, imported, inputOf, registry, rejected, success } from "./support/tools.ts"
+import { closed, failure, fixture, handSpec, imported, inputOf, registry, rejected, success } from "./support/tools.ts"
 
 const official = fixture("anthropic.json")
 const officialTool = official.tools[0]
@@ -21,8 +22,11 @@ const strictSchema = (inputSchema: object) => {
 }
 
 describe("Anthropic golden (SDK doc example: get_stock_price)", () => {
-  it("the definition reproduces the SDK's example tool", () => {
-    assert.deepStrictEqual(Result.getOrThrow(Anthropic.toolDefinitions(registry([stock]).specs)), official.tools)
+  it("the definition reproduces the SDK's example tool, closed as it is enforced", () => {
+    assert.deepStrictEqual(
+      Result.getOrThrow(Anthropic.toolDefinitions(registry([stock]).specs)),
+      official.tools.map((tool: any) => ({ ...tool, input_schema: closed(tool.input_schema) }))
+    )
   })
 
   it("tool_use blocks become calls; server tool blocks are passthrough; text is ignored", () => {
@@ -67,6 +71,30 @@ describe("Anthropic (providers.md cases)", () => {
     assert.strictEqual(schema.additionalProperties, false)
     assert.deepStrictEqual(schema.properties.age, { type: "integer", description: "Age in years\n\n{minimum: 0}" })
     assert.deepStrictEqual(schema.properties.code, { type: "string", description: "{maxLength: 8, pattern: \"^[A-Z]+$\"}" })
+  })
+
+  it("strict accepts enum-only and const-only properties, as the SDK's transform does (types kept where declared)", () => {
+    const properties = {
+      level: { enum: [1, 2, 3] },
+      mode: { const: "fast" },
+      nullable: { enum: ["a", null], description: "an enum with null" },
+      typed: { type: "string", enum: ["x", "y"] },
+      objects: { type: "array", items: { type: "string" }, enum: [["a"]] }
+    }
+    const input = { type: "object", properties, required: ["level", "mode"], additionalProperties: false }
+    const ours = strictSchema(input)
+    const sdk = transformJSONSchema(structuredClone(input))
+    // the SDK drops a declared type beside literals; otherwise the two agree
+    const { type: _, ...typedWithoutType } = ours.properties.typed
+    assert.deepStrictEqual({ ...ours, properties: { ...ours.properties, typed: typedWithoutType } }, sdk)
+    assert.deepStrictEqual(ours.properties.level, { enum: [1, 2, 3] })
+    assert.deepStrictEqual(ours.properties.mode, { const: "fast" })
+    assert.deepStrictEqual(ours.properties.typed, { type: "string", enum: ["x", "y"] })
+    // an enum of non-primitives is described, as in the SDK
+    assert.include(ours.properties.objects.description, "enum: [[\"a\"]]")
+    // still an error: no type, no combinator, no literal
+    const untyped = Anthropic.toolDefinitions([handSpec("t", { type: "object", properties: { any: {} } } as any)], { strict: "require" })
+    assert.isTrue(Result.isFailure(untyped))
   })
 
   it("case 3: oneOf becomes anyOf", () => {

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as Gemini from "../../src/providers/Gemini.ts"
 import { geminiOpenApiViolations, metaErrors2020 } from "./support/schemaChecks.ts"
-import { failure, fixture, handSpec, imported, inputOf, registry, success } from "./support/tools.ts"
+import { closed, failure, fixture, handSpec, imported, inputOf, registry, success } from "./support/tools.ts"
 
 const official = fixture("gemini.json")
 const temperature = imported(official.declaration.name, official.declaration.parameters, {
@@ -27,12 +27,12 @@ const declarationOf = (inputSchema: object, options: Gemini.ExportOptions = {}) 
 }
 
 describe("Gemini golden (function calling guide: get_current_temperature)", () => {
-  it("the default declaration carries the guide's schema as parametersJsonSchema", () => {
+  it("the default declaration carries the guide's schema as parametersJsonSchema, closed as it is enforced", () => {
     assert.deepStrictEqual(Result.getOrThrow(Gemini.toolDefinitions(registry([temperature]).specs)), [{
       functionDeclarations: [{
         name: official.declaration.name,
         description: official.declaration.description,
-        parametersJsonSchema: official.declaration.parameters
+        parametersJsonSchema: closed(official.declaration.parameters)
       }]
     }])
   })

@@ -5,7 +5,7 @@ import * as Anthropic from "../../src/providers/Anthropic.ts"
 import * as Mcp from "../../src/providers/Mcp.ts"
 import * as OpenAiChat from "../../src/providers/OpenAiChat.ts"
 import { metaErrors2020, strictViolations, validate07, validate2020 } from "./support/schemaChecks.ts"
-import { fixture, imported, inputOf, registry, rejected, resolve, success } from "./support/tools.ts"
+import { closed, fixture, imported, inputOf, registry, rejected, resolve, success } from "./support/tools.ts"
 
 const official = fixture("mcp.json")
 const protocol = fixture("mcp-2025-11-25.schema.subset.json")
@@ -25,17 +25,19 @@ const weatherData = imported(official.structuredTool.name, official.structuredTo
 })
 
 describe("Mcp golden (2025-11-25 tools page examples)", () => {
-  it("tools/list entries reproduce the spec's tools, with annotations from Safety, and conform to the schema", () => {
+  it("tools/list entries reproduce the spec's tools (inputs closed, as enforced), with annotations from Safety, and conform to the schema", () => {
     const tools = Result.getOrThrow(Mcp.toolDefinitions(registry([weather, weatherData]).specs))
     const { title: _, ...listed } = official.listedTool
     const { title: __, ...structured } = official.structuredTool
     assert.deepStrictEqual(tools, [
       {
         ...listed,
+        inputSchema: closed(listed.inputSchema),
         annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true }
       },
       {
         ...structured,
+        inputSchema: closed(structured.inputSchema),
         annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: false, openWorldHint: false }
       }
     ])

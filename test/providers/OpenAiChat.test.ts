@@ -8,7 +8,7 @@ import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import * as OpenAiChat from "../../src/providers/OpenAiChat.ts"
 import type { ProviderExportError } from "../../src/providers/ProviderExportError.ts"
 import { metaErrors2020, strictViolations, validate2020 } from "./support/schemaChecks.ts"
-import { failure, fixture, handSpec, imported, inputOf, registry, rejected, resolve, success } from "./support/tools.ts"
+import { closed, failure, fixture, handSpec, imported, inputOf, registry, rejected, resolve, success } from "./support/tools.ts"
 
 const official = fixture("openai-chat.json")
 const officialTool = official.request.tools[0]
@@ -42,10 +42,13 @@ const checkedStrict = (tool: Tool.Any) => {
 }
 
 describe("OpenAiChat golden (API reference 'Functions' example)", () => {
-  it("non-strict definition reproduces the reference request's tool", () => {
+  it("non-strict definition reproduces the reference request's tool, closed as it is enforced", () => {
     const exported = exportOne(weather, { strict: false })
     assert.deepStrictEqual(Result.getOrThrow(exported), [
-      { ...officialTool, function: { ...officialTool.function, strict: false } }
+      {
+        ...officialTool,
+        function: { ...officialTool.function, parameters: closed(officialTool.function.parameters), strict: false }
+      }
     ])
   })
 

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -5,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result } from "effect"
 import * as Tool from "../../src/contract/Tool.ts"
 import { maxReadChars, readFile, writeFile } from "../../src/tools/Files.ts"
-import { resolveInside, Workspace } from "../../src/tools/Workspace.ts"
+import { descriptorPaths, resolveInside, Workspace } from "../../src/tools/Workspace.ts"
 
 /** A fresh workspace directory per test, removed afterwards. */
 const withWorkspace = <A, E>(body: (root: string) => Effect.Effect<A, E, Workspace>) =>
@@ -235,4 +236,153 @@ describe("write_file", () => {
     assert.isTrue(Result.isSuccess(Tool.spec(readFile)))
     assert.isTrue(Result.isSuccess(Tool.spec(writeFile)))
   })
+})
+
+/**
+ * Calls per race test: `TINYAGENTS_RACE_ITERATIONS` (default 3,000, at most 100,000). Each race
+ * also stops after {@link raceBudgetMillis} of real time, whatever the count.
+ */
+const raceIterations = Math.min(100_000, Math.max(1, Number(process.env["TINYAGENTS_RACE_ITERATIONS"]) || 3_000))
+const raceBudgetMillis = 20_000
+
+/**
+ * Where the race tests put their directories: a tmpfs (`/dev/shm`) where there is one, because
+ * there `fsync` costs nothing and no journal commit stalls the swapper's renames between calls.
+ */
+const raceTmp = (() => {
+  try {
+    fs.accessSync("/dev/shm", fs.constants.W_OK)
+    return "/dev/shm"
+  } catch {
+    return os.tmpdir()
+  }
+})()
+
+/** {@link withWorkspace}, under {@link raceTmp}. */
+const withRaceWorkspace = <A, E>(body: (root: string) => Effect.Effect<A, E, Workspace>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => fs.realpathSync(fs.mkdtempSync(path.join(raceTmp, "tinyagents-race-")))),
+    (root) => body(root).pipe(Effect.provide(Workspace.layer(root))),
+    (root) => Effect.sync(() => fs.rmSync(root, { recursive: true, force: true }))
+  )
+
+/**
+ * A workspace with `d` (a directory holding `f.txt` = "inside") and `g.txt` (= "inside") and,
+ * outside, a directory holding `f.txt` = "OUTSIDE"; a separate process swaps `d` between the real
+ * directory and a symlink to the outside directory (and with `swapFile`, `g.txt` between the file
+ * and a symlink to the outside `f.txt`) as fast as it can, until the body ends.
+ */
+const withSwapRace = <A, E>(
+  swapFile: boolean,
+  body: (root: string, outside: string) => Effect.Effect<A, E, Workspace>
+) =>
+  withRaceWorkspace((root) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => {
+        const outside = fs.realpathSync(fs.mkdtempSync(path.join(raceTmp, "tinyagents-outside-")))
+        fs.writeFileSync(path.join(outside, "f.txt"), "OUTSIDE")
+        fs.mkdirSync(path.join(root, "d"))
+        fs.writeFileSync(path.join(root, "d", "f.txt"), "inside")
+        fs.symlinkSync(outside, path.join(root, "link"))
+        fs.writeFileSync(path.join(root, "g.txt"), "inside")
+        fs.symlinkSync(path.join(outside, "f.txt"), path.join(root, "g-link"))
+        const script = `const fs = require("node:fs"); const [r, f] = process.argv.slice(1); const swapFile = f === "true";
+          const mv = (a, b) => { try { fs.renameSync(r + "/" + a, r + "/" + b); return true } catch { return false } };
+          process.stdout.write("swapping\\n");
+          for (;;) {
+            mv("d", "real"); mv("link", "d"); mv("d", "link")
+            // While "d" was missing, a write with createDirectories may have made a new "d": drop it.
+            if (!mv("real", "d")) { fs.rmSync(r + "/d", { recursive: true, force: true }); mv("real", "d") }
+            if (swapFile) { mv("g.txt", "g-real"); mv("g-link", "g.txt"); mv("g.txt", "g-link"); mv("g-real", "g.txt") }
+          }`
+        const swapper = spawn(process.execPath, ["-e", script, root, String(swapFile)], {
+          stdio: ["ignore", "pipe", "ignore"]
+        })
+        return { outside, swapper }
+      }).pipe(
+        // The race starts once the swapper runs.
+        Effect.tap(({ swapper }) =>
+          Effect.promise(() =>
+            new Promise<void>((resolve) => {
+              swapper.stdout!.once("data", () => resolve())
+              swapper.once("exit", () => resolve())
+              setTimeout(resolve, 5_000)
+            })
+          )
+        )
+      ),
+      ({ outside }) => body(root, outside),
+      ({ outside, swapper }) =>
+        Effect.sync(() => {
+          swapper.kill("SIGKILL")
+          fs.rmSync(outside, { recursive: true, force: true })
+        })
+    )
+  )
+
+describe("symlink swap race", () => {
+  it("the file tools open through descriptors on Linux", () => {
+    if (process.platform === "linux") assert.isTrue(descriptorPaths)
+  })
+
+  it.live(`reads: zero of ${raceIterations} return content from outside the workspace`, () =>
+    withSwapRace(true, () =>
+      Effect.gen(function*() {
+        const deadline = Date.now() + raceBudgetMillis
+        const outcomes = { inside: 0, outside: 0, refused: 0, skipped: 0 }
+        yield* Effect.forEach(
+          Array.from({ length: raceIterations }, (_, i) => i),
+          (i) =>
+            Date.now() > deadline
+              ? Effect.sync(() => void outcomes.skipped++)
+              : readFile.handler({ path: i % 2 === 0 ? "d/f.txt" : "g.txt" }).pipe(
+                Effect.match({
+                  onFailure: () => void outcomes.refused++,
+                  onSuccess: (r) => void (r.content === "inside" ? outcomes.inside++ : outcomes.outside++)
+                })
+              ),
+          { concurrency: 4, discard: true }
+        )
+        console.log(`symlink swap race, reads: ${JSON.stringify(outcomes)}`)
+        assert.strictEqual(outcomes.outside, 0, "reads that returned content from outside the workspace")
+        assert.isAbove(outcomes.inside, 0, "no read succeeded: the race did not exercise the tool")
+      })
+    ), 60_000)
+
+  it.live(`writes: zero of ${raceIterations} create or change files outside the workspace`, () =>
+    withSwapRace(false, (_root, outside) =>
+      Effect.gen(function*() {
+        // Every name created outside, even a temporary file renamed away at once, is an escape.
+        const created = new Set<string>()
+        const watcher = fs.watch(outside, { recursive: true }, (_event, name) => {
+          if (name !== null && name !== "f.txt") created.add(String(name))
+        })
+        const deadline = Date.now() + raceBudgetMillis
+        const outcomes = { written: 0, refused: 0, skipped: 0 }
+        yield* Effect.forEach(
+          Array.from({ length: raceIterations }, (_, i) => i),
+          (i) =>
+            Date.now() > deadline
+              ? Effect.sync(() => void outcomes.skipped++)
+              : writeFile.handler(
+                i % 4 !== 3
+                  ? { path: `d/w${i % 50}.txt`, content: "x" }
+                  : { path: `d/n${i % 20}/w.txt`, content: "x", createDirectories: true }
+              ).pipe(
+                Effect.match({ onFailure: () => void outcomes.refused++, onSuccess: () => void outcomes.written++ })
+              ),
+          { concurrency: 4, discard: true }
+        )
+        yield* Effect.sleep("50 millis") // let the last events arrive
+        watcher.close()
+        const landed = (fs.readdirSync(outside, { recursive: true }) as Array<string>).filter((name) => name !== "f.txt")
+        console.log(
+          `symlink swap race, writes: ${JSON.stringify({ ...outcomes, createdOutside: created.size, leftOutside: landed.length })}`
+        )
+        assert.deepStrictEqual(landed, [], "files left outside the workspace")
+        assert.deepStrictEqual([...created], [], "files created outside the workspace, even for a moment")
+        assert.strictEqual(fs.readFileSync(path.join(outside, "f.txt"), "utf8"), "OUTSIDE")
+        assert.isAbove(outcomes.written, 0, "no write succeeded: the race did not exercise the tool")
+      })
+    ), 60_000)
 })

@@ -5,16 +5,23 @@
  * arguments and result instead of the payloads. Failed calls (handler errors,
  * crashes, fatal refusals) get a receipt too: the layer records, writes, and
  * raises the failure again. A keyed tool's receipt records its idempotency
- * key. Sinks: a callback, and an append-only JSONL file per run whose
+ * key. Calls the executor refuses before any middleware runs (unknown tool,
+ * not advertised, malformed or invalid arguments, over a call limit) get a
+ * receipt too, from the `rejected` hook (`refused: true`, status
+ * `tool_not_found`, `scope_violation`, `schema_violation` or `rate_limited`):
+ * their raw arguments appear only as a hash and their error text names paths,
+ * never values. Sinks: a callback, and an append-only JSONL file per run whose
  * `file://` URI is put in `audit.metadata.receiptUri`.
  */
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import { Effect, Exit, FileSystem, Option, Semaphore } from "effect"
+import { Clock, Effect, Exit, FileSystem, Option, Semaphore } from "effect"
 import { hash, withoutKeys } from "../../internal/canonical.ts"
-import type { Middleware } from "../../runtime/Middleware.ts"
+import { redactAudit, redactText } from "../../internal/redact.ts"
+import type { Middleware, Refusal } from "../../runtime/Middleware.ts"
 import { RunContext, type RunInfo } from "../../runtime/RunContext.ts"
 import { ToolCallContext } from "../../runtime/ToolCallContext.ts"
+import { formatPath } from "../../contract/ToolError.ts"
 import type { Audit } from "../../contract/ToolResult.ts"
 import * as AuditTrail from "./AuditTrail.ts"
 
@@ -41,6 +48,8 @@ export interface Receipt {
   readonly argumentsSha256: string
   /** SHA-256 of the canonical `{ content, value }` of the result; absent when the call failed. */
   readonly resultSha256?: string
+  /** True for a call the executor refused before any middleware ran (its audit has no layers). */
+  readonly refused?: true
   readonly audit: Audit
 }
 
@@ -88,6 +97,47 @@ export interface Options {
   readonly redact?: ReadonlyArray<string>
 }
 
+/** What is wrong with a malformed call, in words that never come from the arguments. */
+const malformedKinds: ReadonlyArray<readonly [string, string]> = [
+  ["the arguments are empty", "the arguments are empty"],
+  ["the arguments are not valid JSON", "the arguments are not valid JSON"],
+  ["the arguments contain a forbidden", "the arguments contain a forbidden prototype key"],
+  ["expected a JSON object", "the arguments are not a JSON object"]
+]
+
+/**
+ * The error text of a refused call's receipt. Rejection messages quote what the
+ * model sent (`got "..."`, a JSON parser's excerpt); this names the problem and
+ * the paths only.
+ */
+export const refusalText = (error: Refusal["error"]): string => {
+  switch (error._tag) {
+    case "MalformedArguments": {
+      const kind = malformedKinds.find(([prefix]) => error.reason.startsWith(prefix))?.[1]
+      return `${error.toolName}: malformed arguments${kind === undefined ? "" : `: ${kind}`}`
+    }
+    case "InvalidArguments": {
+      const paths = [...new Set(error.issues.map((issue) => formatPath(issue.path)))]
+      const shown = paths.slice(0, 10).join(", ")
+      return `${error.toolName}: invalid arguments at ${shown}${paths.length > 10 ? `, and ${paths.length - 10} more` : ""}`
+    }
+    case "ToolNotFound":
+    case "ToolNotAllowed":
+    case "ToolCallLimitExceeded":
+      return error.message
+  }
+}
+
+/** Raw arguments as hashed in a refused call's receipt: JSON text parsed when it can be (so redact keys apply). */
+const rawArguments = (raw: unknown): unknown => {
+  if (typeof raw !== "string") return raw
+  try {
+    return JSON.parse(raw) as unknown
+  } catch {
+    return raw
+  }
+}
+
 /** Writes one receipt per call to `sink` (a `Sink` or a callback). */
 export const auditLog = <R = never>(
   sink: Sink<R> | ((receipt: Receipt) => void),
@@ -96,8 +146,36 @@ export const auditLog = <R = never>(
   const target: Sink<R> = typeof sink === "function" ? callback(sink) : sink
   const redact = new Set(options.redact ?? [])
   const emitted = new Map<string, number>()
+  const nextOrder = (runId: string): number => {
+    const emitOrder = emitted.get(runId) ?? 0
+    emitted.set(runId, emitOrder + 1)
+    return emitOrder
+  }
   return {
     name: "audit_log",
+    rejected: ({ call, error, toolName, turn }) =>
+      Effect.flatMap(Effect.all([RunContext, Clock.currentTimeMillis]), ([run, now]) =>
+        Effect.suspend(() => {
+          const uri = target.uriOf?.(run)
+          const status = AuditTrail.statusOf(error)
+          return target.write({
+            tool: toolName,
+            callId: call.id,
+            runId: run.runId,
+            threadId: run.threadId,
+            turn,
+            status,
+            isError: true,
+            error: refusalText(error),
+            startedAt: now,
+            endedAt: now,
+            durationMillis: 0,
+            emitOrder: nextOrder(run.runId),
+            argumentsSha256: hash(withoutKeys(rawArguments(call.arguments), redact)),
+            refused: true,
+            audit: { layers: [], ...(uri === undefined ? {} : { metadata: { receiptUri: uri } }) }
+          })
+        })),
     around: (invocation, next) =>
       Effect.flatMap(Effect.all([RunContext, Effect.serviceOption(ToolCallContext)]), ([run, current]) => {
         const uri = target.uriOf?.(run)
@@ -112,8 +190,7 @@ export const auditLog = <R = never>(
             ),
           ({ exit, layer, audit }) =>
             Effect.suspend(() => {
-              const emitOrder = emitted.get(run.runId) ?? 0
-              emitted.set(run.runId, emitOrder + 1)
+              const emitOrder = nextOrder(run.runId)
               const result = Exit.isSuccess(exit) ? exit.value : undefined
               return target.write({
                 tool: invocation.spec.name,
@@ -124,14 +201,15 @@ export const auditLog = <R = never>(
                 turn: invocation.turn,
                 status: layer.status,
                 isError: result === undefined || result.isError,
-                ...(layer.error === undefined ? {} : { error: layer.error }),
+                ...(layer.error === undefined ? {} : { error: redactText(layer.error, invocation.spec.safety.redact) }),
                 startedAt: layer.startedAt,
                 endedAt: layer.endedAt,
                 durationMillis: layer.endedAt - layer.startedAt,
                 emitOrder,
                 argumentsSha256: hash(withoutKeys(invocation.input, redact)),
                 ...(result === undefined ? {} : { resultSha256: hash({ content: result.content, value: result.value }) }),
-                audit
+                // The same redaction step as everything else that leaves a call (summaries quoting arguments).
+                audit: redactAudit(audit, invocation.spec.safety.redact, invocation.input)
               })
             })
         )

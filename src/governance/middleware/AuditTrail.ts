@@ -13,7 +13,9 @@
  * every outer layer and the executor's `tool.audit` event see it as an ordinary
  * result; a fatal refusal, and every failure from further in (handler errors,
  * timeouts, defects), is recorded by each layer it passes and raised again.
- * This module decides nothing about a call.
+ * A layer whose condition does not cover a call passes it on with status
+ * `skipped` ({@link skip}), so a trail never shows `ok` for a decision that was
+ * not made. This module decides nothing about a call.
  */
 import { Cause, Clock, Context, Effect, Exit } from "effect"
 import type { Invocation, Middleware, Next } from "../../runtime/Middleware.ts"
@@ -190,6 +192,16 @@ export const make = <R = never, R2 = never>(
   name,
   around: (invocation, next) => record(name, invocation, (recorder) => around(invocation, next, recorder), settled)
 })
+
+/**
+ * Passes the call on without the layer deciding anything (its condition does not
+ * cover the call): the layer's entry records status `skipped`, not the call's outcome.
+ */
+export const skip = (
+  invocation: Invocation,
+  next: Next,
+  recorder: Recorder
+): Effect.Effect<ToolResult.ToolResult, ToolError> => Effect.andThen(recorder.mark("skipped"), next(invocation))
 
 /** Adds audit fields to the current call from anywhere inside a recorded layer (a no-op outside). */
 export const annotate = (patch: Patch): Effect.Effect<void> =>

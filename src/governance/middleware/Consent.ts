@@ -4,7 +4,8 @@
  * (status `consent_denied`); edited arguments are decoded again with the
  * tool's own input schema, and run only when they are valid. The decision is
  * recorded in `audit.consent`. Which calls to ask about is the `when` option
- * here, and the safety rules in `Policy`.
+ * here (a call it excludes records the layer as `skipped`), and the safety
+ * rules in `Policy`.
  */
 import { Clock, Effect, Result } from "effect"
 import { Approval, type Decision } from "../Approval.ts"
@@ -81,7 +82,7 @@ const isInvocation = (u: Invocation | ToolResult): u is Invocation => "spec" in 
 /** Asks the `Approval` service before each matching call. */
 export const consent = (options: Options = {}): Middleware<Approval> =>
   AuditTrail.make("consent", (invocation, next, recorder) => {
-    if (options.when !== undefined && !options.when(invocation)) return next(invocation)
+    if (options.when !== undefined && !options.when(invocation)) return AuditTrail.skip(invocation, next, recorder)
     return Effect.flatMap(
       ask(invocation, options.why ?? "consent required", recorder),
       (out) => isInvocation(out) ? next(out) : Effect.succeed(out)

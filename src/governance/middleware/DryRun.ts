@@ -22,7 +22,7 @@ export const dryRun = (options: Options = {}): Middleware =>
     const { name } = invocation.spec
     const matches = (options.only === undefined || options.only.includes(name)) &&
       !(options.except ?? []).includes(name)
-    if (!matches) return next(invocation)
+    if (!matches) return AuditTrail.skip(invocation, next, recorder)
     return Effect.as(
       Effect.andThen(recorder.mark("dry_run"), recorder.annotate({ metadata: { dryRun: true } })),
       {

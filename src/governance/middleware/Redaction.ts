@@ -1,13 +1,17 @@
 /**
  * `redaction`: rewrites arguments on the way in (the handler and every inner
- * layer see the rewritten ones) and results on the way out (value and text),
- * and records which fields it redacted in `audit.metadata.redactedFields`
+ * layer see the rewritten ones) and results on the way out (value and text);
+ * failures from further in (handler errors, refusals, defects) have their
+ * messages, details and causes rewritten by the same `result` function on the
+ * way out, so outer layers (an audit log) never see them unredacted (the
+ * handler's own cause, which the redactor cannot rewrite, is not carried past
+ * this layer: `tool.failed` then shows the rewritten error's). It records which fields it redacted in `audit.metadata.redactedFields`
  * (`{ arguments, result }`; layer status `redacted` when any were). A
  * redactor is a pair of functions; {@link keys} builds one from a `Redact`
  * policy (keys at any depth, text patterns).
  */
 import { Effect } from "effect"
-import { redactValue } from "../../internal/redact.ts"
+import { redactValue, type Scrubber, scrubErrorDetached } from "../../internal/redact.ts"
 import type { Middleware } from "../../runtime/Middleware.ts"
 import type * as Safety from "../../contract/Safety.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
@@ -58,13 +62,25 @@ const redactResult = (
   }
 }
 
-/** Redacts arguments before the rest of the chain and results after it. */
+/** The redactor's `result` as a scrubber for errors: texts stay texts. */
+const scrubberOf = (redact: NonNullable<Redactor["result"]>, spec: ToolSpec): Scrubber => ({
+  text: (text) => {
+    const redacted = redact(text, spec).value
+    return typeof redacted === "string" ? redacted : textOfValue(redacted)
+  },
+  value: (value) => redact(value, spec).value
+})
+
+/** Redacts arguments before the rest of the chain, and results and failures after it. */
 export const redaction = (redactor: Redactor): Middleware =>
   AuditTrail.make("redaction", (invocation, next, recorder) =>
     Effect.gen(function*() {
       const { spec } = invocation
       const inbound = redactor.arguments?.(invocation.input, spec)
-      const result = yield* next(inbound === undefined ? invocation : { ...invocation, input: inbound.value })
+      const result = yield* Effect.mapError(
+        next(inbound === undefined ? invocation : { ...invocation, input: inbound.value }),
+        (error) => redactor.result === undefined ? error : scrubErrorDetached(error, scrubberOf(redactor.result, spec))
+      )
       const outbound = redactor.result === undefined ? undefined : redactResult(result, redactor.result, spec)
       const redactedFields = { arguments: inbound?.fields ?? [], result: outbound?.fields ?? [] }
       yield* recorder.annotate({ metadata: { redactedFields } })

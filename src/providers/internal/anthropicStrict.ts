@@ -1,13 +1,16 @@
 /**
  * Anthropic strict tool schemas: a port of the official SDK's
  * `transformJSONSchema` (anthropic-sdk-typescript `src/lib/transform-json-schema.ts`)
- * to JSON Schema in, `Result` out. Kept from the SDK: `$ref` (alone),
- * `$defs`, `anyOf`/`allOf`, `oneOf` → `anyOf`, `type`, `description`, `title`,
- * `const`, `enum`, `properties`, `required` (not expanded: optional stays
- * optional), `additionalProperties: false` forced, string `format` from the
- * supported list, `minItems` 0 or 1; every other keyword is appended to the
- * description as `{key: value}`. A node with neither a type nor a combinator
- * is an error, as in the SDK.
+ * to JSON Schema in, `Result` out. Kept from the SDK: `$ref` (with `$defs`
+ * beside it, nothing else), `$defs`, `anyOf`/`allOf`, `oneOf` → `anyOf`,
+ * `type`, `description`, `title`, a primitive `const` and a non-empty `enum`
+ * of primitives (either one needs no `type`, so `{"enum": [1, 2, 3]}` is
+ * accepted; a declared `type` is kept beside them, where the SDK drops it;
+ * other enums and consts go to the description), `properties`, `required`
+ * (not expanded: optional stays optional), `additionalProperties: false`
+ * forced, string `format` from the supported list, `minItems` 0 or 1; every
+ * other keyword is appended to the description as `{key: value}`. A node with
+ * none of a type, a combinator or literals is an error, as in the SDK.
  *
  * Added (the SDK does not check them, the API rejects or misreads them):
  * recursive `$ref` (strict mode has no recursion; `effect/ai`'s
@@ -18,6 +21,8 @@
 import { Result } from "effect"
 import type { SchemaProblem } from "../ProviderExportError.ts"
 import { describeKeywords, fail, findRecursion, fromEntries, Incompatible, isRecord, type Node, refKey, resolveRef } from "./schema.ts"
+
+const isPrimitive = (value: unknown): boolean => value === null || typeof value !== "object"
 
 const formats = new Set(["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"])
 
@@ -48,17 +53,25 @@ const transform = (root: Node, schema: unknown, path: ReadonlyArray<string>): No
     return value
   }
   const out: Record<string, unknown> = {}
+  // `$defs` before the `$ref` early return, as the SDK: a root `$ref` keeps its definitions.
+  const defs = take("$defs")
+  if (isRecord(defs)) {
+    out.$defs = fromEntries(Object.entries(defs).map(([name, def]) => [name, transform(root, def, ["$defs", name])]))
+  }
   const ref = take("$ref")
   if (ref !== undefined) {
     if (typeof ref !== "string" || refKey(ref) === undefined || resolveRef(root, ref) === undefined) {
       return fail([...path, "$ref"], `only local references (#/$defs/...) are supported, got ${JSON.stringify(ref)}`)
     }
-    return { $ref: ref }
+    return { ...out, $ref: ref }
   }
-  const defs = take("$defs")
-  if (isRecord(defs)) {
-    out.$defs = fromEntries(Object.entries(defs).map(([name, def]) => [name, transform(root, def, ["$defs", name])]))
-  }
+  // Literals, as the SDK: a non-empty `enum` of primitives or a primitive `const` is kept
+  // and needs no type (`{"enum": [1, 2, 3]}` is accepted); other enums and consts are
+  // described. A declared type stays beside them (the SDK drops it).
+  const enumValues = rest.enum
+  if (Array.isArray(enumValues) && enumValues.length > 0 && enumValues.every(isPrimitive)) out.enum = take("enum")
+  if (rest.const !== undefined && isPrimitive(rest.const)) out.const = take("const")
+  const hasLiterals = "enum" in out || "const" in out
   const type = take("type")
   const anyOf = take("anyOf")
   const oneOf = take("oneOf")
@@ -68,10 +81,11 @@ const transform = (root: Node, schema: unknown, path: ReadonlyArray<string>): No
   if (Array.isArray(anyOf)) out.anyOf = branches(anyOf, "anyOf")
   else if (Array.isArray(oneOf)) out.anyOf = branches(oneOf, "oneOf")
   else if (Array.isArray(allOf)) out.allOf = branches(allOf, "allOf")
-  else if (type === undefined) {
-    return fail(path, "a schema needs a type when anyOf/oneOf/allOf are not used (it accepts any value)")
-  } else out.type = type
-  for (const key of ["description", "title", "const", "enum"]) {
+  else if (type !== undefined) out.type = type
+  else if (!hasLiterals) {
+    return fail(path, "a schema needs a type when anyOf/oneOf/allOf/enum/const are not used (it accepts any value)")
+  }
+  for (const key of ["description", "title"]) {
     const value = take(key)
     if (value !== undefined) out[key] = value
   }

@@ -116,3 +116,18 @@ export const assertNoSecret = (secret: string, values: ReadonlyArray<unknown>) =
     for (const text of renderings) assert.notInclude(text, secret)
   }
 }
+
+/**
+ * Error answers whose text puts `key` across each cut the adapters make (1,000 characters of a
+ * JSON error message, 300 of a bare error string or a non-JSON error body, 200 of a non-JSON
+ * 2xx body): `keep` characters of the key fall before the cut.
+ */
+export const straddling = (key: string, keep = 10): ReadonlyArray<{ readonly label: string; readonly reply: Reply }> => {
+  const across = (cut: number, fill: string) => `${fill.repeat(cut - keep)}${key} and more text after it`
+  return [
+    { label: "JSON error message (1,000)", reply: { status: 401, json: { error: { message: across(1000, "x"), type: "invalid_request_error" } } } },
+    { label: "bare error string (300)", reply: { status: 400, json: { error: across(300, "w") } } },
+    { label: "non-JSON error body (300)", reply: { status: 502, text: across(300, "y") } },
+    { label: "non-JSON 2xx body (200)", reply: { status: 200, text: across(200, "z") } }
+  ]
+}

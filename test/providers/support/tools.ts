@@ -32,6 +32,15 @@ export const imported = (
   return made.success
 }
 
+/**
+ * `schema` as an imported tool shows (and enforces) it: `Tool.fromJsonSchema` closes an
+ * object that lists properties and says nothing about other keys.
+ */
+export const closed = <S extends object>(schema: S): S & { readonly additionalProperties: false } => ({
+  ...schema,
+  additionalProperties: false
+})
+
 /** A registry of `tools`; throws on an invalid registry (use `ToolRegistry.makeResult` to test failures). */
 export const registry = (tools: ReadonlyArray<Tool.Any>): ToolRegistry.ToolRegistry => {
   const made = ToolRegistry.makeResult(tools)

@@ -1,7 +1,8 @@
 /**
  * The plumbing the chat-model adapters share: one JSON POST, every failure
  * mapped to a `ChatModelError` whose message quotes the provider's error text
- * (never a header, never the key), `retry-after` read from 429/5xx answers,
+ * (never a header, never the key: the whole body is scrubbed of the key and of
+ * credential header values before any of it is cut to length), `retry-after` read from 429/5xx answers,
  * and the attempt policy (per-attempt timeout, a warning per failed attempt,
  * retries that honour `retry-after`) that the bridge uses too. It knows
  * nothing about any provider's message format.
@@ -61,12 +62,29 @@ export const withRetryAfter = (error: ChatModelError, wait: Duration.Duration | 
   return error
 }
 
-/** Replaces every secret value in `text` with `<redacted>`. */
+/** Replaces every secret value in `text` with `<redacted>` (longest first, so no part of one survives). */
 export const scrub = (text: string, secrets: ReadonlyArray<Redacted.Redacted<string>>): string => {
+  const values = secrets.map((secret) => Redacted.value(secret)).filter((value) => value.length > 0)
+  if (values.length > 1) values.sort((a, b) => b.length - a.length)
   let out = text
-  for (const secret of secrets) {
-    const value = Redacted.value(secret)
-    if (value.length > 0) out = out.split(value).join("<redacted>")
+  for (const value of values) out = out.split(value).join("<redacted>")
+  return out
+}
+
+/** Headers whose values are credentials, whatever the adapter calls its key. */
+const credentialHeaders: ReadonlySet<string> = new Set(["authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization"])
+
+/**
+ * Every value a message must not quote: the adapter's secrets, and the values of its credential
+ * headers (`Authorization`, `x-api-key`, ...), with the token of an `Authorization: <scheme> <token>`.
+ */
+const secretsOf = (options: PostOptions): ReadonlyArray<Redacted.Redacted<string>> => {
+  const out = [...options.secrets]
+  for (const [name, value] of Object.entries(options.headers)) {
+    if (!credentialHeaders.has(name.toLowerCase()) || value.trim() === "") continue
+    out.push(Redacted.make(value))
+    const token = value.trim().split(/\s+/).slice(1).join(" ")
+    if (token.length > 0) out.push(Redacted.make(token))
   }
   return out
 }
@@ -92,19 +110,25 @@ const stringField = (value: unknown, key: string): string | undefined => {
  * `{ error: { message, type, code } }`, a bare `{ error: "..." }`, or
  * `{ message }` / `{ detail }` as OpenAI-compatible servers send.
  */
-const describeErrorBody = (text: string): { readonly message: string; readonly type?: string; readonly code?: string } => {
-  const parsed = parseJson(text)
-  if (!parsed.ok) return { message: text.trim().length === 0 ? "(empty body)" : truncate(text.trim()) }
+const describeErrorBody = (
+  text: string,
+  secrets: ReadonlyArray<Redacted.Redacted<string>>
+): { readonly message: string; readonly type?: string; readonly code?: string } => {
+  // Scrub the whole body before anything is cut: a key straddling a cut would leave its prefix.
+  // The parsed fields are scrubbed again (JSON escapes can spell a key the raw text does not).
+  const clean = scrub(text, secrets)
+  const parsed = parseJson(clean)
+  if (!parsed.ok) return { message: clean.trim().length === 0 ? "(empty body)" : truncate(clean.trim()) }
   const body = parsed.value
   const error = typeof body === "object" && body !== null ? (body as Record<string, unknown>).error : undefined
-  if (typeof error === "string") return { message: truncate(error) }
+  if (typeof error === "string") return { message: truncate(scrub(error, secrets)) }
   const message = stringField(error, "message") ?? stringField(body, "message") ?? stringField(body, "detail")
   const type = stringField(error, "type")
   const code = stringField(error, "code")
   return {
-    message: message === undefined ? truncate(text.trim()) : truncate(message, 1000),
-    ...(type === undefined ? {} : { type }),
-    ...(code === undefined ? {} : { code })
+    message: message === undefined ? truncate(clean.trim()) : truncate(scrub(message, secrets), 1000),
+    ...(type === undefined ? {} : { type: truncate(scrub(type, secrets), 100) }),
+    ...(code === undefined ? {} : { code: truncate(scrub(code, secrets), 100) })
   }
 }
 
@@ -130,13 +154,14 @@ const statusError = (
   status: number,
   text: string
 ): ChatModelError => {
-  const described = describeErrorBody(text)
+  const secrets = secretsOf(options)
+  const described = describeErrorBody(text, secrets)
   const label = described.code ?? described.type
   // A 404 is most often a base URL that misses (or doubles) a path segment: say which URL was asked.
   const where = status === 404 ? ` (POST ${options.url})` : ""
   const message = scrub(
     `${options.provider}: HTTP ${status}${label === undefined ? "" : ` ${label}`}: ${described.message}${where}`,
-    options.secrets
+    secrets
   )
   if (status === 429) {
     // OpenAI answers an exhausted quota with 429 too; asking again does not help.
@@ -150,7 +175,7 @@ const statusError = (
 const transportError = (options: PostOptions, cause: { readonly message: string }): ChatModelError =>
   new ChatModelError({
     reason: "transport",
-    message: scrub(`${options.provider}: request failed: ${cause.message}`, options.secrets),
+    message: scrub(`${options.provider}: request failed: ${cause.message}`, secretsOf(options)),
     retryable: true
   })
 
@@ -180,7 +205,7 @@ const attempt = (
       if (parsed.ok) return parsed.value
       return yield* new ChatModelError({
         reason: "decode",
-        message: scrub(`${options.provider}: the response body is not JSON: ${truncate(text.trim(), 200)}`, options.secrets),
+        message: `${options.provider}: the response body is not JSON: ${truncate(scrub(text, secretsOf(options)).trim(), 200)}`,
         status: response.status,
         retryable: false
       })
@@ -251,7 +276,7 @@ export const postJson = (
       return Effect.fail(
         new ChatModelError({
           reason: "http",
-          message: scrub(`${options.provider}: request not sent: the body cannot be serialised as JSON: ${String(cause)}`, options.secrets),
+          message: scrub(`${options.provider}: request not sent: the body cannot be serialised as JSON: ${String(cause)}`, secretsOf(options)),
           retryable: false
         })
       )

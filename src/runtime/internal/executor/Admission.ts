@@ -2,13 +2,16 @@
  * Lifecycle steps 1 to 5: resolve the name, check it was advertised, decode the
  * arguments (all in `ToolRegistry.resolve`), then count the call against the
  * run's limits. Admission either refuses a call (a `Rejection`, reported as
- * `tool.rejected`) or admits it; it never runs anything.
+ * `tool.rejected`) or admits it; it never runs anything. A refusal of a known
+ * tool is redacted per its `safety.redact` here, once, before anything reads
+ * it: its message never quotes a value under a redacted key.
  */
 import { Result } from "effect"
 import type { Options } from "../../Executor.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolRegistry from "../../../contract/ToolRegistry.ts"
+import { redactRejection } from "../../../internal/redact.ts"
 
 type Limits = NonNullable<Options["limits"]>
 
@@ -49,7 +52,10 @@ export const make = (limits: Limits | undefined) => {
   return (advertised: ToolRegistry.Advertised<unknown>, call: ToolCall): Admission => {
     const resolved = ToolRegistry.resolve(advertised, call)
     if (Result.isFailure(resolved)) {
-      return { _tag: "Rejected", toolName: resolved.failure.toolName, error: resolved.failure }
+      // Rejection messages quote what the model sent: redacted per the tool's policy, when the tool is known.
+      const policy = advertised.registry.get(call.name)?.spec.safety.redact
+      const error = redactRejection(resolved.failure, policy, call.arguments)
+      return { _tag: "Rejected", toolName: error.toolName, error }
     }
     const name = resolved.success.entry.spec.name
     const limit = exceeded(name)

@@ -14,7 +14,7 @@ import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type * as ToolRegistry from "../../../contract/ToolRegistry.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
-import { redactValue } from "../../../internal/redact.ts"
+import { redactAudit, redactCause, redactError, redactValue } from "../../../internal/redact.ts"
 import type * as Admission from "./Admission.ts"
 import * as CallState from "./CallState.ts"
 import type * as Idempotency from "./Idempotency.ts"
@@ -68,11 +68,14 @@ export const make = (config: Config) => {
     state: CallState.CallState,
     startedAt: number,
     env: Env,
+    input: unknown,
     value: ToolResult.ToolResult
   ): Effect.Effect<Outcome> => {
     const elapsed = env.clock.currentTimeMillisUnsafe() - startedAt
     const stamp = stampOf(call, spec, state)
-    const result = { ...value, elapsed }
+    const result = value.audit === undefined
+      ? { ...value, elapsed }
+      : { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
     const terminal = Effect.as(
       reporter.emitMasked(env, {
         _tag: "tool.completed",
@@ -103,6 +106,7 @@ export const make = (config: Config) => {
     state: CallState.CallState,
     startedAt: number,
     env: Env,
+    input: unknown,
     cause: Cause.Cause<ToolError.ToolError>
   ): Effect.Effect<Outcome> => {
     const elapsed = env.clock.currentTimeMillisUnsafe() - startedAt
@@ -122,9 +126,13 @@ export const make = (config: Config) => {
       )
     }
     const failure = Cause.findErrorOption(cause)
-    const error = failure._tag === "Some" && ToolError.isToolError(failure.value)
+    const found = failure._tag === "Some" && ToolError.isToolError(failure.value)
       ? failure.value
       : new ToolError.ToolDefect({ toolName: spec.name, cause })
+    // The last redaction step before the error leaves: errors made outside the handler (middleware,
+    // stores) are redacted here; the handler's are already (`Invoke`), and redacting again keeps them.
+    const policy = spec.safety.redact
+    const error = redactError(found, policy, input)
     return Effect.as(
       reporter.emitMasked(env, {
         _tag: "tool.failed",
@@ -134,7 +142,7 @@ export const make = (config: Config) => {
         error,
         disposition: error.disposition,
         // the handler's own cause when the error was made from it (an undeclared failure, say)
-        cause: Invoke.causeOf(error) ?? cause
+        cause: Invoke.causeOf(found) ?? redactCause(cause, policy, input)
       }),
       settle(call, spec.name, error, elapsed)
     )
@@ -159,10 +167,14 @@ export const make = (config: Config) => {
     const admission = admit(advertised, call)
     if (admission._tag === "Rejected") {
       const { toolName, error } = admission
-      const answered = Effect.as(
-        reporter.emitMasked(env, { _tag: "tool.rejected", toolCallId: call.id, toolName, attempt: 0, error }),
-        settle(call, toolName, error, 0)
-      )
+      // Middleware never see a refused call; their `rejected` hooks record it (the audit log's receipt).
+      // A hook that fails turns the refusal into its fatal `MiddlewareFailed`.
+      const hooks = Middleware.rejected(config.middleware, { call, toolName, error, turn: env.ctx.turn })
+      const answered = Effect.flatMap(hooks as Effect.Effect<ToolError.ToolError>, (reported) =>
+        Effect.as(
+          reporter.emitMasked(env, { _tag: "tool.rejected", toolCallId: call.id, toolName, attempt: 0, error: reported }),
+          settle(call, toolName, reported, 0)
+        ))
       return tracing === undefined ? answered : Tracing.rejected(env.clock, call, toolName, error, answered)
     }
     const { entry, input } = admission.resolved
@@ -201,7 +213,7 @@ export const make = (config: Config) => {
     const body = Effect.suspend(() =>
       Effect.flatMap(
         pipeline({ call, spec, tool: entry.tool, input, turn: env.ctx.turn }),
-        (result) => render.finalize(result, spec, call, env.ctx.runId)
+        (result) => render.finalize(result, spec, call, env.ctx.runId, input)
       )
     )
     // The handler gets the call's context from `Invoke` (per attempt, only when it is not already done);
@@ -219,8 +231,8 @@ export const make = (config: Config) => {
         arguments: redactValue(input, spec.safety.redact).value
       }),
       Effect.matchCauseEffect(restore(invocation), {
-        onSuccess: (result) => completed(call, spec, state, startedAt, env, result),
-        onFailure: (cause) => failed(call, spec, state, startedAt, env, cause)
+        onSuccess: (result) => completed(call, spec, state, startedAt, env, input, result),
+        onFailure: (cause) => failed(call, spec, state, startedAt, env, input, cause)
       })
     ) as Effect.Effect<Outcome | undefined>
     return tracing === undefined ? lifecycle : Tracing.executed(tracing, env.clock, call, spec, input, state, lifecycle)

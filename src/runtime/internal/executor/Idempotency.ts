@@ -6,6 +6,16 @@
  * and encoded value) is stored before it is returned; failures are not stored,
  * so a failed attempt can run again.
  *
+ * What the store keeps: the result as the handler's output encoded it, before
+ * redaction: its content blocks (text and images) and its encoded value, with
+ * the time it was stored; never the arguments, the error of a failed call, or
+ * audit data. Values under the tool's `safety.redact` keys and pattern matches
+ * are therefore in the store as they were produced (protect the store as you
+ * would the tool's own data). A stored result is redacted each time it
+ * answers a call, exactly like a fresh one: it goes back through the
+ * middleware and the executor's `Render.finalize`, so the model, events and
+ * receipts never see what the store keeps.
+ *
  * Within one process, calls with the same key never overlap: a per-key lock
  * (per store, so it holds across executors sharing a `StoreRegistry`) makes the
  * second wait for the first and then read its stored result. Across processes

@@ -3,12 +3,16 @@
  * the tool's timeout, with its retry `Schedule` (only for tools whose repetition
  * is safe) and, for exclusive tools, holding the run's exclusive permit for the
  * attempt only (never through a backoff sleep). Handler failures become tool
- * errors here; encoding the output is `Render`'s job.
+ * errors here, redacted per the tool's `safety.redact` before anything else
+ * (a retry event, a middleware, a receipt) sees them; encoding the output is
+ * `Render`'s job.
  */
 import { Cause, Duration, Effect, Exit, Fiber, Predicate, Result, Schedule, Schema, Semaphore } from "effect"
 import type { Invocation } from "../../Middleware.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
+import type { Redact } from "../../../contract/Safety.ts"
+import { redactCause, redactError, redactValue } from "../../../internal/redact.ts"
 import * as CallState from "./CallState.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 
@@ -44,28 +48,56 @@ const nameOf = (error: unknown): string => {
 /**
  * The handler's failure as a tool error. Tool errors pass through; a declared failure renders for
  * the model; an undeclared one is repairable, named only by its tag (its message may hold secrets);
- * a defect (a throw, `Effect.die`) is a `ToolDefect`.
+ * a defect (a throw, `Effect.die`) is a `ToolDefect`. `made` says the error was made from the failure.
  */
-const toToolError = (tool: Tool.Any, name: string, cause: Cause.Cause<unknown>): ToolError.ToolError => {
+const convert = (
+  tool: Tool.Any,
+  name: string,
+  cause: Cause.Cause<unknown>,
+  policy: Redact | undefined
+): { readonly error: ToolError.ToolError; readonly made: boolean } => {
   const failure = Cause.findErrorOption(cause)
-  if (Cause.hasDies(cause) || failure._tag === "None") return new ToolError.ToolDefect({ toolName: name, cause })
+  if (Cause.hasDies(cause) || failure._tag === "None") {
+    return { error: new ToolError.ToolDefect({ toolName: name, cause }), made: false }
+  }
   const error = failure.value
-  if (ToolError.isToolError(error)) return error
-  let converted: ToolError.ToolFailure
+  if (ToolError.isToolError(error)) return { error, made: false }
   if (tool.failure !== undefined && Schema.is(tool.failure)(error)) {
     const encoded = Schema.encodeUnknownResult(tool.failure as Schema.Codec<unknown, unknown>)(error)
     const detail = Result.isSuccess(encoded) ? encoded.success : undefined
-    const message = error instanceof Error && error.message !== "" ? error.message : textOfValue(detail)
-    converted = new ToolError.ToolFailure({ message: `${name}: ${message}`, detail })
-  } else {
-    const tag = nameOf(error)
-    converted = new ToolError.ToolFailure({
+    // a message made from the detail shows it redacted (the detail itself is redacted with the error)
+    const message = error instanceof Error && error.message !== ""
+      ? error.message
+      : textOfValue(policy === undefined ? detail : redactValue(detail, policy).value)
+    return { error: new ToolError.ToolFailure({ message: `${name}: ${message}`, detail }), made: true }
+  }
+  const tag = nameOf(error)
+  return {
+    error: new ToolError.ToolFailure({
       message: `${name}: failed with an error it does not declare (${tag})`,
       detail: { undeclared: tag }
-    })
+    }),
+    made: true
   }
-  origins.set(converted, cause)
-  return converted
+}
+
+/**
+ * {@link convert}, then redacted per the tool's `safety.redact` (the one redaction step for handler
+ * failures: retries, middleware, receipts, the terminal event and the model all see this error);
+ * the handler's own cause is kept for the `tool.failed` event, redacted too.
+ */
+const toToolError = (
+  tool: Tool.Any,
+  spec: Tool.ToolSpec,
+  input: unknown,
+  cause: Cause.Cause<unknown>
+): ToolError.ToolError => {
+  const policy = spec.safety.redact
+  const converted = convert(tool, spec.name, cause, policy)
+  // `input`: a message that echoes an argument held under a redacted key loses it too
+  const error = redactError(converted.error, policy, input)
+  if (converted.made) origins.set(error, redactCause(cause, policy, input))
+  return error
 }
 
 /** True when running the tool again cannot repeat a side effect: idempotent, or keyed. */
@@ -91,13 +123,13 @@ export const make = (config: Config) => {
     const toFailure = (cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError.ToolError> =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.fail(toToolError(tool, name, cause))
+        : Effect.fail(toToolError(tool, invocation.spec, invocation.input, cause))
     const attempt = Effect.suspend((): Effect.Effect<unknown, ToolError.ToolError> => {
       let effect: Effect.Effect<unknown, unknown>
       try {
         effect = tool.handler(invocation.input) as Effect.Effect<unknown, unknown>
       } catch (defect) {
-        return Effect.fail(new ToolError.ToolDefect({ toolName: name, cause: Cause.die(defect) }))
+        return toFailure(Cause.die(defect))
       }
       // A handler that returned an already-completed Exit (`Effect.succeed(...)`) can
       // neither hang nor be cancelled: it needs no timer and no abort signal.

@@ -5,10 +5,15 @@
  * value as JSON text); `finalize` redacts the model-facing text blocks and
  * value and offloads text over the threshold to the artifact store, keeping a
  * bounded head and tail (other blocks, such as images, are kept as they are).
+ * Error results (a middleware's refusal) have their text and error redacted.
+ * The artifact store keeps the full text as the handler produced it, before
+ * redaction (`textOf` of the encoded output): the store holds what the tool
+ * returned, the model and the events get the redacted text.
  */
 import { Cause, Effect, Result, Schema } from "effect"
 import { toModelCodec } from "../../../contract/internal/modelSchema.ts"
-import { redactText, redactValue } from "../../../internal/redact.ts"
+import { redactIssues, scrubberOf, scrubError } from "../../../internal/redact.ts"
+import type { Redact } from "../../../contract/Safety.ts"
 import { StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -25,6 +30,29 @@ export interface Config {
 
 export const textOfValue = (value: unknown): string =>
   value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value)
+
+/**
+ * An error result (a middleware's refusal, say) under the policy: its error and its text blocks
+ * (the error's message, or the middleware's own words) redacted. The same result when nothing changes.
+ */
+const redactErrorResult = (
+  result: ToolResult.ToolResult,
+  policy: Redact | undefined,
+  input: unknown
+): ToolResult.ToolResult => {
+  const scrubber = scrubberOf(policy, input)
+  if (scrubber === undefined) return result
+  const error = result.error === undefined ? undefined : scrubError(result.error, scrubber)
+  let changed = error !== result.error
+  const content = result.content.map((block) => {
+    if (block.type !== "text") return block
+    const text = scrubber.text(block.text)
+    if (text === block.text) return block
+    changed = true
+    return ToolResult.text(text)
+  })
+  return changed ? { ...result, content, ...(error === undefined ? {} : { error }) } : result
+}
 
 export const make = (config: Config) => {
   const encoders = new WeakMap<Tool.Any, (value: unknown) => Result.Result<unknown, Schema.SchemaError>>()
@@ -49,7 +77,9 @@ export const make = (config: Config) => {
   ): Effect.Effect<ToolResult.ToolResult, ToolError.InvalidOutput | ToolError.ToolDefect> => {
     const encoded = encoderOf(tool)(output)
     if (Result.isFailure(encoded)) {
-      return Effect.fail(new ToolError.InvalidOutput({ toolName: spec.name, issues: ToolInput.issuesOf(encoded.failure) }))
+      // the issues may quote the output: redacted like a rejection (no value under a redacted key)
+      const issues = redactIssues(ToolInput.issuesOf(encoded.failure), spec.safety.redact, output)
+      return Effect.fail(new ToolError.InvalidOutput({ toolName: spec.name, issues }))
     }
     const value = encoded.success
     let content: ReadonlyArray<ToolResult.ContentBlock>
@@ -78,16 +108,20 @@ export const make = (config: Config) => {
     result: ToolResult.ToolResult,
     spec: Tool.ToolSpec,
     call: ToolCall,
-    runId: string
+    runId: string,
+    input?: unknown
   ): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed, StoreRegistry> => {
-    if (result.isError) return Effect.succeed(result)
     const policy = spec.safety.redact
+    if (result.isError) return Effect.succeed(redactErrorResult(result, policy, input))
     const fullText = ToolResult.textOf(result)
     const limit = spec.options.artifactThreshold ?? config.threshold
     if (policy === undefined && fullText.length <= limit) return Effect.succeed(result)
+    // the policy, and the values the arguments hold under its keys (an output that echoes one loses it)
+    const scrubber = scrubberOf(policy, input)
+    const scrubText = (text: string) => scrubber === undefined ? text : scrubber.text(text)
     const fromValue = result.value !== undefined && fullText === textOfValue(result.value)
-    const redacted = result.value === undefined ? undefined : redactValue(result.value, policy).value
-    const modelText = fromValue ? textOfValue(redacted) : redactText(fullText, policy)
+    const redacted = result.value === undefined || scrubber === undefined ? result.value : scrubber.value(result.value)
+    const modelText = fromValue ? textOfValue(redacted) : scrubText(fullText)
     const withValue: ToolResult.ToolResult = redacted === undefined ? result : { ...result, value: redacted }
     /** Blocks that are not text (images) stay as they are, after the text. */
     const others = result.content.filter((block) => block.type !== "text")
@@ -97,7 +131,7 @@ export const make = (config: Config) => {
       if (texts <= 1) return Effect.succeed({ ...withValue, content: [ToolResult.text(modelText), ...others] })
       // several text blocks: each one redacted in place
       const content = result.content.map((block) =>
-        block.type === "text" ? ToolResult.text(redactText(block.text, policy)) : block
+        block.type === "text" ? ToolResult.text(scrubText(block.text)) : block
       )
       return Effect.succeed({ ...withValue, content })
     }
