@@ -35,6 +35,8 @@ import { calc } from "tinyagents/tools"
 import { OpenAiChat } from "tinyagents/providers"
 import { OpenAiChatModel } from "tinyagents/models"
 import { summary } from "tinyagents/middleware"
+import { McpConnect, McpServe } from "tinyagents/mcp"
+import { toToolkit } from "tinyagents/effect-ai"
 
 const add = Tool.make("add", {
   description: "Adds two integers.",
@@ -52,7 +54,8 @@ const program = Effect.gen(function*() {
     Effect.provide(ChatModel.scripted([ChatModel.callTools([["c1", "add", { a: 2, b: 3 }]]), ChatModel.answer("5")]))
   )
   const model = OpenAiChatModel.layerConfig()
-  console.log(JSON.stringify({ tools: definitions.map((d) => d.function.name), content: ToolResult.textOf(result), answer: agent.text, layer: Layer.isLayer(model) }))
+  const optional = [typeof McpConnect.stdio, typeof McpServe.serveHttp, typeof toToolkit] // loadable without their optional peers
+  console.log(JSON.stringify({ tools: definitions.map((d) => d.function.name), content: ToolResult.textOf(result), answer: agent.text, layer: Layer.isLayer(model), optional }))
 })
 
 Effect.runPromise(program.pipe(Effect.provide(ToolServices.layerTest()))).catch((error) => {
@@ -103,7 +106,7 @@ describe("the packed package", () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }))
 
   it("ships the build, its declarations and maps, the sources they map to, and the license", () => {
-    for (const entry of ["index", "tools/index", "providers/index", "agent/models/index", "governance/middleware/index"]) {
+    for (const entry of ["index", "tools/index", "providers/index", "agent/models/index", "governance/middleware/index", "mcp/index", "integrations/AiSdk", "integrations/LangChain", "integrations/EffectAi"]) {
       expect(files).toContain(`dist/${entry}.js`)
       expect(files).toContain(`dist/${entry}.d.ts`)
       expect(files).toContain(`dist/${entry}.d.ts.map`)
@@ -114,11 +117,15 @@ describe("the packed package", () => {
     expect(files.filter((f) => f.startsWith("test/") || f.startsWith("scratchpad/") || f.startsWith("bench/"))).toEqual([])
   })
 
-  it("installs with effect as its only dependency", () => {
+  it("installs with effect as its only required dependency", () => {
     const manifest = JSON.parse(readFileSync(join(consumer, "node_modules/tinyagents/package.json"), "utf8"))
     expect(manifest.dependencies ?? {}).toEqual({})
-    expect(manifest.peerDependencies).toEqual({ effect: "^4.1.0" })
-    for (const absent of ["@effect/platform-node", "redis", "ws", "undici"]) {
+    // effect is the one required peer; every integration's framework is an optional peer of its own entry point.
+    expect(manifest.peerDependencies.effect).toBe("^4.1.0")
+    for (const name of Object.keys(manifest.peerDependencies).filter((n) => n !== "effect")) {
+      expect(manifest.peerDependenciesMeta?.[name]?.optional, name).toBe(true)
+    }
+    for (const absent of ["@effect/platform-node", "redis", "ws", "undici", "ai", "@langchain/core", "@modelcontextprotocol/sdk"]) {
       expect(existsSync(join(consumer, "node_modules", absent)), absent).toBe(false)
     }
   })
@@ -127,13 +134,20 @@ describe("the packed package", () => {
     run(join(consumer, "node_modules/.bin/tsc"), ["-p", "tsconfig.json"], consumer)
   })
 
+  it("installs the tinyagents command, which runs from the build", () => {
+    expect(existsSync(join(consumer, "node_modules/.bin/tinyagents"))).toBe(true)
+    const version = run(process.execPath, [join(consumer, "node_modules/tinyagents/dist/cli/bin.js"), "--version"], consumer)
+    expect(version).toContain("0.1.0")
+  })
+
   it("runs", () => {
     const output = run(process.execPath, ["index.ts"], consumer)
     expect(JSON.parse(output)).toEqual({
       tools: ["add", "calc"],
       content: "5",
       answer: "5",
-      layer: true
+      layer: true,
+      optional: ["function", "function", "function"]
     })
   })
 })

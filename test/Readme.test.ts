@@ -149,7 +149,8 @@ describe("README names", () => {
       ["tinyagents/tools", "src/tools/index.ts"],
       ["tinyagents/providers", "src/providers/index.ts"],
       ["tinyagents/models", "src/agent/models/index.ts"],
-      ["tinyagents/middleware", "src/governance/middleware/index.ts"]
+      ["tinyagents/middleware", "src/governance/middleware/index.ts"],
+      ["tinyagents/mcp", "src/mcp/index.ts"]
     ]
     for (const [specifier, file] of entries) {
       const module = (await import(specifier)) as Record<string, unknown>

@@ -1,0 +1,146 @@
+/**
+ * tinyagents under the Vercel AI SDK (`ai` 6, an optional peer dependency):
+ * a registry as an AI SDK `ToolSet`. Each tool is `tool({ description,
+ * inputSchema, execute })` with the registry's canonical JSON Schema, and
+ * `execute` runs the call through the `Executor`: validation (the SDK does not
+ * validate; every input reaches the registry's decoder), middleware, events,
+ * timeouts, retries and idempotency, with the SDK's `toolCallId` as the call id
+ * and its `abortSignal` as cancellation.
+ *
+ * Failures: a call that ends in an error result (repairable: unknown tool,
+ * invalid arguments, a handler's `ToolFailure`, ...) throws a `ToolCallError`
+ * whose message is the model-facing text, which the SDK turns into a
+ * `tool-error` part and sends back to the model as `error-text`, so the model
+ * can repair its call on the next step. A fatal error (a defect, a failed
+ * store, cancellation) throws a `ToolCallError` with `fatal: true`; its message
+ * never carries the cause. The SDK still records it as a `tool-error`; add
+ * {@link stopOnFatal} to `stopWhen` to end the loop there.
+ *
+ * Imports `ai` (its `jsonSchema` and `tool`): an optional peer dependency that
+ * only this entry point (`tinyagents/ai-sdk`) loads.
+ */
+import { type JSONSchema7, jsonSchema, type StopCondition, type Tool, tool, type ToolExecutionOptions, type ToolSet } from "ai"
+import type { ContentBlock } from "../contract/ToolResult.ts"
+import * as ToolResult from "../contract/ToolResult.ts"
+import * as Run from "./internal/run.ts"
+
+export { isToolCallError, ToolCallError } from "./internal/run.ts"
+export type { Services } from "./internal/run.ts"
+
+/** Options of {@link toolSet}. */
+export interface Options<R> extends Run.Options<R> {
+  /**
+   * The keys of the tool set: `canonical` (default; `math_factorial`) or `original`
+   * (the foreign name an imported tool came with, `math.factorial`; AI SDK providers
+   * may refuse dotted names). Calls resolve either way.
+   */
+  readonly names?: "canonical" | "original"
+}
+
+/** The output of a tool: the encoded structured value (or, for tools without one, the model-facing text). */
+export type Output = unknown
+
+/** A `ToolSet` over a registry, and a way to release what it built. */
+export interface TinyagentsToolSet {
+  readonly tools: ToolSet
+  /** Releases a runtime built from a `Layer` (`services`); a no-op for a `ManagedRuntime` or `Context`. */
+  readonly dispose: () => Promise<void>
+}
+
+/** True when the content is the default rendering of the value (its JSON text). */
+const isDefaultRendering = (result: ToolResult.ToolResult): boolean => {
+  const only = result.content.length === 1 ? result.content[0]! : undefined
+  return only !== undefined && only.type === "text" && result.value !== undefined &&
+    only.text === (JSON.stringify(result.value) ?? "null")
+}
+
+type ModelOutput =
+  | { readonly type: "text"; readonly value: string }
+  | {
+    readonly type: "content"
+    readonly value: Array<
+      { readonly type: "text"; readonly text: string } | {
+        readonly type: "image-data"
+        readonly data: string
+        readonly mediaType: string
+      }
+    >
+  }
+
+/** What the model reads for a result: the executor's content blocks (text, or text and images). */
+export const toModelOutput = (content: ReadonlyArray<ContentBlock>): ModelOutput =>
+  content.every((block) => block.type === "text")
+    ? { type: "text", value: ToolResult.textOf({ content }) }
+    : {
+      type: "content",
+      value: content.map((block) =>
+        block.type === "text"
+          ? { type: "text" as const, text: block.text }
+          : { type: "image-data" as const, data: block.data, mediaType: block.mimeType }
+      )
+    }
+
+/**
+ * The registry of `options.executor` (or the `advertised` subset) as an AI SDK
+ * `ToolSet`, one `tool({ description, inputSchema, execute })` per tool.
+ * `execute` returns the encoded structured value (a tool's `value`, else its
+ * text); the model reads what the executor rendered (redacted, offloaded
+ * output's head and tail, a tool's own `toModelOutput`) through the tool's
+ * `toModelOutput`.
+ */
+export const toolSet = <R>(options: Options<R>): TinyagentsToolSet => {
+  const runner = Run.make(options)
+  const tools: Record<string, Tool> = {}
+  for (const spec of runner.advertised.specs) {
+    /** Rendered content by call id, for `toModelOutput` (bounded: the oldest entries go first). */
+    const rendered = new Map<string, ReadonlyArray<ContentBlock>>()
+    const execute = async (input: unknown, execution: ToolExecutionOptions): Promise<Output> => {
+      const outcome = await runner.run(
+        { id: execution.toolCallId, name: spec.name, arguments: input ?? {} },
+        execution.abortSignal
+      )
+      if (outcome._tag === "error") throw outcome.error
+      const result = outcome.result
+      if (!isDefaultRendering(result)) {
+        rendered.set(execution.toolCallId, result.content)
+        if (rendered.size > 1_000) rendered.delete(rendered.keys().next().value!)
+      }
+      return result.value !== undefined ? result.value : ToolResult.textOf(result)
+    }
+    const key = options.names === "original" ? spec.originalName ?? spec.name : spec.name
+    tools[key] = tool<unknown, Output>({
+      description: spec.description,
+      inputSchema: jsonSchema<unknown>(spec.inputSchema as JSONSchema7),
+      execute,
+      toModelOutput: ({ toolCallId, output }: { readonly toolCallId: string; readonly output: unknown }) => {
+        const content = rendered.get(toolCallId)
+        if (content !== undefined) return toModelOutput(content)
+        return typeof output === "string"
+          ? { type: "text" as const, value: output }
+          : { type: "json" as const, value: (output ?? null) as never }
+      }
+    }) as Tool
+  }
+  return { tools: tools as ToolSet, dispose: runner.dispose }
+}
+
+/**
+ * A `stopWhen` condition: stop the loop after a step in which a tool call failed
+ * fatally (a defect, a failed store, cancellation: a `ToolCallError` with
+ * `fatal: true`). Repairable errors do not stop it: the model reads them.
+ */
+export const stopOnFatal = (): StopCondition<any> => ({ steps }) => {
+  const last = steps[steps.length - 1]
+  return last !== undefined &&
+    last.content.some((part) => part.type === "tool-error" && Run.isToolCallError(part.error) && part.error.fatal)
+}
+
+/** The fatal `ToolCallError`s of a run's steps (`result.steps`), in order. */
+export const fatalErrors = (
+  steps: ReadonlyArray<{ readonly content: ReadonlyArray<{ readonly type: string; readonly error?: unknown }> }>
+): Array<Run.ToolCallError> =>
+  steps.flatMap((step) =>
+    step.content.flatMap((part) =>
+      part.type === "tool-error" && Run.isToolCallError(part.error) && part.error.fatal ? [part.error] : []
+    )
+  )

@@ -1,0 +1,267 @@
+/**
+ * Serve a tool registry over the Model Context Protocol, on stdio or
+ * Streamable HTTP, with Effect's `McpServer` (`effect/ai`).
+ *
+ * - `tools/list`: the registry's specs under their canonical names, with
+ *   `description`, `inputSchema` (draft 2020-12), `outputSchema` (object
+ *   roots) and all four annotations derived from `Safety`, set explicitly
+ *   (`Safety.toMcpAnnotations`), never the protocol's defaults.
+ * - `tools/call`: every call goes through one `Executor` made with
+ *   `options.executor` (validation, limits, middleware such as `auditLog`,
+ *   policy and consent, events, timeouts, retries, idempotency, artifacts).
+ *   An unknown tool is a JSON-RPC error `-32602`; invalid arguments and tool
+ *   failures are `isError: true` results whose text is the repair message;
+ *   `structuredContent` is sent when the tool has an output schema.
+ * - Large outputs: each artifact becomes a `resource_link`
+ *   (`tinyagents://artifacts/<store>/<key>`) that `resources/read` serves;
+ *   only artifacts of this server's calls are readable.
+ * - `notifications/cancelled` interrupts the running call (the executor
+ *   reports `tool.failed` with reason `cancelled`); so do a client that goes
+ *   away (a dropped HTTP connection, a `DELETE` of its session, the end of
+ *   stdin for {@link runStdio}) and the end of the server's scope.
+ * - stdio: the protocol owns stdout. Effect logs go to stderr while the
+ *   server runs, and so (by default) does `console.log`. Send events to a
+ *   file or stderr (`EventSink.layerJsonl`, `EventSink.layerCallback`).
+ *
+ * One executor serves every client of a server: it is one "run" (the
+ * `RunContext` provided), so `limits.run` counts all calls of the server's
+ * lifetime, and call ids are `mcp-<server id>-<n>`.
+ *
+ * Why Effect's `McpServer` and not the official SDK's server: measured with
+ * the SDK 1.32 `Client` (test/mcp/Serve*.test.ts), it keeps the annotations
+ * and schemas we give it as they are (`McpServer.toolkit`'s defaults,
+ * `destructiveHint: true` / `openWorldHint: true`, apply only to `effect/ai`
+ * toolkits, which we do not use), answers an unknown tool with `-32602`,
+ * interrupts a handler on `notifications/cancelled`, on a `DELETE` of the
+ * session and on a dropped connection, and keeps the library free of the
+ * SDK at run time. Two things are handled here: its stdio protocol
+ * interrupts the fiber that built it when its output ends (so the server is
+ * built in a fiber of its own), and Node's `server.close` would wait for a
+ * client that vanished mid-response (so the sockets are closed first).
+ *
+ * Runtime dependency: `@effect/platform-node` (Node's stdio and HTTP
+ * server), imported when a server starts: an optional peer dependency.
+ */
+import type { Cause, Scope } from "effect"
+import { Context, Deferred, Effect, Layer, Logger, Result } from "effect"
+import { McpProtocol, McpServer } from "effect/ai"
+import { HttpRouter, HttpServer as EffectHttpServer } from "effect/http"
+import type { HttpServerError } from "effect/http"
+import { randomUUID } from "node:crypto"
+import { createServer } from "node:http"
+import type { ToolSpec } from "../contract/Tool.ts"
+import type * as ToolRegistry from "../contract/ToolRegistry.ts"
+import type * as Executor from "../runtime/Executor.ts"
+import * as Mcp from "../providers/Mcp.ts"
+import type { ProviderExportError } from "../providers/ProviderExportError.ts"
+import { registrations } from "./internal/registrations.ts"
+
+export { artifactUri } from "./internal/registrations.ts"
+
+/** Options of every server. */
+export interface Options<MR = never> {
+  /** `serverInfo.name`. Default `"tinyagents"`. */
+  readonly name?: string
+  /** `serverInfo.version`. Default `"0.1.0"`. */
+  readonly version?: string
+  /** `instructions` sent on `initialize`. */
+  readonly instructions?: string
+  /** The executor every call runs through: middleware, limits, timeouts, artifacts, repair... */
+  readonly executor?: Executor.Options<MR>
+  /** A tool's `title` (MCP's human-readable name). Default: none. */
+  readonly title?: (spec: ToolSpec) => string | undefined
+}
+
+/** Options of {@link runStdio}, {@link serveStdio} and {@link layerStdio}. */
+export interface StdioOptions<MR = never> extends Options<MR> {
+  /**
+   * Where `console.log`, `console.info` and `console.debug` write while the
+   * server runs: `"stderr"` (default; stdout carries only the protocol) or
+   * `"keep"`.
+   */
+  readonly console?: "stderr" | "keep"
+}
+
+/** Options of {@link serveHttp} and {@link layerHttp}. */
+export interface HttpOptions<MR = never> extends Options<MR> {
+  /** Port to listen on; `0` picks a free one (read it from {@link HttpServer.port}). */
+  readonly port: number
+  /** Interface. Default `"127.0.0.1"`. */
+  readonly host?: string
+  /** The MCP endpoint. Default `"/mcp"`. */
+  readonly path?: `/${string}`
+  /**
+   * Browser `Origin`s accepted; a request with any other `Origin` header is refused (DNS-rebinding
+   * protection; clients that send none, such as the SDK on Node, are unaffected). Default: none.
+   */
+  readonly allowedOrigins?: ReadonlyArray<string>
+  /** Accept `DELETE` with `Mcp-Session-Id`: a client ends its session, and its running calls are cancelled. Default `true`. */
+  readonly allowSessionTermination?: boolean
+}
+
+/** A running Streamable HTTP server. */
+export interface HttpServer {
+  /** The endpoint, e.g. `http://127.0.0.1:41234/mcp`. */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+}
+
+/** What serving needs: the executor's services for the registry's tools and the middleware. */
+export type Requirements<R, MR> = Executor.Requirements<R | MR>
+
+/** Protocol revisions offered (the official SDK 1.x speaks 2025-11-25 and earlier). */
+const protocols = [
+  McpProtocol.v2025_11_25,
+  McpProtocol.v2025_06_18,
+  McpProtocol.v2025_03_26,
+  McpProtocol.v2024_11_05
+] as const
+
+const prepare = <R, MR>(registry: ToolRegistry.ToolRegistry<R>, options: Options<MR>) =>
+  Effect.gen(function*() {
+    const definitions = Mcp.toolDefinitions(registry.specs, { names: "canonical" })
+    if (Result.isFailure(definitions)) return yield* Effect.fail(definitions.failure)
+    const services = yield* Effect.context<Requirements<R, MR>>()
+    return registrations(registry, definitions.success, {
+      executor: options.executor ?? {},
+      title: options.title ?? (() => undefined),
+      callIdPrefix: `mcp-${randomUUID().slice(0, 8)}`
+    }, services)
+  })
+
+/** A module of `@effect/platform-node` (an optional peer dependency), or a defect that says to install it. */
+const platformNode = <A>(caller: string, load: () => Promise<A>): Effect.Effect<A> =>
+  Effect.tryPromise({
+    try: load,
+    catch: (cause) =>
+      new Error(`McpServe.${caller} needs @effect/platform-node (^4.1): npm install @effect/platform-node`, { cause })
+  }).pipe(Effect.orDie)
+
+/** Sends `console.log` / `info` / `debug` to stderr until the scope closes. */
+const consoleToStderr = Effect.acquireRelease(
+  Effect.sync(() => {
+    const saved = { log: console.log, info: console.info, debug: console.debug }
+    console.log = console.info = console.debug = (...args: Array<unknown>) => console.error(...args)
+    return saved
+  }),
+  (saved) =>
+    Effect.sync(() => {
+      console.log = saved.log
+      console.info = saved.info
+      console.debug = saved.debug
+    })
+)
+
+/**
+ * Serves `registry` on this process's stdin/stdout until the scope closes.
+ * Fails with `ProviderExportError` when a tool cannot be listed.
+ */
+export const serveStdio = <R, MR = never>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  options: StdioOptions<MR> = {}
+): Effect.Effect<void, ProviderExportError | Cause.IllegalArgumentError, Scope.Scope | Requirements<R, MR>> =>
+  Effect.gen(function*() {
+    if (options.console !== "keep") yield* consoleToStderr
+    const NodeStdio = yield* platformNode("serveStdio", () => import("@effect/platform-node/NodeStdio"))
+    const tools = yield* prepare(registry, options)
+    const server = McpServer.layerStdio({
+      name: options.name ?? "tinyagents",
+      version: options.version ?? "0.1.0",
+      ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+      protocols,
+      registrations: tools
+    }).pipe(Layer.provide(NodeStdio.layer))
+    // Effect's stdio protocol interrupts the fiber that built it when its output ends (made for
+    // `Layer.launch`): build it in a fiber of its own, so closing the scope never interrupts the caller.
+    const ready = yield* Deferred.make<void, Cause.IllegalArgumentError>()
+    yield* Layer.build(server).pipe(
+      Effect.andThen(Deferred.succeed(ready, undefined)),
+      Effect.andThen(Effect.never),
+      Effect.scoped,
+      Effect.onError((cause) => Deferred.failCause(ready, cause)),
+      Effect.forkScoped
+    )
+    yield* Deferred.await(ready)
+  }).pipe(Effect.provideService(Logger.LogToStderr, true))
+
+/** Completes when this process's stdin ends. */
+const stdinEnded = Effect.callback<void>((resume) => {
+  const done = () => resume(Effect.void)
+  if (process.stdin.readableEnded || process.stdin.destroyed) return done()
+  process.stdin.once("end", done).once("close", done)
+  return Effect.sync(() => {
+    process.stdin.off("end", done).off("close", done)
+  })
+})
+
+/**
+ * Serves `registry` on stdin/stdout until the client goes away (stdin ends),
+ * then stops, cancelling the calls still running: what a stdio server's
+ * `main` runs (`McpServe.runStdio(registry).pipe(..., NodeRuntime.runMain)`).
+ */
+export const runStdio = <R, MR = never>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  options: StdioOptions<MR> = {}
+): Effect.Effect<void, ProviderExportError | Cause.IllegalArgumentError, Requirements<R, MR>> =>
+  Effect.scoped(Effect.andThen(serveStdio(registry, options), stdinEnded))
+
+/**
+ * Serves `registry` over Streamable HTTP on `host:port` until the scope
+ * closes, and returns the bound address (`port: 0` picks a free port).
+ */
+export const serveHttp = <R, MR = never>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  options: HttpOptions<MR>
+): Effect.Effect<
+  HttpServer,
+  ProviderExportError | Cause.IllegalArgumentError | HttpServerError.ServeError,
+  Scope.Scope | Requirements<R, MR>
+> =>
+  Effect.gen(function*() {
+    const NodeHttpServer = yield* platformNode("serveHttp", () => import("@effect/platform-node/NodeHttpServer"))
+    const tools = yield* prepare(registry, options)
+    const host = options.host ?? "127.0.0.1"
+    const path = options.path ?? "/mcp"
+    const mcp = McpServer.layerHttp({
+      name: options.name ?? "tinyagents",
+      version: options.version ?? "0.1.0",
+      ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+      path,
+      protocols,
+      ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
+      allowSessionTermination: options.allowSessionTermination ?? true,
+      registrations: tools
+    })
+    const node = createServer()
+    const server = HttpRouter.serve(mcp, { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(() => node, { port: options.port, host }))
+    )
+    const context = yield* Layer.build(server)
+    // Runs before the layer's own shutdown: a client that vanished mid-response would otherwise
+    // hold `close` until its socket times out. Calls still running are interrupted either way.
+    yield* Effect.addFinalizer(() => Effect.sync(() => node.closeAllConnections()))
+    const address = Context.get(context, EffectHttpServer.HttpServer).address
+    const port = "port" in address ? address.port : options.port
+    return { url: `http://${host.includes(":") ? `[${host}]` : host}:${port}${path}`, host, port }
+  })
+
+/**
+ * {@link serveStdio} as a layer: the server runs while the layer is in use
+ * (also after the client has gone; {@link runStdio} stops then).
+ */
+export const layerStdio = <R, MR = never>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  options: StdioOptions<MR> = {}
+): Layer.Layer<never, ProviderExportError | Cause.IllegalArgumentError, Requirements<R, MR>> =>
+  Layer.effectDiscard(serveStdio(registry, options))
+
+/** {@link serveHttp} as a layer (use {@link serveHttp} to learn a port picked with `port: 0`). */
+export const layerHttp = <R, MR = never>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  options: HttpOptions<MR>
+): Layer.Layer<
+  never,
+  ProviderExportError | Cause.IllegalArgumentError | HttpServerError.ServeError,
+  Requirements<R, MR>
+> => Layer.effectDiscard(serveHttp(registry, options))

@@ -1,0 +1,6 @@
+/**
+ * `tinyagents/mcp`: the Model Context Protocol both ways. Each module is a
+ * namespace: `import { McpServe } from "tinyagents/mcp"`.
+ */
+export * as McpServe from "./McpServe.ts"
+export * as McpConnect from "./McpConnect.ts"

@@ -1,0 +1,158 @@
+/**
+ * Turns one MCP server's `tools/list` entries into tinyagents tools: foreign
+ * names kept (the registry derives the canonical alias), input validated
+ * locally against the server's schema (closed as shown), safety from the
+ * annotations, a handler that sends `tools/call` with an `AbortSignal` that
+ * aborts on interruption (so the SDK sends `notifications/cancelled`), and
+ * results mapped into content and a value. Tools whose schemas cannot be
+ * imported, or whose canonical names collide, are skipped with a reason.
+ */
+import { Duration, Effect, Option, Result } from "effect"
+import * as Tool from "../../contract/Tool.ts"
+import type * as ToolError from "../../contract/ToolError.ts"
+import type * as ToolInput from "../../contract/ToolInput.ts"
+import * as ToolName from "../../contract/ToolName.ts"
+import * as ToolRegistry from "../../contract/ToolRegistry.ts"
+import type * as ToolResult from "../../contract/ToolResult.ts"
+import * as AuditTrail from "../../governance/middleware/AuditTrail.ts"
+import { ToolCallContext } from "../../runtime/ToolCallContext.ts"
+import type * as Mcp from "../../providers/Mcp.ts"
+import { type CallResult, callError, errorText, mapResult, type ResourceLink, resultError, safetyOf } from "./connectMapping.ts"
+
+/** What an imported tool needs from its connection. */
+export interface Caller {
+  /** The server's label (`options.name`, else its `serverInfo.name`). */
+  readonly server: string
+  /** Sends `tools/call`; the signal aborts on interruption. */
+  readonly call: (name: string, args: { readonly [key: string]: unknown }, signal: AbortSignal) => Promise<CallResult>
+}
+
+/** A tool left out of the registry, and why. */
+export interface Skipped {
+  readonly name: string
+  readonly reason: string
+}
+
+/** Where an imported tool came from. */
+export interface Source {
+  readonly server: string
+  /** The tool's name on the server. */
+  readonly tool: string
+}
+
+export interface ImportOptions {
+  /** Names the server's tools `<prefix>.<name>` (canonical `<prefix>_<name>`). */
+  readonly prefix?: string | undefined
+  readonly timeout?: Duration.Input | undefined
+  readonly patterns?: "apply" | "ignore" | undefined
+  readonly include?: ((tool: Mcp.Tool) => boolean) | undefined
+  readonly limits?: ToolInput.Limits | undefined
+}
+
+/** Imported tools, by identity: their source (for middleware and audit). */
+export const sources = new WeakMap<Tool.Any, Source>()
+
+/** Model content of an output object (the value a handler returned), read by `toModelOutput`. */
+const contents = new WeakMap<object, ReadonlyArray<ToolResult.ContentBlock>>()
+
+/** Resource links of calls in flight or just finished, by call id, until a middleware takes them. */
+export const pendingLinks = new Map<string, { readonly server: string; readonly links: ReadonlyArray<ResourceLink> }>()
+const maxPending = 256
+
+const remember = (callId: string, server: string, links: ReadonlyArray<ResourceLink>): void => {
+  pendingLinks.delete(callId)
+  pendingLinks.set(callId, { server, links })
+  while (pendingLinks.size > maxPending) pendingLinks.delete(pendingLinks.keys().next().value!)
+}
+
+const toModelOutput = (output: unknown): ToolResult.ModelOutput =>
+  (typeof output === "object" && output !== null ? contents.get(output) : undefined) ?? JSON.stringify(output) ?? ""
+
+/** An imported tool: fails only with tool errors, needs no service. */
+export type Imported = Tool.Dynamic<ToolError.ToolFailure | ToolError.ToolTransient, never>
+
+const importOne = (
+  caller: Caller,
+  remote: Mcp.Tool,
+  options: ImportOptions
+): Result.Result<Imported, string> => {
+  const name = options.prefix === undefined ? remote.name : `${options.prefix}.${remote.name}`
+  const canonical = ToolName.isToolName(name) ? ToolName.validate(name) : ToolName.sanitize(name)
+  if (Result.isFailure(canonical)) return Result.fail(canonical.failure.message)
+  const toolName = canonical.success
+  const server = caller.server
+  const handler = (input: { readonly [key: string]: unknown }) =>
+    Effect.gen(function*() {
+      const context = yield* Effect.serviceOption(ToolCallContext)
+      yield* AuditTrail.annotate({ metadata: { mcpServer: server, mcpTool: remote.name } })
+      const ambient = Option.isSome(context) ? context.value.abortSignal : undefined
+      const result = yield* Effect.tryPromise({
+        try: (signal) => caller.call(remote.name, input, ambient === undefined ? signal : AbortSignal.any([signal, ambient])),
+        catch: (error) => callError(toolName, server, error)
+      })
+      const mapped = mapResult(result)
+      if (mapped.isError) return yield* Effect.fail(resultError(toolName, errorText(mapped), result.structuredContent))
+      if (Option.isSome(context)) {
+        // a stale entry of an earlier call with this id must never reach this call's result
+        if (mapped.links.length > 0) remember(context.value.toolCallId, server, mapped.links)
+        else pendingLinks.delete(context.value.toolCallId)
+      }
+      contents.set(mapped.value, mapped.content)
+      return mapped.value
+    })
+  const base = {
+    description: remote.description ?? remote.title ?? `${remote.name} (MCP server "${server}")`,
+    inputSchema: remote.inputSchema,
+    safety: safetyOf(remote.annotations, server),
+    toModelOutput,
+    handler,
+    ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
+    ...(options.patterns === undefined ? {} : { patterns: options.patterns })
+  }
+  // An output schema Effect cannot import is dropped (the SDK still checks structured content against it).
+  let tool = Tool.fromJsonSchema(name, remote.outputSchema === undefined ? base : { ...base, outputSchema: remote.outputSchema })
+  if (Result.isFailure(tool) && remote.outputSchema !== undefined) tool = Tool.fromJsonSchema(name, base)
+  if (Result.isFailure(tool)) return Result.fail(tool.failure.message)
+  sources.set(tool.success, { server, tool: remote.name })
+  return Result.succeed(tool.success)
+}
+
+/**
+ * A registry of the server's tools. Tools that cannot be imported, or that
+ * would break the registry (a canonical name taken by an earlier tool), are
+ * skipped and listed.
+ */
+export const importTools = (
+  caller: Caller,
+  remotes: ReadonlyArray<Mcp.Tool>,
+  options: ImportOptions
+): { readonly registry: ToolRegistry.ToolRegistry<never>; readonly skipped: ReadonlyArray<Skipped> } => {
+  const skipped: Array<Skipped> = []
+  const tools: Array<Imported> = []
+  const taken = new Map<string, string>()
+  for (const remote of remotes) {
+    if (options.include !== undefined && !options.include(remote)) continue
+    const imported = importOne(caller, remote, options)
+    if (Result.isFailure(imported)) {
+      skipped.push({ name: remote.name, reason: imported.failure })
+      continue
+    }
+    const single = ToolRegistry.makeResult([imported.success])
+    if (Result.isFailure(single)) {
+      skipped.push({ name: remote.name, reason: single.failure.violations.map((v) => v.message).join("; ") })
+      continue
+    }
+    const canonical = single.success.names[0]!
+    const previous = taken.get(canonical)
+    if (previous !== undefined) {
+      skipped.push({ name: remote.name, reason: `its canonical name ${canonical} is taken by ${JSON.stringify(previous)}` })
+      continue
+    }
+    taken.set(canonical, remote.name)
+    tools.push(imported.success)
+  }
+  const registry = ToolRegistry.makeResult(tools, options.limits === undefined ? {} : { limits: options.limits })
+  // Every tool passed alone and no two share a canonical name: the whole cannot fail.
+  if (Result.isFailure(registry)) throw new Error(`unreachable: ${registry.failure.message}`)
+  return { registry: registry.success, skipped }
+}

@@ -1,0 +1,167 @@
+/**
+ * The pure half of importing an MCP server's tools: annotations to `Safety`
+ * (conservative when absent), a `CallToolResult` to model content and a value,
+ * resource links to artifact references, and client failures to tool errors.
+ * No transport and no SDK import here: the shapes are read structurally.
+ */
+import type { Safety } from "../../contract/Safety.ts"
+import * as ToolError from "../../contract/ToolError.ts"
+import * as ToolResult from "../../contract/ToolResult.ts"
+import type * as Mcp from "../../providers/Mcp.ts"
+
+/**
+ * Safety from MCP tool annotations. Hints are taken as declared; a missing hint
+ * takes the protocol's own default, which is the conservative one: not read-only,
+ * destructive, not idempotent, open-world. So a tool with no hints is `mutate`,
+ * `destructive` and `networked`. Read-only tools are `read` (and repeatable);
+ * other non-destructive tools are `network` when open-world, else `write`.
+ * Tags: `mcp` and `mcp:<server>`.
+ */
+export const safetyOf = (annotations: Mcp.ToolAnnotations | undefined, server: string): Safety => {
+  const readOnly = annotations?.readOnlyHint === true
+  const destructive = !readOnly && annotations?.destructiveHint !== false
+  const openWorld = annotations?.openWorldHint !== false
+  return {
+    access: readOnly ? "read" : destructive ? "mutate" : openWorld ? "network" : "write",
+    idempotent: readOnly || annotations?.idempotentHint === true,
+    networked: openWorld,
+    destructive,
+    tags: ["mcp", `mcp:${server}`]
+  }
+}
+
+/** A `resource_link` content block. */
+export interface ResourceLink {
+  readonly uri: string
+  readonly name: string
+  readonly mimeType?: string
+  readonly size?: number
+}
+
+/** A `CallToolResult` as the SDK returns it (read structurally; unknown blocks are kept as JSON text). */
+export interface CallResult {
+  readonly content?: ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>
+  readonly structuredContent?: { readonly [key: string]: unknown }
+  readonly isError?: boolean
+}
+
+/** What a call produced, mapped. */
+export interface Mapped {
+  /** The model-facing blocks: text and images, other blocks described in text. */
+  readonly content: ReadonlyArray<ToolResult.ContentBlock>
+  /** The result's value: `structuredContent` when the server sent it, else its content blocks as sent. */
+  readonly value: object
+  readonly links: ReadonlyArray<ResourceLink>
+  readonly isError: boolean
+}
+
+const str = (u: unknown): string | undefined => typeof u === "string" ? u : undefined
+
+const base64Bytes = (data: string): number => Math.floor((data.length * 3) / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0)
+
+/** Maps a `CallToolResult`. */
+export const mapResult = (result: CallResult): Mapped => {
+  const blocks = result.content ?? []
+  const content: Array<ToolResult.ContentBlock> = []
+  const links: Array<ResourceLink> = []
+  for (const block of blocks) {
+    switch (block.type) {
+      case "text":
+        content.push(ToolResult.text(str(block.text) ?? ""))
+        break
+      case "image": {
+        const data = str(block.data)
+        const mimeType = str(block.mimeType)
+        if (data !== undefined && mimeType !== undefined) content.push(ToolResult.image(data, mimeType))
+        break
+      }
+      case "audio": {
+        const data = str(block.data) ?? ""
+        content.push(ToolResult.text(`[audio ${str(block.mimeType) ?? "?"}, ${base64Bytes(data)} bytes, not shown]`))
+        break
+      }
+      case "resource_link": {
+        const uri = str(block.uri)
+        if (uri === undefined) break
+        const name = str(block.name) ?? uri
+        const mimeType = str(block.mimeType)
+        const size = typeof block.size === "number" ? block.size : undefined
+        links.push({ uri, name, ...(mimeType === undefined ? {} : { mimeType }), ...(size === undefined ? {} : { size }) })
+        content.push(ToolResult.text(`[resource link: ${name} <${uri}>${mimeType === undefined ? "" : ` (${mimeType})`}]`))
+        break
+      }
+      case "resource": {
+        const resource = (block.resource ?? {}) as { readonly [key: string]: unknown }
+        const uri = str(resource.uri) ?? "?"
+        const text = str(resource.text)
+        const blob = str(resource.blob)
+        content.push(ToolResult.text(
+          text !== undefined
+            ? `[resource ${uri}]\n${text}`
+            : `[resource ${uri}${str(resource.mimeType) === undefined ? "" : ` (${str(resource.mimeType)})`}, ${
+              blob === undefined ? 0 : base64Bytes(blob)
+            } bytes, not shown]`
+        ))
+        break
+      }
+      default:
+        content.push(ToolResult.json(block))
+    }
+  }
+  const structured = result.structuredContent
+  // With structured content and no text, the model reads the structured value as JSON.
+  if (structured !== undefined && !content.some((b) => b.type === "text")) content.unshift(ToolResult.json(structured))
+  return {
+    content,
+    value: structured ?? [...blocks],
+    links,
+    isError: result.isError === true
+  }
+}
+
+/** An artifact reference for a resource link: the server is the store, the URI the key. */
+export const artifactOf = (server: string, link: ResourceLink): ToolResult.ArtifactRef => ({
+  store: `mcp:${server}`,
+  key: link.uri,
+  bytes: link.size ?? 0,
+  mimeType: link.mimeType ?? "application/octet-stream"
+})
+
+/** The model-facing text of an error result. */
+export const errorText = (mapped: Mapped): string => {
+  const text = ToolResult.textOf({ content: mapped.content }).trim()
+  return text.length > 0 ? text : "the tool reported an error"
+}
+
+/** A result the server marked `isError`: repairable, its text for the model, its structured content as detail. */
+export const resultError = (
+  toolName: string,
+  text: string,
+  structured: { readonly [key: string]: unknown } | undefined
+): ToolError.ToolFailure => ToolError.repairable(`${toolName}: ${text}`, structured)
+
+/** JSON-RPC / SDK error codes the mapping distinguishes. */
+const ConnectionClosed = -32000
+const RequestTimeout = -32001
+
+/**
+ * A failed `tools/call` as a tool error: a closed connection, a request timeout
+ * or a transport failure is transient; a protocol error the server answered
+ * (invalid params, unknown tool, an output that breaks its schema) is repairable.
+ */
+export const callError = (toolName: string, server: string, error: unknown): ToolError.ToolFailure | ToolError.ToolTransient => {
+  const code = typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "number"
+    ? (error as { code: number }).code
+    : undefined
+  const message = error instanceof Error ? error.message : String(error)
+  if (code === ConnectionClosed) {
+    return ToolError.retryable(`${toolName}: the MCP server "${server}" closed the connection`, error)
+  }
+  if (code === RequestTimeout) {
+    return ToolError.retryable(`${toolName}: the MCP server "${server}" did not answer in time`, error)
+  }
+  if (code === undefined) {
+    return ToolError.retryable(`${toolName}: the MCP server "${server}" could not be reached: ${message}`, error)
+  }
+  return ToolError.repairable(`${toolName}: the MCP server "${server}" refused the call: ${message}`, { code })
+}

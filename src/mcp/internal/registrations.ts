@@ -1,0 +1,156 @@
+/**
+ * The registrations an MCP server gets from a tool registry: one `tools/call`
+ * handler per tool, each running through one executor, and a resource
+ * template that serves the artifacts those calls stored. Transport-free: the
+ * layers in `McpServe.ts` put these on stdio or Streamable HTTP.
+ */
+import type { Cause } from "effect"
+import { Context, Effect, Exit, Layer } from "effect"
+import { McpSchema, McpServer } from "effect/ai"
+import type { ToolSpec } from "../../contract/Tool.ts"
+import * as ToolRegistry from "../../contract/ToolRegistry.ts"
+import type * as ToolResult from "../../contract/ToolResult.ts"
+import * as Executor from "../../runtime/Executor.ts"
+import * as StoreRegistry from "../../runtime/StoreRegistry.ts"
+import * as Mcp from "../../providers/Mcp.ts"
+
+/** What the registrations need from the caller. */
+export interface Settings<MR> {
+  readonly executor: Executor.Options<MR>
+  readonly title: (spec: ToolSpec) => string | undefined
+  /** Prefix of the call ids the executor sees (`<prefix>-<n>`). */
+  readonly callIdPrefix: string
+}
+
+/** The URI scheme and authority of served artifacts: `tinyagents://artifacts/<store>/<key>`. */
+export const artifactBase = "tinyagents://artifacts/"
+
+export const artifactUri = (ref: ToolResult.ArtifactRef): string =>
+  `${artifactBase}${encodeURIComponent(ref.store)}/${encodeURIComponent(ref.key)}`
+
+type Content = McpSchema.CallToolResult["content"][number]
+
+const errorResult = (text: string) =>
+  new McpSchema.CallToolResult({ content: [{ type: "text", text }], isError: true })
+
+/** A `ToolResult` as a `CallToolResult`: `Mcp.toolMessages` plus a `resource_link` per artifact. */
+const toCallToolResult = (
+  result: ToolResult.ToolResult,
+  spec: ToolSpec,
+  remember: (ref: ToolResult.ArtifactRef) => string
+): McpSchema.CallToolResult => {
+  const [message] = Mcp.toolMessages([result], { specs: [spec] })
+  const links: Array<Content> = result.artifacts.map((ref) => ({
+    type: "resource_link",
+    uri: remember(ref),
+    name: ref.key,
+    description: `The whole output of ${result.name} call ${result.toolCallId} (${ref.bytes} bytes); the text above is its head and tail.`,
+    mimeType: ref.mimeType,
+    size: ref.bytes
+  }))
+  const structured = spec.outputSchema !== undefined && message!.isError !== true
+    ? message!.structuredContent
+    : undefined
+  return new McpSchema.CallToolResult({
+    content: [...message!.content as ReadonlyArray<Content>, ...links],
+    ...(structured === undefined ? {} : { structuredContent: structured }),
+    isError: message!.isError === true
+  })
+}
+
+/**
+ * Registers every tool of `registry` on the `McpServer` in context, and the
+ * artifact resource template. The handlers run with `services` (what the
+ * executor needs, captured when the server starts), never the request's.
+ */
+export const registrations = <R, MR>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  definitions: ReadonlyArray<Mcp.Tool>,
+  settings: Settings<MR>,
+  services: Context.Context<Executor.Requirements<R | MR>>
+): Layer.Layer<never, never, McpServer.McpServer> =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const server = yield* McpServer.McpServer
+    let executor = yield* Executor.make(registry, settings.executor)
+    // A tool may cancel "the run" (`Cancellation.cancelRun`): the calls in flight end, and the next
+    // call gets a fresh executor, so one tool cannot stop the server for good.
+    const current = Effect.suspend(() =>
+      executor.runCancel.reasonUnsafe() === undefined
+        ? Effect.succeed(executor)
+        : Effect.map(Executor.make(registry, settings.executor), (fresh) => (executor = fresh))
+    )
+    let counter = 0
+    // Only artifacts this server's calls produced are readable, never any key of the store.
+    const served = new Map<string, ToolResult.ArtifactRef>()
+    const remember = (ref: ToolResult.ArtifactRef) => {
+      const uri = artifactUri(ref)
+      served.set(uri, ref)
+      return uri
+    }
+
+    for (let index = 0; index < registry.specs.length; index++) {
+      const spec = registry.specs[index]!
+      const definition = definitions[index]!
+      const title = settings.title(spec)
+      yield* server.addTool({
+        tool: new McpSchema.Tool({
+          name: definition.name,
+          ...(title === undefined ? {} : { title }),
+          description: definition.description,
+          inputSchema: definition.inputSchema as McpSchema.Tool["inputSchema"],
+          ...(definition.outputSchema === undefined
+            ? {}
+            : { outputSchema: definition.outputSchema as McpSchema.Tool["inputSchema"] }),
+          // Every hint explicitly, from `Safety`: never the protocol's (or Effect's) defaults.
+          annotations: { ...definition.annotations, ...(title === undefined ? {} : { title }) }
+        }),
+        annotations: Context.empty(),
+        handle: (payload: unknown) =>
+          Effect.gen(function*() {
+            const call = {
+              id: `${settings.callIdPrefix}-${++counter}`,
+              name: spec.name,
+              arguments: payload === undefined || payload === null ? {} : payload
+            }
+            const exit = yield* Effect.exit(Effect.flatMap(current, (executor) => executor.run(call)))
+            if (Exit.isSuccess(exit)) return toCallToolResult(exit.value, spec, remember)
+            // A fatal error (or a repairable one with `repair: false`): still a tool result, never a
+            // protocol error; its message is the model-safe text (a defect reads "internal error in tool X").
+            const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+            if (failure !== undefined && failure._tag === "Fail") {
+              return errorResult((failure.error as { readonly message: string }).message)
+            }
+            // Interrupted (`notifications/cancelled`, a closed connection): pass the interruption on.
+            return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
+          }).pipe(Effect.provideContext(services))
+      })
+    }
+
+    yield* server.addResourceTemplate({
+      template: new McpSchema.ResourceTemplate({
+        uriTemplate: `${artifactBase}{store}/{key}`,
+        name: "artifact",
+        description: "The whole output of a tool call that was too large to return inline (linked from its result)."
+      }),
+      annotations: Context.empty(),
+      routerPath: `${artifactBase.replace(":", "::")}*`,
+      completions: {},
+      handle: (uri) =>
+        Effect.gen(function*() {
+          const ref = served.get(uri)
+          if (ref === undefined) {
+            return yield* new McpSchema.InvalidParams({ message: `Resource not found: ${uri}` })
+          }
+          const store = yield* StoreRegistry.store(ref.store).pipe(
+            Effect.mapError((error) => new McpSchema.InternalError({ message: error.message }))
+          )
+          const text = yield* store.get(ref.key).pipe(
+            Effect.mapError(() => new McpSchema.InternalError({ message: `artifact ${ref.key} could not be read` }))
+          )
+          if (text === undefined) {
+            return yield* new McpSchema.InvalidParams({ message: `Resource not found: ${uri}` })
+          }
+          return { contents: [{ uri, mimeType: ref.mimeType, text }] }
+        }).pipe(Effect.provideContext(services))
+    })
+  }))

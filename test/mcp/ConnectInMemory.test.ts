@@ -1,0 +1,163 @@
+/**
+ * McpConnect's mapping and refresh against an in-process MCP SDK server (in-memory
+ * transport), where the test controls the tool list exactly: conservative safety
+ * for tools without annotations, skipped tools, result mapping, `isError`,
+ * interruption sent as `notifications/cancelled`, and `tools/list_changed`.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js"
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Effect, Fiber, Scope, Stream } from "effect"
+import { describe, expect, it } from "vitest"
+import * as ToolResult from "../../src/contract/ToolResult.ts"
+import type { EventLog } from "../../src/runtime/EventSink.ts"
+import * as Executor from "../../src/runtime/Executor.ts"
+import * as ToolServices from "../../src/runtime/ToolServices.ts"
+import { McpConnect } from "../../src/mcp/index.ts"
+import { mapResult } from "../../src/mcp/internal/connectMapping.ts"
+
+type ToolDef = { name: string; inputSchema: { type: "object"; [k: string]: unknown }; annotations?: object; description?: string }
+
+/** A server whose tool list and behaviour the test sets. */
+const fakeServer = () => {
+  const tools: Array<ToolDef> = [
+    { name: "raw.tool", description: "no annotations", inputSchema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] } },
+    { name: "fails", inputSchema: { type: "object", properties: {} }, annotations: { readOnlyHint: true } },
+    { name: "hangs", inputSchema: { type: "object", properties: {} }, annotations: { readOnlyHint: true } },
+    { name: "get-x", inputSchema: { type: "object", properties: {} } },
+    { name: "get_x", inputSchema: { type: "object", properties: {} } }
+  ]
+  const cancelled: Array<string> = []
+  const server = new Server({ name: "fake", version: "1.0.0" }, { capabilities: { tools: { listChanged: true } } })
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools] }))
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    switch (request.params.name) {
+      case "raw.tool":
+        return { content: [{ type: "text", text: `n=${String(request.params.arguments?.n)}` }] }
+      case "fails":
+        return { content: [{ type: "text", text: "disk on fire" }], structuredContent: { code: 7 }, isError: true }
+      case "hangs":
+        return await new Promise((_, reject) =>
+          extra.signal.addEventListener("abort", () => {
+            cancelled.push(String(extra.requestId))
+            reject(new Error("aborted"))
+          })
+        )
+      default:
+        return { content: [{ type: "text", text: "ok" }] }
+    }
+  })
+  const connect = (options: McpConnect.Options = {}) =>
+    McpConnect.transport(async () => {
+      const [client, serverSide] = InMemoryTransport.createLinkedPair()
+      await server.connect(serverSide)
+      return client
+    }, options)
+  return { server, tools, cancelled, connect }
+}
+
+const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope | ToolServices.Hidden | EventLog>) =>
+  Effect.runPromise(effect.pipe(Effect.scoped, Effect.provide(ToolServices.layerTest())))
+
+const call = (id: string, name: string, args: unknown) => ({ id, name, arguments: JSON.stringify(args) })
+
+describe("McpConnect.safetyOf", () => {
+  it("treats a tool with no hints as possibly destructive and open-world", () => {
+    expect(McpConnect.safetyOf(undefined, "s")).toEqual({
+      access: "mutate",
+      idempotent: false,
+      networked: true,
+      destructive: true,
+      tags: ["mcp", "mcp:s"]
+    })
+    expect(McpConnect.safetyOf({ destructiveHint: false }, "s")).toMatchObject({ access: "network", destructive: false, networked: true })
+    expect(McpConnect.safetyOf({ readOnlyHint: true }, "s")).toMatchObject({ access: "read", idempotent: true, networked: true })
+    expect(McpConnect.safetyOf({ readOnlyHint: true, destructiveHint: true }, "s")).toMatchObject({ access: "read", destructive: false })
+  })
+})
+
+describe("mapResult", () => {
+  it("maps every content kind", () => {
+    const mapped = mapResult({
+      content: [
+        { type: "text", text: "a" },
+        { type: "audio", data: "AAAA", mimeType: "audio/wav" },
+        { type: "resource", resource: { uri: "file:///x.txt", text: "inside" } },
+        { type: "resource", resource: { uri: "file:///y.bin", blob: "AAAA", mimeType: "application/zip" } },
+        { type: "other", x: 1 }
+      ]
+    })
+    expect(mapped.content.map((b) => b.type === "text" ? b.text : b.type)).toEqual([
+      "a",
+      "[audio audio/wav, 3 bytes, not shown]",
+      "[resource file:///x.txt]\ninside",
+      "[resource file:///y.bin (application/zip), 3 bytes, not shown]",
+      `{"type":"other","x":1}`
+    ])
+    expect(mapResult({ content: [], structuredContent: { t: 1 } })).toMatchObject({ value: { t: 1 }, content: [{ type: "text", text: `{"t":1}` }] })
+  })
+})
+
+describe("McpConnect over an in-memory SDK server", () => {
+  it("imports conservatively, keeps foreign names, skips collisions", () =>
+    run(Effect.gen(function*() {
+      const fake = fakeServer()
+      const connection = yield* fake.connect()
+      const registry = yield* connection.registry
+      expect(connection.name).toBe("fake")
+      expect(registry.names).toEqual(["raw_tool", "fails", "hangs", "get_x"])
+      expect(connection.skipped()).toEqual([{ name: "get_x", reason: `its canonical name get_x is taken by "get-x"` }])
+      expect(registry.get("raw.tool")!.spec.safety).toMatchObject({ access: "mutate", destructive: true, networked: true })
+      const executor = yield* Executor.make(registry)
+      expect(ToolResult.textOf(yield* executor.run(call("c1", "raw.tool", { n: 4 })))).toBe("n=4")
+      expect(ToolResult.textOf(yield* executor.run(call("c2", "raw_tool", { n: 5 })))).toBe("n=5")
+    })))
+
+  it("prefixes names when asked", () =>
+    run(Effect.gen(function*() {
+      const connection = yield* fakeServer().connect({ prefix: "fk", name: "fake-1" })
+      const registry = yield* connection.registry
+      expect(registry.names).toContain("fk_raw_tool")
+      expect(registry.get("fk_raw_tool")!.spec.originalName).toBe("fk.raw.tool")
+      expect(registry.get("fk_raw_tool")!.spec.safety.tags).toEqual(["mcp", "mcp:fake-1"])
+    })))
+
+  it("an isError result is a repairable ToolFailure with the server's text and structured detail", () =>
+    run(Effect.gen(function*() {
+      const connection = yield* fakeServer().connect()
+      const executor = yield* Executor.make(yield* connection.registry)
+      const result = yield* executor.run(call("c1", "fails", {}))
+      expect(result.isError).toBe(true)
+      expect(ToolResult.textOf(result)).toBe("fails: disk on fire")
+      expect(result.error).toMatchObject({ _tag: "ToolFailure", detail: { code: 7 } })
+    })))
+
+  it("interrupting a call sends notifications/cancelled", () =>
+    run(Effect.gen(function*() {
+      const fake = fakeServer()
+      const connection = yield* fake.connect()
+      const executor = yield* Executor.make(yield* connection.registry)
+      const fiber = yield* Effect.forkChild(executor.run(call("c1", "hangs", {})))
+      yield* Effect.sleep("100 millis")
+      yield* Fiber.interrupt(fiber)
+      for (let i = 0; i < 40 && fake.cancelled.length === 0; i++) yield* Effect.sleep("25 millis")
+      expect(fake.cancelled).toHaveLength(1)
+    })))
+
+  it("tools/list_changed replaces the registry", () =>
+    run(Effect.gen(function*() {
+      const fake = fakeServer()
+      const connection = yield* fake.connect()
+      const next = yield* Effect.forkChild(Stream.runHead(Stream.drop(connection.changes, 1)))
+      yield* Effect.sleep("10 millis")
+      fake.tools.push({ name: "later", inputSchema: { type: "object", properties: {} }, annotations: { readOnlyHint: true } })
+      fake.tools.splice(0, 1)
+      yield* Effect.promise(() => fake.server.sendToolListChanged())
+      const updated = yield* Fiber.join(next)
+      expect(updated._tag).toBe("Some")
+      const registry = yield* connection.registry
+      expect(registry.names).toEqual(["fails", "hangs", "get_x", "later"])
+      expect(registry.get("raw.tool")).toBeUndefined()
+      expect(yield* connection.listChanged).toBe(1)
+    })))
+})

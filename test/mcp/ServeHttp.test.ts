@@ -1,0 +1,219 @@
+/**
+ * `McpServe.serveHttp` against the official `@modelcontextprotocol/sdk`
+ * `Client` over a real loopback Streamable HTTP server: list, valid and
+ * invalid calls, a tool failure, an unknown tool, cancellation, a client that
+ * goes away, and artifacts read back through `resources/read`. Every call runs
+ * through the executor: `auditLog` (a middleware) writes a receipt for each.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { Effect } from "effect"
+import { describe, expect, it } from "vitest"
+import type { Event } from "../../src/contract/ToolEvent.ts"
+import { auditLog, type Receipt } from "../../src/governance/middleware/AuditLog.ts"
+import { EventLog } from "../../src/runtime/EventSink.ts"
+import * as ToolServices from "../../src/runtime/ToolServices.ts"
+import { McpServe } from "../../src/mcp/index.ts"
+import { registry } from "./fixtures/serveTools.ts"
+
+interface Harness {
+  readonly url: string
+  readonly client: Client
+  readonly transport: StreamableHTTPClientTransport
+  readonly events: () => Promise<ReadonlyArray<Event>>
+  readonly receipts: Array<Receipt>
+}
+
+const withServer = <A>(test: (harness: Harness) => Promise<A>): Promise<A> => {
+  const receipts: Array<Receipt> = []
+  return Effect.runPromise(
+    Effect.gen(function*() {
+      const server = yield* McpServe.serveHttp(yield* registry, {
+        port: 0,
+        name: "fixture",
+        version: "1.2.3",
+        executor: { middleware: [auditLog((receipt) => receipts.push(receipt))], artifacts: { threshold: 2_000 } }
+      })
+      const log = yield* EventLog
+      return yield* Effect.promise(async () => {
+        const client = new Client({ name: "serve-test", version: "1.0.0" })
+        const transport = new StreamableHTTPClientTransport(new URL(server.url))
+        await client.connect(transport)
+        try {
+          return await test({ url: server.url, client, transport, events: () => Effect.runPromise(log.all), receipts })
+        } finally {
+          await client.close()
+        }
+      })
+    }).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest({ runId: "mcp-run" })))
+  )
+}
+
+const until = async <A>(what: string, probe: () => Promise<A | undefined>, ms = 10_000): Promise<A> => {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const found = await probe()
+    if (found !== undefined) return found
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+const started = (harness: Harness, tool: string) =>
+  until(`${tool} to start`, async () =>
+    (await harness.events()).find((event) => event._tag === "tool.started" && event.toolName === tool))
+
+const terminal = (harness: Harness, tool: string) =>
+  until(`${tool} to end`, async () =>
+    (await harness.events()).find((event) =>
+      (event._tag === "tool.failed" || event._tag === "tool.completed") && event.toolName === tool
+    ))
+
+const textOf = (result: unknown) =>
+  (result as { content: ReadonlyArray<{ type: string; text?: string }> }).content.filter((block) => block.type === "text")
+    .map((block) => block.text).join("")
+
+describe("McpServe.serveHttp with the official SDK client", () => {
+  it("lists the registry: canonical names, schemas, and every annotation from Safety", () =>
+    withServer(async ({ client, url }) => {
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/)
+      expect(client.getServerVersion()).toMatchObject({ name: "fixture", version: "1.2.3" })
+      const { tools } = await client.listTools()
+      expect(tools.map((tool) => tool.name)).toEqual(["echo", "jam", "wipe", "fetch_rate", "slow", "big", "noisy", "crash", "stop_run"])
+      const byName = new Map(tools.map((tool) => [tool.name, tool]))
+      const echo = byName.get("echo")!
+      expect(echo.description).toBe("Echoes a text back.")
+      expect(echo.inputSchema).toMatchObject({
+        type: "object",
+        properties: { text: { type: "string", description: "what to echo" } },
+        required: ["text"],
+        additionalProperties: false
+      })
+      expect(echo.outputSchema).toMatchObject({ type: "object", required: ["echoed", "length"] })
+      // Explicit hints, never the protocol's defaults (destructive and open-world when absent).
+      expect(echo.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false })
+      expect(byName.get("jam")!.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false })
+      expect(byName.get("wipe")!.annotations).toEqual({ readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false })
+      expect(byName.get("fetch_rate")!.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true })
+      expect(byName.get("jam")!.outputSchema).toBeUndefined()
+    }))
+
+  it("runs a valid call through the executor: structuredContent, events, an audit receipt", () =>
+    withServer(async (harness) => {
+      const result = await harness.client.callTool({ name: "echo", arguments: { text: "hello" } })
+      expect(result.isError).toBe(false)
+      expect(result.structuredContent).toEqual({ echoed: "hello", length: 5 })
+      expect(JSON.parse(textOf(result))).toEqual({ echoed: "hello", length: 5 })
+      const events = await harness.events()
+      expect(events.map((event) => event._tag)).toEqual(["tool.started", "tool.audit", "tool.completed"])
+      expect(events[0]).toMatchObject({ toolName: "echo", runId: "mcp-run", arguments: { text: "hello" } })
+      expect(harness.receipts).toHaveLength(1)
+      expect(harness.receipts[0]).toMatchObject({ tool: "echo", status: "ok", isError: false, runId: "mcp-run" })
+      expect(harness.receipts[0]!.callId).toBe((events[0] as { toolCallId: string }).toolCallId)
+      // A tool without an output schema sends no structuredContent.
+      const plain = await harness.client.callTool({ name: "wipe", arguments: { area: "tmp" } })
+      expect(plain).toMatchObject({ isError: false, content: [{ type: "text", text: "wiped tmp" }] })
+      expect(plain.structuredContent).toBeUndefined()
+    }))
+
+  it("answers invalid arguments and tool failures with isError results carrying the repair message", () =>
+    withServer(async (harness) => {
+      const invalid = await harness.client.callTool({ name: "echo", arguments: { text: 1, extra: true } })
+      expect(invalid.isError).toBe(true)
+      expect(textOf(invalid)).toBe("echo: invalid arguments: at \"extra\": Unexpected key with value true; at \"text\": Expected string, got 1")
+      expect(invalid.structuredContent).toBeUndefined()
+      const missing = await harness.client.callTool({ name: "echo" })
+      expect(missing.isError).toBe(true)
+      expect(textOf(missing)).toContain("at \"text\": Missing key")
+      const failed = await harness.client.callTool({ name: "jam", arguments: {} })
+      expect(failed.isError).toBe(true)
+      expect(textOf(failed)).toContain("the widget is jammed; call unjam first")
+      // The refused call got a receipt too (auditLog's `rejected` hook), the failure a normal one.
+      expect(harness.receipts.map((receipt) => [receipt.tool, receipt.status, receipt.refused ?? false])).toEqual([
+        ["echo", "schema_violation", true],
+        ["echo", "schema_violation", true],
+        ["jam", "executor_error", false]
+      ])
+      expect(harness.receipts[2]!.isError).toBe(true)
+    }))
+
+  it("answers a fatal error (a defect) with an isError result that hides the defect", () =>
+    withServer(async (harness) => {
+      const crashed = await harness.client.callTool({ name: "crash", arguments: {} })
+      expect(crashed).toMatchObject({ isError: true, content: [{ type: "text", text: "internal error in tool crash" }] })
+      expect(JSON.stringify(crashed)).not.toContain("secret stack detail")
+      const events = await harness.events()
+      expect(events.at(-1)).toMatchObject({ _tag: "tool.failed", reason: "error" })
+      // The server keeps serving.
+      expect((await harness.client.callTool({ name: "echo", arguments: { text: "still here" } })).isError).toBe(false)
+    }))
+
+  it("a tool that cancels the run ends its call, and the server keeps serving with a fresh executor", () =>
+    withServer(async (harness) => {
+      const stopped = await harness.client.callTool({ name: "stop_run", arguments: {} })
+      expect(stopped.isError).toBe(true)
+      expect(textOf(stopped)).toContain("stop_run")
+      expect((await harness.events()).at(-1)).toMatchObject({ _tag: "tool.failed", reason: "cancelled" })
+      expect(await harness.client.callTool({ name: "echo", arguments: { text: "again" } }))
+        .toMatchObject({ isError: false, structuredContent: { echoed: "again", length: 5 } })
+    }))
+
+  it("refuses an unknown tool with JSON-RPC error -32602 (nothing runs)", () =>
+    withServer(async (harness) => {
+      await expect(harness.client.callTool({ name: "no_such_tool", arguments: {} })).rejects.toMatchObject({ code: -32602 })
+      expect(await harness.events()).toEqual([])
+      expect(harness.receipts).toEqual([])
+    }))
+
+  it("notifications/cancelled interrupts the running call", () =>
+    withServer(async (harness) => {
+      const controller = new AbortController()
+      const call = harness.client.callTool({ name: "slow", arguments: { ms: 30_000 } }, undefined, { signal: controller.signal })
+      const outcome = call.then(() => "answered", (error: unknown) => String(error))
+      await started(harness, "slow")
+      controller.abort("the user pressed stop") // the SDK sends notifications/cancelled
+      expect(await outcome).toContain("the user pressed stop")
+      const end = await terminal(harness, "slow")
+      expect(end).toMatchObject({ _tag: "tool.failed", reason: "cancelled" })
+      // The server is still serving.
+      expect((await harness.client.callTool({ name: "echo", arguments: { text: "after" } })).isError).toBe(false)
+    }))
+
+  it("a client that ends its session cancels its calls", () =>
+    withServer(async (harness) => {
+      const call = harness.client.callTool({ name: "slow", arguments: { ms: 30_000 } }).catch(() => "gone")
+      await started(harness, "slow")
+      await harness.transport.terminateSession() // DELETE with the session id
+      expect(await terminal(harness, "slow")).toMatchObject({ _tag: "tool.failed", reason: "cancelled" })
+      await call
+    }))
+
+  it("a client that drops its connection cancels its calls", () =>
+    withServer(async (harness) => {
+      const call = harness.client.callTool({ name: "slow", arguments: { ms: 30_000 } }).catch(() => "gone")
+      await started(harness, "slow")
+      await harness.transport.close() // aborts the POST whose response streams the answer
+      expect(await terminal(harness, "slow")).toMatchObject({ _tag: "tool.failed", reason: "cancelled" })
+      await call
+    }))
+
+  it("offloads large outputs as resource_link content that resources/read serves", () =>
+    withServer(async (harness) => {
+      const full = Array.from({ length: 400 }, (_, i) => `line ${i + 1} of the report`).join("\n")
+      const result = await harness.client.callTool({ name: "big", arguments: { lines: 400 } })
+      expect(result.isError).toBe(false)
+      const content = result.content as ReadonlyArray<Record<string, unknown>>
+      const link = content.find((block) => block.type === "resource_link")!
+      expect(link).toMatchObject({ mimeType: "text/plain", name: expect.stringMatching(/^mcp-run\//) })
+      expect(link.uri).toMatch(/^tinyagents:\/\/artifacts\/artifacts\/mcp-run%2F/)
+      expect(textOf(result).length).toBeLessThan(full.length)
+      expect(textOf(result)).toContain("line 1 of the report")
+      const read = await harness.client.readResource({ uri: link.uri as string })
+      expect(read.contents).toEqual([{ uri: link.uri, mimeType: "text/plain", text: full }])
+      // Only artifacts of this server's calls are readable.
+      await expect(harness.client.readResource({ uri: "tinyagents://artifacts/artifacts/other%2Fkey" })).rejects
+        .toMatchObject({ code: -32602 })
+      const { resourceTemplates } = await harness.client.listResourceTemplates()
+      expect(resourceTemplates.map((template) => template.uriTemplate)).toEqual(["tinyagents://artifacts/{store}/{key}"])
+    }))
+})
