@@ -5,6 +5,7 @@
  * `agent_turn` / `chat` spans around them, `error.type` on failures, and no
  * argument or result value anywhere in the span data unless asked.
  */
+import "../support/otelResolve.ts"
 import { assert, describe, it } from "@effect/vitest"
 import type * as OtelTracerModule from "@effect/opentelemetry/OtelTracer"
 import type * as ResourceModule from "@effect/opentelemetry/Resource"
@@ -12,20 +13,9 @@ import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
 import type * as SdkTraceBase from "@opentelemetry/sdk-trace-base"
 import { Effect, Fiber, Layer, Option, Schema, Tracer } from "effect"
 import { TestClock } from "effect/testing"
-import { createRequire, registerHooks } from "node:module"
+import { createRequire } from "node:module"
 import { Agent, ChatModel, Executor, Tool, ToolError, ToolRegistry, ToolServices } from "../../src/index.ts"
 
-// vitest resolves packages with the `module` condition, which picks `@opentelemetry/api`'s ESM
-// build that Node cannot load (extensionless imports): resolve `@opentelemetry/*` without it.
-registerHooks({
-  resolve: (specifier, context, next) =>
-    next(
-      specifier,
-      specifier.startsWith("@opentelemetry/")
-        ? { ...context, conditions: context.conditions.filter((c) => c !== "module") }
-        : context
-    )
-})
 const require = createRequire(import.meta.url)
 const OtelTracer = require("@effect/opentelemetry/OtelTracer") as typeof OtelTracerModule
 const Resource = require("@effect/opentelemetry/Resource") as typeof ResourceModule

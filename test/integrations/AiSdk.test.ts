@@ -1,4 +1,4 @@
-import "./nodeHooks.ts"
+import "../support/otelResolve.ts"
 import { generateText, stepCountIs } from "ai"
 import { MockLanguageModelV3 } from "ai/test"
 import { Effect, Layer, ManagedRuntime, Schema } from "effect"

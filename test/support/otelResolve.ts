@@ -1,6 +1,6 @@
 // vitest resolves packages with the `module` condition, which picks `@opentelemetry/api`'s ESM
-// build that Node cannot load (extensionless imports); `ai` imports it. Resolve `@opentelemetry/*`
-// without that condition (as test/executor/Tracing.test.ts does). Import this module first.
+// build that Node cannot load (extensionless imports); `ai` and the OpenTelemetry SDK import it.
+// Resolve `@opentelemetry/*` without that condition. Import this module first.
 import { registerHooks } from "node:module"
 
 registerHooks({
