@@ -50,6 +50,8 @@ export interface Tool<
   readonly [TypeId]: typeof TypeId
   /** The name as given (canonical for `make`, foreign for imported tools). */
   readonly name: Name
+  /** A human-readable display name (MCP's `title`); providers that have none ignore it. */
+  readonly title: string | undefined
   readonly description: string
   readonly input: Input
   readonly output: Output
@@ -101,6 +103,8 @@ export interface MakeOptions<
   S extends ReadonlyArray<Context.Key<any, any>>,
   F extends Schema.Top | undefined = undefined
 > extends ToolOptions {
+  /** A human-readable display name (MCP's `title`, e.g. "Read a file"); the name stays the identifier. */
+  readonly title?: string
   /** What the tool does, what it refuses, its side effects: the model reads this. */
   readonly description: string
   /** What the model may choose, and nothing else. */
@@ -135,6 +139,7 @@ export const make = <
 >(name: Name, options: MakeOptions<Input, Output, E, S, F>): Tool<Name, Input, Output, E, ServicesOf<S>> => ({
   [TypeId]: TypeId,
   name,
+  title: options.title,
   description: options.description,
   input: options.input,
   output: options.output as Output,
@@ -175,6 +180,8 @@ export class SchemaImportError extends Data.TaggedError("SchemaImportError")<{
 export interface FromJsonSchemaOptions<E extends ToolError, S extends ReadonlyArray<Context.Key<any, any>>>
   extends ToolOptions
 {
+  /** A human-readable display name (an MCP server's `title`). */
+  readonly title?: string
   readonly description: string
   /** The input JSON Schema as the server supplied it (draft 2020-12, or draft-07 when `$schema` says so). */
   readonly inputSchema: ToolSchema.JsonSchemaObject
@@ -248,6 +255,7 @@ export const fromJsonSchema = <E extends ToolError = never, const S extends Read
   return Result.succeed({
     [TypeId]: TypeId,
     name,
+    title: options.title,
     description: options.description,
     input,
     output,
@@ -407,6 +415,8 @@ export interface ToolSpec {
   readonly name: ToolName.ToolName
   /** The foreign name an imported tool came with, when it differs. */
   readonly originalName?: string
+  /** A human-readable display name (MCP's `title`); only the MCP export shows it. */
+  readonly title?: string
   readonly description: string
   /** Canonical model-visible input schema (JSON Schema 2020-12, root object). */
   readonly inputSchema: ToolSchema.JsonSchemaObject
@@ -444,6 +454,7 @@ export const spec = (
     return {
       name,
       ...(name === tool.name ? {} : { originalName: tool.name }),
+      ...(tool.title === undefined ? {} : { title: tool.title }),
       description: tool.description,
       inputSchema,
       ...(outputSchema === undefined ? {} : { outputSchema }),

@@ -3,8 +3,9 @@
  * Streamable HTTP, with Effect's `McpServer` (`effect/ai`).
  *
  * - `tools/list`: the registry's specs under their canonical names, with
- *   `description`, `inputSchema` (draft 2020-12), `outputSchema` (object
- *   roots) and all four annotations derived from `Safety`, set explicitly
+ *   `title` (the tool's own, or `options.title`), `description`,
+ *   `inputSchema` (draft 2020-12), `outputSchema` (object roots) and all four
+ *   annotations derived from `Safety`, set explicitly
  *   (`Safety.toMcpAnnotations`), never the protocol's defaults.
  * - `tools/call`: every call goes through one `Executor` made with
  *   `options.executor` (validation, limits, middleware such as `auditLog`,
@@ -68,7 +69,10 @@ export interface Options<MR = never> {
   readonly instructions?: string
   /** The executor every call runs through: middleware, limits, timeouts, artifacts, repair... */
   readonly executor?: Executor.Options<MR>
-  /** A tool's `title` (MCP's human-readable name). Default: none. */
+  /**
+   * A tool's `title` (MCP's human-readable name). Default: the tool's own `title`
+   * (`Tool.make(name, { title })`, or the one an imported tool came with), else none.
+   */
   readonly title?: (spec: ToolSpec) => string | undefined
 }
 
@@ -125,7 +129,7 @@ const prepare = <R, MR>(registry: ToolRegistry.ToolRegistry<R>, options: Options
     const services = yield* Effect.context<Requirements<R, MR>>()
     return registrations(registry, definitions.success, {
       executor: options.executor ?? {},
-      title: options.title ?? (() => undefined),
+      title: options.title ?? ((spec) => spec.title),
       callIdPrefix: `mcp-${randomUUID().slice(0, 8)}`
     }, services)
   })

@@ -122,9 +122,10 @@ const objectSchema = (schema: JsonSchema.JsonSchema): ObjectSchema | undefined =
   schema.type === "object" ? schema as ObjectSchema : undefined
 
 /**
- * The `tools/list` entries: original names (MCP allows dots), input schema
- * in draft 2020-12 (draft-07 input is converted), the output schema when its
- * root is an object (the 2025-11-25 restriction), and annotations from `Safety`.
+ * The `tools/list` entries: original names (MCP allows dots), the spec's
+ * `title` when it has one, input schema in draft 2020-12 (draft-07 input is
+ * converted), the output schema when its root is an object (the 2025-11-25
+ * restriction), and annotations from `Safety`.
  */
 export const toolDefinitions = (
   specs: ReadonlyArray<ToolSpec>,
@@ -139,6 +140,7 @@ export const toolDefinitions = (
     const outputSchema = spec.outputSchema === undefined ? undefined : objectSchema(toDraft2020(spec.outputSchema))
     out.push({
       name: name.success,
+      ...(spec.title === undefined ? {} : { title: spec.title }),
       description: spec.description,
       inputSchema: toDraft2020(spec.inputSchema) as ObjectSchema,
       ...(outputSchema === undefined ? {} : { outputSchema }),

@@ -7,13 +7,15 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
+import * as Tool from "../../src/contract/Tool.ts"
 import type { Event } from "../../src/contract/ToolEvent.ts"
+import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import { auditLog, type Receipt } from "../../src/governance/middleware/AuditLog.ts"
 import { EventLog } from "../../src/runtime/EventSink.ts"
 import * as ToolServices from "../../src/runtime/ToolServices.ts"
-import { McpServe } from "../../src/mcp/index.ts"
+import { McpConnect, McpServe } from "../../src/mcp/index.ts"
 import { registry } from "./fixtures/serveTools.ts"
 
 interface Harness {
@@ -97,6 +99,55 @@ describe("McpServe.serveHttp with the official SDK client", () => {
       expect(byName.get("fetch_rate")!.annotations).toEqual({ readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true })
       expect(byName.get("jam")!.outputSchema).toBeUndefined()
     }))
+
+  it("lists each tool's title (Tool.make's by default; the title option overrides it), and McpConnect imports it", async () => {
+    const titled = Tool.make("read_notes", {
+      title: "Read the notes",
+      description: "Reads the notes.",
+      input: Schema.Struct({}),
+      safety: { access: "read", idempotent: true },
+      handler: () => Effect.succeed("notes")
+    })
+    const untitled = Tool.make("plain", {
+      description: "No title.",
+      input: Schema.Struct({}),
+      safety: { access: "read", idempotent: true },
+      handler: () => Effect.succeed("plain")
+    })
+    const list = (options: { readonly title?: (spec: Tool.ToolSpec) => string | undefined }) =>
+      Effect.runPromise(
+        Effect.gen(function*() {
+          const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([titled, untitled]), { port: 0, ...options })
+          // And back: McpConnect imports each title into the spec.
+          const imported = yield* (yield* McpConnect.http({ url: server.url })).registry
+          const tools = yield* Effect.promise(async () => {
+            const client = new Client({ name: "serve-test", version: "1.0.0" })
+            await client.connect(new StreamableHTTPClientTransport(new URL(server.url)))
+            try {
+              return (await client.listTools()).tools
+            } finally {
+              await client.close()
+            }
+          })
+          return { tools, imported: imported.specs.map((spec) => [spec.name, spec.title]) }
+        }).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest()))
+      )
+    const { tools: byDefault, imported } = await list({})
+    expect(imported).toEqual([["read_notes", "Read the notes"], ["plain", undefined]])
+    expect(byDefault.map((tool) => [tool.name, tool.title])).toEqual([["read_notes", "Read the notes"], ["plain", undefined]])
+    // Also as `annotations.title`, for clients of revisions before the top-level field.
+    expect(byDefault[0]!.annotations).toEqual({
+      title: "Read the notes",
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false
+    })
+    expect(byDefault[1]!.annotations).not.toHaveProperty("title")
+    const overridden = await list({ title: (spec) => spec.name === "plain" ? "Plain tool" : undefined })
+    expect(overridden.tools.map((tool) => [tool.name, tool.title])).toEqual([["read_notes", undefined], ["plain", "Plain tool"]])
+    expect(overridden.imported).toEqual([["read_notes", undefined], ["plain", "Plain tool"]])
+  })
 
   it("runs a valid call through the executor: structuredContent, events, an audit receipt", () =>
     withServer(async (harness) => {

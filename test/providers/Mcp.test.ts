@@ -1,9 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Result } from "effect"
+import { Effect, Result, Schema } from "effect"
+import * as Tool from "../../src/contract/Tool.ts"
 import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import * as Anthropic from "../../src/providers/Anthropic.ts"
+import * as Gemini from "../../src/providers/Gemini.ts"
 import * as Mcp from "../../src/providers/Mcp.ts"
 import * as OpenAiChat from "../../src/providers/OpenAiChat.ts"
+import * as OpenAiResponses from "../../src/providers/OpenAiResponses.ts"
 import { metaErrors2020, strictViolations, validate07, validate2020 } from "./support/schemaChecks.ts"
 import { closed, fixture, imported, inputOf, registry, rejected, resolve, success } from "./support/tools.ts"
 
@@ -13,22 +16,28 @@ const protocol = fixture("mcp-2025-11-25.schema.subset.json")
 const conforms = (definition: string, value: unknown) =>
   validate07({ ...protocol, $ref: `#/definitions/${definition}` }, value)
 
-const weather = imported(official.listedTool.name, official.listedTool.inputSchema, {
-  description: official.listedTool.description,
-  safety: { access: "network", idempotent: true }
-})
-// Imported tools keep their output schema as given (the spec's example is an open object).
-const weatherData = imported(official.structuredTool.name, official.structuredTool.inputSchema, {
-  description: official.structuredTool.description,
-  outputSchema: official.structuredTool.outputSchema,
-  safety: { access: "read" }
-})
+/** A tool from one of the spec's `tools/list` examples, title included (the `imported` helper takes none). */
+const fromExample = (
+  example: { name: string; title: string; description: string; inputSchema: any; outputSchema?: any },
+  safety: Tool.Dynamic["safety"]
+): Tool.Dynamic<never, never> =>
+  Result.getOrThrow(Tool.fromJsonSchema(example.name, {
+    title: example.title,
+    description: example.description,
+    inputSchema: example.inputSchema,
+    // Imported tools keep their output schema as given (the spec's example is an open object).
+    ...(example.outputSchema === undefined ? {} : { outputSchema: example.outputSchema }),
+    safety,
+    handler: () => Effect.succeed(null)
+  }))
+const weather = fromExample(official.listedTool, { access: "network", idempotent: true })
+const weatherData = fromExample(official.structuredTool, { access: "read" })
 
 describe("Mcp golden (2025-11-25 tools page examples)", () => {
-  it("tools/list entries reproduce the spec's tools (inputs closed, as enforced), with annotations from Safety, and conform to the schema", () => {
+  it("tools/list entries reproduce the spec's tools, titles included (inputs closed, as enforced), with annotations from Safety, and conform to the schema", () => {
     const tools = Result.getOrThrow(Mcp.toolDefinitions(registry([weather, weatherData]).specs))
-    const { title: _, ...listed } = official.listedTool
-    const { title: __, ...structured } = official.structuredTool
+    const listed = official.listedTool
+    const structured = official.structuredTool
     assert.deepStrictEqual(tools, [
       {
         ...listed,
@@ -45,6 +54,30 @@ describe("Mcp golden (2025-11-25 tools page examples)", () => {
       assert.deepStrictEqual(conforms("Tool", tool), [])
       assert.deepStrictEqual(metaErrors2020(tool.inputSchema), [])
     }
+  })
+
+  it("a title is MCP's alone: a tool without one lists none, and the other providers' exports ignore it", () => {
+    const plain = imported(official.listedTool.name, official.listedTool.inputSchema, {
+      description: official.listedTool.description,
+      safety: { access: "network", idempotent: true }
+    })
+    const [withTitle, withoutTitle] = [registry([weather]).specs, registry([plain]).specs]
+    assert.strictEqual(withTitle[0]!.title, "Weather Information Provider")
+    assert.notProperty(Result.getOrThrow(Mcp.toolDefinitions(withoutTitle))[0]!, "title")
+    const exports: ReadonlyArray<(specs: typeof withTitle) => unknown> = [
+      (specs) => Result.getOrThrow(OpenAiChat.toolDefinitions(specs)),
+      (specs) => Result.getOrThrow(OpenAiResponses.toolDefinitions(specs)),
+      (specs) => Result.getOrThrow(Anthropic.toolDefinitions(specs)),
+      (specs) => Result.getOrThrow(Gemini.toolDefinitions(specs))
+    ]
+    for (const toolDefinitions of exports) {
+      const exported = toolDefinitions(withTitle)
+      assert.deepStrictEqual(exported, toolDefinitions(withoutTitle))
+      assert.notInclude(JSON.stringify(exported), "Weather Information Provider")
+    }
+    // Tool.make takes one too.
+    const made = Tool.make("greet", { title: "Greeter", description: "Greets.", input: Schema.Struct({}), handler: () => Effect.succeed("hi") })
+    assert.strictEqual(Result.getOrThrow(Mcp.toolDefinitions(registry([made]).specs))[0]!.title, "Greeter")
   })
 
   it("a tools/call request becomes a call; other requests are passthrough", () => {

@@ -100,8 +100,11 @@ const importOne = (
       contents.set(mapped.value, mapped.content)
       return mapped.value
     })
+  // `title` wins over `annotations.title` (the protocol's display-name precedence).
+  const title = remote.title ?? remote.annotations?.title
   const base = {
-    description: remote.description ?? remote.title ?? `${remote.name} (MCP server "${server}")`,
+    ...(title === undefined ? {} : { title }),
+    description: remote.description ?? title ?? `${remote.name} (MCP server "${server}")`,
     inputSchema: remote.inputSchema,
     safety: safetyOf(remote.annotations, server),
     toModelOutput,

@@ -17,6 +17,7 @@ import * as Mcp from "../../providers/Mcp.ts"
 /** What the registrations need from the caller. */
 export interface Settings<MR> {
   readonly executor: Executor.Options<MR>
+  /** A tool's `title`: what `tools/list` shows (also as `annotations.title`, for older clients). */
   readonly title: (spec: ToolSpec) => string | undefined
   /** Prefix of the call ids the executor sees (`<prefix>-<n>`). */
   readonly callIdPrefix: string
