@@ -183,3 +183,24 @@ describe("ToolRegistry.get", () => {
     assert.isUndefined(ToolRegistry.get(registry, "math_factorial_2"))
   })
 })
+
+describe("ToolRegistry.resolve redaction", () => {
+  it("a rejection never quotes a value under one of the tool's redacted keys", () => {
+    const login = Tool.make("login", {
+      description: "Logs in.",
+      input: Schema.Struct({ user: Schema.String, token: Schema.String }),
+      safety: { access: "read", redact: { keys: ["token"] } },
+      handler: () => Effect.succeed("ok")
+    })
+    const registry = Result.getOrThrow(ToolRegistry.makeResult([login]))
+    const turn = ToolRegistry.all(registry)
+    for (const token of [12345678, ["sk-SECRET-abc"], { nested: "sk-SECRET-abc" }]) {
+      const refused = ToolRegistry.resolve(turn, { id: "c1", name: "login", arguments: { user: "ann", token } })
+      assert.isTrue(Result.isFailure(refused))
+      const message = Result.isFailure(refused) ? refused.failure.message : ""
+      assert.include(message, "at \"token\"")
+      assert.notInclude(message, "12345678")
+      assert.notInclude(message, "sk-SECRET")
+    }
+  })
+})

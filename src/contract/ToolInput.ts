@@ -164,6 +164,9 @@ const forbiddenOf = (node: object): Problem | undefined => {
  * found, or `undefined`. `maxSize` bounds the estimated JSON length (infinite for
  * JSON text, already measured); it also bounds the walk of a shared or cyclic value.
  */
+/** UTF-8 bytes of a string, as in the JSON text it would be (escapes aside): what `maxBytes` counts. */
+const utf8Bytes = (text: string): number => text.length < 32 && /^[\x00-\x7f]*$/.test(text) ? text.length : Buffer.byteLength(text, "utf8")
+
 const scan = (root: object, maxDepth: number, maxSize: number): Problem | undefined => {
   const nodes: Array<object> = [root]
   const depths: Array<number> = [1]
@@ -181,7 +184,7 @@ const scan = (root: object, maxDepth: number, maxSize: number): Problem | undefi
         if (typeof child === "object" && child !== null) {
           nodes.push(child)
           depths.push(depth + 1)
-        } else size += typeof child === "string" ? child.length + 3 : 2
+        } else size += typeof child === "string" ? utf8Bytes(child) + 3 : 2
       }
     } else {
       size += 2
@@ -189,11 +192,11 @@ const scan = (root: object, maxDepth: number, maxSize: number): Problem | undefi
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i]!
         const child: unknown = (node as JsonObject)[key]
-        size += key.length + 3
+        size += utf8Bytes(key) + 3
         if (typeof child === "object" && child !== null) {
           nodes.push(child)
           depths.push(depth + 1)
-        } else size += typeof child === "string" ? child.length + 3 : 2
+        } else size += typeof child === "string" ? utf8Bytes(child) + 3 : 2
       }
     }
     if (size > maxSize) return "size"
@@ -573,9 +576,11 @@ export const issuesOf = (error: Schema.SchemaError): ReadonlyArray<Issue> => {
   const seen = new Set<string>()
   const issues: Array<Issue> = []
   for (const issue of formatter(boundInputs(error.issue)).issues) {
-    const path = (issue.path ?? []).map((p) => shortKey((Predicate.isObject(p) && "key" in p ? p.key : p) as PropertyKey))
+    const full = (issue.path ?? []).map((p) => (Predicate.isObject(p) && "key" in p ? p.key : p) as PropertyKey)
+    const path = full.map(shortKey)
     const message = truncate(issue.message, maxIssueMessage)
-    const key = `${path.map(String).join("\u0000")}\u0001${message}`
+    // Identity by the whole path: two keys that differ only past the cut are two issues.
+    const key = `${full.map(String).join("\u0000")}\u0001${message}`
     if (seen.has(key)) continue
     seen.add(key)
     issues.push({ path, message })

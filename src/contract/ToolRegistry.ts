@@ -9,6 +9,7 @@ import * as Tool from "./Tool.ts"
 import type { ToolCall } from "./ToolCall.ts"
 import { type InvalidArguments, type MalformedArguments, ToolNotAllowed, ToolNotFound } from "./ToolError.ts"
 import * as ToolInput from "./ToolInput.ts"
+import { redactRejection } from "../internal/redact.ts"
 import * as ToolName from "./ToolName.ts"
 import type { SchemaExportError } from "./ToolSchema.ts"
 
@@ -212,5 +213,8 @@ export const resolve = <R>(
     return Result.fail(new ToolNotAllowed({ toolName: entry.spec.name, advertised: advertised.names }))
   }
   const input = entry.decode(call.arguments)
-  return Result.isFailure(input) ? Result.fail(input.failure) : Result.succeed({ call, entry, input: input.success })
+  // A rejection quotes what the model sent: never a value under one of the tool's redacted keys.
+  return Result.isFailure(input)
+    ? Result.fail(redactRejection(input.failure, entry.spec.safety.redact, call.arguments))
+    : Result.succeed({ call, entry, input: input.success })
 }

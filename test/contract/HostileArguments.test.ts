@@ -521,3 +521,33 @@ describe("finding 12: Anthropic strict accepts enum-only and const-only properti
     assert.strictEqual(failureOf(resolve("pick", { level: 4, mode: "fast" }, reg))._tag, "InvalidArguments")
   })
 })
+
+describe("limits count what the README says", () => {
+  const one = Tool.make("one", {
+    description: "Takes a string.",
+    input: Schema.Struct({ s: Schema.String }),
+    handler: () => Effect.succeed(1)
+  })
+  const turn = ToolRegistry.all(Result.getOrThrow(ToolRegistry.makeResult([one])))
+
+  it("maxBytes is UTF-8 bytes for object-form arguments too: 1.2 MB of 'é' is refused as an object and as text", () => {
+    const s = "é".repeat(600_000) // 600,000 characters, 1,200,000 UTF-8 bytes
+    for (const args of [{ s }, JSON.stringify({ s })]) {
+      const refused = ToolRegistry.resolve(turn, { id: "c1", name: "one", arguments: args })
+      assert.isTrue(Result.isFailure(refused))
+      if (Result.isFailure(refused)) assert.include(refused.failure.message, "1,000,000 bytes")
+    }
+  })
+
+  it("keys that differ only past the quoting cut are separate issues, and the rest are counted", () => {
+    const args: Record<string, unknown> = { s: "x" }
+    for (let i = 0; i < 50; i++) args[`${"k".repeat(70)}${i}`] = 1
+    const refused = ToolRegistry.resolve(turn, { id: "c1", name: "one", arguments: args })
+    assert.isTrue(Result.isFailure(refused))
+    if (Result.isFailure(refused) && refused.failure._tag === "InvalidArguments") {
+      const listed = refused.failure.issues.length
+      assert.isAbove(listed, 1)
+      assert.match(refused.failure.message, new RegExp(`\\(${50 - listed} more issues\\)$`))
+    }
+  })
+})

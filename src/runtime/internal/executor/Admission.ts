@@ -11,7 +11,6 @@ import type { Options } from "../../Executor.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolRegistry from "../../../contract/ToolRegistry.ts"
-import { redactRejection } from "../../../internal/redact.ts"
 
 type Limits = NonNullable<Options["limits"]>
 
@@ -52,9 +51,8 @@ export const make = (limits: Limits | undefined) => {
   return (advertised: ToolRegistry.Advertised<unknown>, call: ToolCall): Admission => {
     const resolved = ToolRegistry.resolve(advertised, call)
     if (Result.isFailure(resolved)) {
-      // Rejection messages quote what the model sent: redacted per the tool's policy, when the tool is known.
-      const policy = advertised.registry.get(call.name)?.spec.safety.redact
-      const error = redactRejection(resolved.failure, policy, call.arguments)
+      // Rejection messages are already redacted per the tool's policy by `ToolRegistry.resolve`.
+      const error = resolved.failure
       return { _tag: "Rejected", toolName: error.toolName, error }
     }
     const name = resolved.success.entry.spec.name
