@@ -1,12 +1,22 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
-import { Cancellation, EventSink, RunContext, StoreRegistry, ToolServices } from "../src/index.ts"
+import {
+  Cancellation,
+  EventSink,
+  Executor,
+  RunContext,
+  StoreRegistry,
+  Tool,
+  ToolRegistry,
+  ToolResult,
+  ToolServices
+} from "../src/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 
 const event = (sequence: number): ToolEvent.Event => ({
@@ -55,6 +65,79 @@ describe("StoreRegistry", () => {
       assert.strictEqual(again, "hello")
       assert.deepStrictEqual(fs.readdirSync(root), [encodeURIComponent("artifacts/call-1")])
     }).pipe(Effect.ensuring(Effect.sync(() => fs.rmSync(root, { recursive: true, force: true }))))
+  })
+
+  it.live("file system: keys too long for a file name get a fixed-length name; every key round-trips", () => {
+    const root = fs.mkdtempSync(nodePath.join(os.tmpdir(), "tinyagents-stores-"))
+    const layer = StoreRegistry.StoreRegistry.layerFileSystem(root).pipe(
+      Layer.provide([NodeFileSystem.layer, NodePath.layer])
+    )
+    const long = "x".repeat(300)
+    const accents = "é".repeat(120)
+    const longer = "x".repeat(301) // same readable start as `long`, another key
+    const lone = "a\ud800b" // not well-formed: no percent-encoded form at all
+    const fits = "y".repeat(200 - encodeURIComponent("notes/").length) // exactly 200 encoded bytes: kept as is
+    const keys = [long, accents, longer, lone, fits]
+    return Effect.gen(function*() {
+      yield* Effect.gen(function*() {
+        const notes = yield* StoreRegistry.store("notes")
+        for (const [i, key] of keys.entries()) yield* notes.set(key, `v${i}`)
+      }).pipe(Effect.provide(layer))
+      yield* Effect.gen(function*() {
+        const notes = yield* StoreRegistry.store("notes")
+        for (const [i, key] of keys.entries()) {
+          assert.strictEqual(yield* notes.get(key), `v${i}`)
+          assert.isTrue(yield* notes.has(key))
+        }
+        assert.strictEqual(yield* notes.modify(long, (v) => `${v}!`), "v0!")
+        assert.strictEqual(yield* notes.get(long), "v0!")
+        assert.strictEqual(yield* notes.get(longer), "v2")
+        yield* notes.remove(accents)
+        assert.isFalse(yield* notes.has(accents))
+        assert.isUndefined(yield* notes.get(accents))
+        assert.isUndefined(yield* notes.get("x".repeat(299)))
+      }).pipe(Effect.provide(layer))
+      const files = fs.readdirSync(root)
+      assert.lengthOf(files, 4)
+      for (const file of files) assert.isAtMost(Buffer.byteLength(file), 255, file)
+      assert.include(files, encodeURIComponent(`notes/${fits}`))
+      for (const file of files.filter((f) => f !== encodeURIComponent(`notes/${fits}`))) {
+        assert.isAbove(file.length, 200, file)
+        assert.match(file, /^notes%2F.+~[0-9a-f]{64}$/)
+      }
+    }).pipe(Effect.ensuring(Effect.sync(() => fs.rmSync(root, { recursive: true, force: true }))))
+  })
+
+  it.live("file system: a keyed tool whose key is too long for a file name works (runs once, then replays)", () => {
+    const root = fs.mkdtempSync(nodePath.join(os.tmpdir(), "tinyagents-stores-"))
+    let runs = 0
+    const charge = Tool.make("charge", {
+      description: "Charges once per id.",
+      input: Schema.Struct({ id: Schema.String }),
+      safety: { access: "write" },
+      idempotency: ({ id }) => id,
+      handler: ({ id }) => Effect.sync(() => `charged ${id.length} (${++runs})`)
+    })
+    const layer = Layer.mergeAll(
+      RunContext.layer({ threadId: "t", runId: "r", turn: 1 }),
+      EventSink.layerDiscard,
+      StoreRegistry.layerFileSystem(root).pipe(Layer.provide([NodeFileSystem.layer, NodePath.layer]))
+    )
+    return Effect.gen(function*() {
+      const executor = yield* Executor.make(yield* ToolRegistry.make([charge]))
+      for (const id of ["x".repeat(300), "é".repeat(120), "a\ud800b"]) {
+        const first = yield* executor.run({ id: "c1", name: "charge", arguments: { id } })
+        assert.isFalse(first.isError, ToolResult.textOf(first))
+        assert.deepStrictEqual(first.idempotency, { key: id, replayed: false })
+        const again = yield* executor.run({ id: "c2", name: "charge", arguments: { id } })
+        assert.deepStrictEqual(again.idempotency, { key: id, replayed: true })
+        assert.strictEqual(ToolResult.textOf(again), ToolResult.textOf(first))
+      }
+      assert.strictEqual(runs, 3)
+    }).pipe(
+      Effect.provide(layer),
+      Effect.ensuring(Effect.sync(() => fs.rmSync(root, { recursive: true, force: true })))
+    )
   })
 
   it.live("file system: a failed open is not remembered; the next use opens the store", () => {

@@ -7,7 +7,8 @@
  * - `tinyagents tools <module>`: the tools with their safety metadata;
  * - `tinyagents schema <module> [--dialect ...] [--strict]`: the tool definitions a provider receives, as JSON;
  * - `tinyagents call <module> <tool> --input '<json>'`: one call through the executor, events on
- *   stderr, the result on stdout;
+ *   stderr, the result on stdout (the text the model reads, also for a refused, failed or fatal call:
+ *   `internal error in tool <name>` for a defect, whose own message is only in the events);
  * - `tinyagents mcp serve <module> [--http <port>]`: serve the tools over MCP (`McpServe`), on stdio
  *   or Streamable HTTP;
  * - `tinyagents mcp tools -- <command> [args...]` / `--url <url>`: list an MCP server's tools as they
@@ -69,9 +70,15 @@ export class UsageError extends Data.TaggedError("UsageError")<{ readonly detail
 
 /**
  * The command ran and failed: definitions that cannot be exported, a fatal error of the call, a
- * module layer that fails. Printed as `ERROR` with the message; exit code 1.
+ * module layer that fails. Printed as `ERROR` with the message; exit code 1. For a fatal error of
+ * the call, `result` is the error result the executor made for it (`call` prints its text, what
+ * the model reads, on stdout) and the message is that text: a defect's own message and stack are
+ * only in the `tool.failed` event.
  */
-export class CommandFailed extends Data.TaggedError("CommandFailed")<{ readonly detail: string }> {
+export class CommandFailed extends Data.TaggedError("CommandFailed")<{
+  readonly detail: string
+  readonly result?: ToolResult.ToolResult
+}> {
   override readonly [Runtime.errorExitCode] = 1
   override get message(): string {
     return this.detail
@@ -466,7 +473,9 @@ const describeFailure = (cause: Cause.Cause<unknown>): string => {
  * Runs one call of `tool` with `input` (JSON text) through an executor over the module's registry,
  * with the module's `layer` (over a fresh `RunContext`, memory `StoreRegistry`) and events sent to
  * stderr as `events` says. Returns the result (an error result when the call was refused or its
- * handler failed repairably); fails with {@link CommandFailed} on a fatal error or a failing layer.
+ * handler failed repairably); fails with {@link CommandFailed} on a fatal error (with the error
+ * result the executor made, whose text is what the model reads: `internal error in tool <name>` for
+ * a defect) or a failing layer (with the layer's error).
  */
 export const callTool = (
   loaded: ToolsModule,
@@ -482,17 +491,29 @@ export const callTool = (
       })
     }
     const call: ToolCall = { id: "call_1", name: tool, arguments: input }
+    // One call as a batch: a fatal error comes with the error result the model would read.
     const run = withModuleServices(
-      Effect.flatMap(Executor.make(loaded.registry), (executor) => executor.run(call)),
+      Effect.flatMap(Executor.make(loaded.registry), (executor) =>
+        executor.runBatch([call]).pipe(
+          Effect.map((results) => results[0]!),
+          Effect.catchTag("BatchFailed", ({ results }) => {
+            const result = results[0]!
+            return Effect.fail(
+              new CommandFailed({ detail: `${entry.spec.name}: ${ToolResult.textOf(result)}`, result })
+            )
+          })
+        )),
       loaded,
       events
     )
     return yield* run.pipe(
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause as Cause.Cause<never>)
+      Effect.catchCause((cause) => {
+        if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+        const found = Cause.findError(cause)
+        return Result.isSuccess(found) && found.success instanceof CommandFailed && found.success.result !== undefined
+          ? Effect.fail(found.success)
           : Effect.fail(new CommandFailed({ detail: `${entry.spec.name}: ${describeFailure(cause)}` }))
-      ),
+      }),
       hideCliServices
     )
   })
@@ -512,12 +533,16 @@ const callCommand = Command.make("call", {
 }, ({ events, input, module, tool }) =>
   Effect.gen(function*() {
     const loaded = yield* load(module)
-    const result = yield* callTool(loaded, tool, input, events)
+    const result = yield* callTool(loaded, tool, input, events).pipe(
+      Effect.tapError((error) =>
+        error._tag === "CommandFailed" && error.result !== undefined ? Console.log(ToolResult.textOf(error.result)) : Effect.void
+      )
+    )
     yield* Console.log(ToolResult.textOf(result))
     if (result.isError) return yield* new CallFailed({ result })
   })).pipe(
     Command.withDescription(
-      "Run one call through the executor: the live events on stderr, the result (the text the model reads) on stdout. Exit code 1 when the call fails (refused arguments, a handler failure, a timeout)."
+      "Run one call through the executor: the live events on stderr, the result (the text the model reads, also for a refused or failed call) on stdout. Exit code 1 when the call fails (refused arguments, a handler failure, a timeout, a defect)."
     ),
     Command.withExamples([
       { command: "tinyagents call ./tools.ts add --input '{\"a\":1,\"b\":2}'", description: "Prints 3" },

@@ -8,7 +8,20 @@
  * `"open"`) and is not remembered, so the next use tries again. Layers: memory
  * (tests, one process), file system (one directory, one file per prefixed key),
  * or any `KeyValueStore` already in context (`layer`, e.g. `KeyValueStore.layerSql`).
+ *
+ * File names (`layerFileSystem`): a prefixed key's file is named by its
+ * `encodeURIComponent` form (as `KeyValueStore.layerFileSystem` does) when that
+ * form is at most 200 bytes. A longer key, or one that is not well-formed
+ * UTF-16 (a lone surrogate, which has no encoded form), would give a file name
+ * the file system refuses (255 bytes at most on most), so it is stored under a
+ * fixed-length name instead: its readable start (at most 180 encoded bytes,
+ * lone surrogates as U+FFFD), then `~` (repeated as needed to make the name
+ * longer than 200 encoded bytes), then the SHA-256 hex of the full key (of its
+ * UTF-16LE code units). Such a name never equals a key that fits, and every
+ * operation on a key (get, set, remove, has, modify) uses the same name, so
+ * any string works as a key; `keys` lists the fixed-length name for such keys.
  */
+import { createHash } from "node:crypto"
 import { Cause, Context, Effect, FileSystem, Layer, Path, Scope, Semaphore } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { StoreFailed } from "../contract/ToolError.ts"
@@ -25,7 +38,10 @@ export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryS
     Effect.suspend(() => make(KeyValueStore.layerMemory))
   )
 
-  /** Stores on disk: every store is in the directory `root`, one file per (prefixed, percent-encoded) key. */
+  /**
+   * Stores on disk: every store is in the directory `root`, one file per (prefixed, percent-encoded) key;
+   * a key whose encoded form is over 200 bytes gets a fixed-length name with its SHA-256 (see the module comment).
+   */
   static readonly layerFileSystem = (
     root: string
   ): Layer.Layer<StoreRegistry, never, FileSystem.FileSystem | Path.Path> =>
@@ -35,7 +51,8 @@ export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryS
         const fs = yield* FileSystem.FileSystem
         const path = yield* Path.Path
         return yield* make(
-          KeyValueStore.layerFileSystem(root).pipe(
+          Layer.effect(KeyValueStore.KeyValueStore, Effect.map(KeyValueStore.KeyValueStore, fileNameSafe)).pipe(
+            Layer.provide(KeyValueStore.layerFileSystem(root)),
             Layer.provide([Layer.succeed(FileSystem.FileSystem, fs), Layer.succeed(Path.Path, path)])
           )
         )
@@ -61,6 +78,47 @@ export const layerFileSystem: (root: string) => Layer.Layer<StoreRegistry, never
 
 /** Stores in the `KeyValueStore` in context (the same as `StoreRegistry.layer`). */
 export const layer: Layer.Layer<StoreRegistry, never, KeyValueStore.KeyValueStore> = StoreRegistry.layer
+
+/** The longest encoded file name a key keeps; longer ones get a fixed-length name. */
+const maxEncodedKey = 200
+/** The longest encoded readable start of a fixed-length name. */
+const maxReadable = 180
+
+/** A lone surrogate (a pair is one code point under the `u` flag). */
+const loneSurrogate = /\p{Cs}/u
+const loneSurrogates = /\p{Cs}/gu
+
+/** The encoded length of `s` (`encodeURIComponent`), or `undefined` for a string that is not well-formed. */
+const encodedLength = (s: string): number | undefined =>
+  loneSurrogate.test(s) ? undefined : encodeURIComponent(s).length
+
+/** The key the file-system store uses for `key`: itself when it fits, else a fixed-length name (module comment). */
+const fileKey = (key: string): string => {
+  const encoded = encodedLength(key)
+  if (encoded !== undefined && encoded <= maxEncodedKey) return key
+  let readable = ""
+  let length = 0
+  for (const char of key.replace(loneSurrogates, "\uFFFD")) {
+    const size = encodeURIComponent(char).length
+    if (length + size > maxReadable) break
+    readable += char
+    length += size
+  }
+  const digest = createHash("sha256").update(Buffer.from(key, "utf16le")).digest("hex")
+  return `${readable}${"~".repeat(Math.max(1, maxEncodedKey + 1 - length - digest.length))}${digest}`
+}
+
+/** `kv` with every key named by `fileKey`. */
+const fileNameSafe = (kv: KeyValueStore.KeyValueStore): KeyValueStore.KeyValueStore => ({
+  ...kv,
+  get: (key) => kv.get(fileKey(key)),
+  getUint8Array: (key) => kv.getUint8Array(fileKey(key)),
+  set: (key, value) => kv.set(fileKey(key), value),
+  remove: (key) => kv.remove(fileKey(key)),
+  has: (key) => kv.has(fileKey(key)),
+  modify: (key, f) => kv.modify(fileKey(key), f),
+  modifyUint8Array: (key, f) => kv.modifyUint8Array(fileKey(key), f)
+})
 
 const storeName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
 

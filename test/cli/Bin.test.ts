@@ -52,6 +52,21 @@ describe("the tinyagents binary", () => {
     expect(version).toEqual({ code: 0, stdout: `tinyagents v${expected}\n`, stderr: "" })
   })
 
+  it("a defect exits 1 with what the model reads on stdout; its own message only in the events", () => {
+    const crashed = tinyagents("call", "test/cli/fixtures/tools.ts", "crash")
+    expect(crashed.code).toBe(1)
+    expect(crashed.stdout).toBe("internal error in tool crash\n")
+    expect(crashed.stderr).toContain("failed    crash call_1 after")
+    expect(crashed.stderr).toContain("Error: kaboom")
+    expect(crashed.stderr).toMatch(/\nERROR\n {2}crash: internal error in tool crash\n$/)
+
+    const quiet = tinyagents("call", "test/cli/fixtures/tools.ts", "crash", "--events", "none")
+    expect(quiet.code).toBe(1)
+    expect(quiet.stdout).toBe("internal error in tool crash\n")
+    expect(quiet.stderr).not.toContain("kaboom")
+    expect(quiet.stderr.trim()).toBe("ERROR\n  crash: internal error in tool crash")
+  })
+
   it("mcp serve --http runs until SIGINT, then exits 130", async () => {
     const child = spawn(node, ["--conditions=tinyagents-source", bin, "mcp", "serve", "test/cli/fixtures/tools.ts", "--http", "0"], {
       cwd: repo,

@@ -305,21 +305,50 @@ describe("tinyagents (the command line)", () => {
         assert.include(malformed.stdout, "add: malformed arguments: the arguments are not valid JSON")
       }))
 
-    it.effect("a defect: the cause on stderr, nothing on stdout, exit 1", () =>
+    it.effect("a defect: what the model reads on stdout, the cause only in the failed event, exit 1", () =>
       Effect.gen(function*() {
-        const { code, stderr, stdout } = yield* cli("call", fixture("tools.ts"), "crash")
+        const { code, exit, stderr, stdout } = yield* cli("call", fixture("tools.ts"), "crash")
         assert.strictEqual(code, 1)
-        assert.strictEqual(stdout, "")
-        assert.include(stderr, "failed    crash call_1 after 0 ms [fatal, error] internal error in tool crash")
-        assert.include(stderr, "Error: kaboom")
-        assert.include(stderr, "crash: internal error in tool crash (kaboom)")
+        assert.strictEqual(stdout, "internal error in tool crash")
+        const [events, error] = stderr.split("\nERROR\n")
+        assert.include(events, "failed    crash call_1 after 0 ms [fatal, error] internal error in tool crash")
+        assert.include(events, "Error: kaboom")
+        // the final ERROR line does not repeat the defect's own message
+        assert.strictEqual(error, "  crash: internal error in tool crash")
+        assert.isTrue(Exit.isFailure(exit))
+        if (Exit.isFailure(exit)) {
+          const failed = Cause.squash(exit.cause)
+          assert.instanceOf(failed, Cli.CommandFailed)
+          const result = (failed as Cli.CommandFailed).result!
+          assert.strictEqual(result.isError, true)
+          assert.strictEqual(result.error?._tag, "ToolDefect")
+          assert.strictEqual(ToolResult.textOf(result), "internal error in tool crash")
+        }
       }))
 
-    it.effect("a service the module does not provide is named, never faked by the command line's own services", () =>
+    it.effect("a defect with --events none and jsonl: the defect's message is only in the events", () =>
       Effect.gen(function*() {
-        const { code, stderr } = yield* cli("call", fixture("no-layer.ts"), "greet", "-i", "{\"name\":\"Ada\"}", "--events", "none")
+        const none = yield* cli("call", fixture("tools.ts"), "crash", "--events", "none")
+        assert.strictEqual(none.code, 1)
+        assert.strictEqual(none.stdout, "internal error in tool crash")
+        assert.strictEqual(none.stderr.trim(), "ERROR\n  crash: internal error in tool crash")
+        const jsonl = yield* cli("call", fixture("tools.ts"), "crash", "--events", "jsonl")
+        assert.strictEqual(jsonl.code, 1)
+        assert.strictEqual(jsonl.stdout, "internal error in tool crash")
+        const [events, error] = jsonl.stderr.split("\nERROR\n")
+        assert.include(events, "kaboom")
+        assert.strictEqual(error, "  crash: internal error in tool crash")
+      }))
+
+    it.effect("a service the module does not provide is named (in the failed event), never faked by the command line's own services", () =>
+      Effect.gen(function*() {
+        const { code, stderr, stdout } = yield* cli("call", fixture("no-layer.ts"), "greet", "-i", "{\"name\":\"Ada\"}")
         assert.strictEqual(code, 1)
-        assert.strictEqual(stderr.trim(), "ERROR\n  greet: internal error in tool greet (Service not found: fixture/Greeting)")
+        assert.strictEqual(stdout, "internal error in tool greet")
+        const [events, error] = stderr.split("\nERROR\n")
+        assert.include(events, "failed    greet call_1 after 0 ms [fatal, error] internal error in tool greet")
+        assert.include(events, "Service not found: fixture/Greeting")
+        assert.strictEqual(error, "  greet: internal error in tool greet")
       }))
 
     it.effect("a module layer that fails to build: exit 1 with its error", () =>
