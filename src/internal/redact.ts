@@ -518,3 +518,45 @@ export const redactArguments = (args: unknown, policy: Redact | undefined): unkn
   const redacted = JSON.stringify(redactValue(parsed, policy).value)
   return redacted === JSON.stringify(parsed) ? args : redacted
 }
+
+/**
+ * The values `root` (a call's arguments) holds under the policy's redacted keys that a text would be
+ * scrubbed of (see {@link scrubberOf}): what an idempotency store keeps beside a result, so that a
+ * replay to a later call is scrubbed of the storing call's values too. Empty without keys.
+ */
+export const secretsOf = (policy: Redact | undefined, root: unknown): ReadonlyArray<string> => {
+  if (isEmpty(policy) || (policy.keys?.length ?? 0) === 0 || root === undefined) return []
+  return [...new Set(secretsUnder(root, new Set(policy.keys)).filter((secret) => secret.length >= minSecret))]
+}
+
+/** `text` with every occurrence of each of `secrets` (and of its JSON form) replaced by the marker. */
+export const withoutSecretsText = (text: string, secrets: ReadonlyArray<string>): string =>
+  secrets.length === 0 ? text : withoutSecrets(text, secrets)
+
+/** A copy of `value` with {@link withoutSecretsText} applied to every string in it (the same value without secrets). */
+export const withoutSecretsValue = (value: unknown, secrets: ReadonlyArray<string>): unknown =>
+  secrets.length === 0 ? value : mapStrings(value, (text) => withoutSecrets(text, secrets))
+
+/**
+ * A stored text (an artifact's full output) as it may be served: under the policy and, with
+ * `root` (the producing call's arguments), without the values held there under a redacted key.
+ * Text that parses as JSON is redacted as a value (redacted keys become the marker), re-serialized,
+ * then scrubbed as text (a pattern that matches across its structure); other text is scrubbed as
+ * text. The same text when the policy is empty.
+ */
+export const redactStoredText = (text: string, policy: Redact | undefined, root?: unknown): string => {
+  const scrubber = scrubberOf(policy, root)
+  if (scrubber === undefined) return text
+  let parsed: unknown
+  let json = false
+  try {
+    parsed = JSON.parse(text)
+    json = true
+  } catch {
+    json = false
+  }
+  if (!json) return scrubber.text(text)
+  const redacted = scrubber.value(parsed)
+  const serialized = JSON.stringify(redacted)
+  return scrubber.text(serialized === JSON.stringify(parsed) ? text : serialized)
+}

@@ -15,7 +15,11 @@
  *   `structuredContent` is sent when the tool has an output schema.
  * - Large outputs: each artifact becomes a `resource_link`
  *   (`tinyagents://artifacts/<store>/<key>`) that `resources/read` serves;
- *   only artifacts of this server's calls are readable.
+ *   only artifacts of this server's calls are readable. The artifact store
+ *   keeps the full text as the tool produced it; what `resources/read` sends
+ *   is redacted by the producing tool's `safety.redact` (pattern matches, and
+ *   values under redacted keys when the text is JSON, re-serialized; values
+ *   the call's arguments held under a redacted key), like the call's result.
  * - `notifications/cancelled` interrupts the running call (the executor
  *   reports `tool.failed` with reason `cancelled`); so do a client that goes
  *   away (a dropped HTTP connection, a `DELETE` of its session, the end of

@@ -256,6 +256,64 @@ describe("idempotency keys", () => {
       assert.deepStrictEqual((yield* eventsOf).map((e) => e._tag), ["tool.started", "tool.failed"])
     }).pipe(Effect.provide(test)))
 
+  it.effect("a replay to a call with other arguments is scrubbed of the storing call's redacted values too", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const echo = Tool.make("echo_secret", {
+        description: "Echoes its secret.",
+        input: Schema.Struct({ id: Schema.String, secret: Schema.optionalKey(Schema.String) }),
+        output: Schema.Struct({ echo: Schema.String, note: Schema.String }),
+        safety: { access: "write", redact: { keys: ["secret"] } },
+        idempotency: ({ id }) => id,
+        // the model text is not the value's JSON: it is scrubbed as text
+        toModelOutput: ({ echo }) => `you sent ${echo}`,
+        handler: ({ secret }) => Effect.sync(() => ({ echo: secret ?? "none", note: `run ${++runs}` }))
+      })
+      const big = Tool.make("big_secret", {
+        description: "Echoes its secret in a large output.",
+        input: Schema.Struct({ id: Schema.String, secret: Schema.String }),
+        safety: { access: "write", redact: { keys: ["secret"] } },
+        idempotency: ({ id }) => id,
+        handler: ({ secret }) => Effect.succeed(`${"x".repeat(5_000)} ${secret} ${"y".repeat(5_000)}`)
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([echo, big]), { artifacts: { threshold: 2_000 } })
+      const first = yield* executor.run(call("c1", "echo_secret", { id: "k", secret: "s3cr3t" }))
+      assert.strictEqual(ToolResult.textOf(first), "you sent [redacted]")
+      assert.deepStrictEqual(first.value, { echo: "[redacted]", note: "run 1" })
+      for (const args of [{ id: "k", secret: "other" }, { id: "k" }]) {
+        const again = yield* executor.run(call("c2", "echo_secret", args))
+        assert.deepStrictEqual(again.idempotency, { key: "k", replayed: true })
+        assert.strictEqual(ToolResult.textOf(again), "you sent [redacted]")
+        assert.deepStrictEqual(again.value, { echo: "[redacted]", note: "run 1" })
+      }
+      assert.strictEqual(runs, 1)
+      // the same with the default model text (the value's JSON) and with a large output offloaded again
+      const plain = Tool.make("plain_secret", {
+        description: "Echoes its secret.",
+        input: Schema.Struct({ id: Schema.String, secret: Schema.optionalKey(Schema.String) }),
+        output: Schema.Struct({ echo: Schema.String }),
+        safety: { access: "write", redact: { keys: ["secret"] } },
+        idempotency: ({ id }) => id,
+        handler: ({ secret }) => Effect.succeed({ echo: secret ?? "none" })
+      })
+      const executor2 = yield* Executor.make(yield* ToolRegistry.make([plain, big]), { artifacts: { threshold: 2_000 } })
+      yield* executor2.run(call("p1", "plain_secret", { id: "k", secret: "s3cr3t" }))
+      const replayed = yield* executor2.run(call("p2", "plain_secret", { id: "k", secret: "other" }))
+      assert.strictEqual(ToolResult.textOf(replayed), `{"echo":"[redacted]"}`)
+      assert.deepStrictEqual(replayed.value, { echo: "[redacted]" })
+      yield* executor2.run(call("b1", "big_secret", { id: "k", secret: "s3cr3t-big" }))
+      const bigAgain = yield* executor2.run(call("b2", "big_secret", { id: "k", secret: "other" }))
+      assert.deepStrictEqual(bigAgain.idempotency, { key: "k", replayed: true })
+      assert.strictEqual(bigAgain.artifacts.length, 1)
+      assert.notInclude(ToolResult.textOf(bigAgain), "s3cr3t")
+      // the artifact written for the replay (what resources/read and other readers get) lacks it too
+      const artifact = yield* (yield* StoreRegistry.store(bigAgain.artifacts[0]!.store)).get(bigAgain.artifacts[0]!.key)
+      assert.include(artifact ?? "", "[redacted]")
+      assert.notInclude(artifact ?? "", "s3cr3t-big")
+      const events = JSON.stringify(yield* eventsOf)
+      assert.notInclude(events, "s3cr3t")
+    }).pipe(Effect.provide(test)))
+
   it.effect("unkeyed tools carry no key anywhere", () =>
     Effect.gen(function*() {
       const plain = Tool.make("plain", {

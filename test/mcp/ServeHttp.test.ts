@@ -268,3 +268,71 @@ describe("McpServe.serveHttp with the official SDK client", () => {
       expect(resourceTemplates.map((template) => template.uriTemplate)).toEqual(["tinyagents://artifacts/{store}/{key}"])
     }))
 })
+
+describe("McpServe.serveHttp: resources/read never serves an artifact unredacted", () => {
+  const sk = { patterns: [/sk-[A-Z0-9]+/g] }
+  const big = Tool.make("big_sk", {
+    description: "A large text output with a key in the middle.",
+    input: Schema.Struct({}),
+    safety: { access: "read", redact: sk },
+    handler: () => Effect.succeed(`${"x".repeat(10_000)} sk-PLANTED123 ${"y".repeat(10_000)}`)
+  })
+  const json = Tool.make("big_json", {
+    description: "A large JSON output holding a redacted key and echoing a redacted argument.",
+    input: Schema.Struct({ password: Schema.String }),
+    output: Schema.Struct({ rows: Schema.Array(Schema.String), token: Schema.String, echo: Schema.String }),
+    safety: { access: "read", redact: { keys: ["token", "password"], patterns: [/sk-[A-Z0-9]+/g] } },
+    handler: ({ password }) =>
+      Effect.succeed({
+        rows: Array.from({ length: 300 }, (_, i) => `row ${i} sk-ROW${i}`),
+        token: "tok-PLANTED-TOKEN",
+        echo: `you typed ${password}`
+      })
+  })
+  const serve = <A>(test: (client: Client) => Promise<A>): Promise<A> =>
+    Effect.runPromise(
+      Effect.gen(function*() {
+        const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([big, json]), {
+          port: 0,
+          executor: { artifacts: { threshold: 2_000 } }
+        })
+        return yield* Effect.promise(async () => {
+          const client = new Client({ name: "serve-redact-test", version: "1.0.0" })
+          await client.connect(new StreamableHTTPClientTransport(new URL(server.url)))
+          try {
+            return await test(client)
+          } finally {
+            await client.close()
+          }
+        })
+      }).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest({ runId: "mcp-run" })))
+    )
+  const follow = async (client: Client, name: string, args: Record<string, unknown>) => {
+    const result = await client.callTool({ name, arguments: args })
+    expect(result.isError).toBe(false)
+    const link = (result.content as ReadonlyArray<Record<string, unknown>>).find((block) => block.type === "resource_link")
+    expect(link).toBeDefined()
+    const read = await client.readResource({ uri: link!.uri as string })
+    return { result, read, text: (read.contents[0] as { text: string }).text }
+  }
+
+  it("a pattern match in a large text output is redacted in resources/read as in tools/call", () =>
+    serve(async (client) => {
+      const { read, result, text } = await follow(client, "big_sk", {})
+      expect(JSON.stringify(result)).not.toContain("PLANTED")
+      expect(JSON.stringify(read)).not.toContain("sk-PLANTED123")
+      expect(text).toBe(`${"x".repeat(10_000)} [redacted] ${"y".repeat(10_000)}`)
+    }))
+
+  it("a large JSON output: redacted keys, patterns and echoed arguments are redacted, and it stays JSON", () =>
+    serve(async (client) => {
+      const { read, text } = await follow(client, "big_json", { password: "hunter2-pw" })
+      const served = JSON.stringify(read)
+      for (const secret of ["tok-PLANTED-TOKEN", "sk-ROW", "hunter2-pw"]) expect(served).not.toContain(secret)
+      const value = JSON.parse(text) as { rows: Array<string>; token: string; echo: string }
+      expect(value.token).toBe("[redacted]")
+      expect(value.echo).toBe("you typed [redacted]")
+      expect(value.rows[7]).toBe("row 7 [redacted]")
+      expect(read.contents[0]).toMatchObject({ mimeType: "application/json" })
+    }))
+})

@@ -7,11 +7,13 @@
 import type { Cause } from "effect"
 import { Context, Effect, Exit, Layer } from "effect"
 import { McpSchema, McpServer } from "effect/ai"
+import type { Redact } from "../../contract/Safety.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import type * as ToolResult from "../../contract/ToolResult.ts"
 import * as Executor from "../../runtime/Executor.ts"
 import * as StoreRegistry from "../../runtime/StoreRegistry.ts"
+import { redactStoredText } from "../../internal/redact.ts"
 import * as Mcp from "../../providers/Mcp.ts"
 
 /** What the registrations need from the caller. */
@@ -33,6 +35,16 @@ type Content = McpSchema.CallToolResult["content"][number]
 
 const errorResult = (text: string) =>
   new McpSchema.CallToolResult({ content: [{ type: "text", text }], isError: true })
+
+/**
+ * A served artifact: where it is, and how its text is redacted before it leaves (the producing
+ * tool's `safety.redact`, and the values its call's arguments hold under a redacted key).
+ */
+interface Served {
+  readonly ref: ToolResult.ArtifactRef
+  readonly policy: Redact | undefined
+  readonly args: unknown
+}
 
 /** A `ToolResult` as a `CallToolResult`: `Mcp.toolMessages` plus a `resource_link` per artifact. */
 const toCallToolResult = (
@@ -81,11 +93,12 @@ export const registrations = <R, MR>(
         : Effect.map(Executor.make(registry, settings.executor), (fresh) => (executor = fresh))
     )
     let counter = 0
-    // Only artifacts this server's calls produced are readable, never any key of the store.
-    const served = new Map<string, ToolResult.ArtifactRef>()
-    const remember = (ref: ToolResult.ArtifactRef) => {
+    // Only artifacts this server's calls produced are readable, never any key of the store. The store
+    // keeps the text as the tool produced it; what `resources/read` sends is redacted like the call's result.
+    const served = new Map<string, Served>()
+    const remember = (policy: Redact | undefined, args: unknown) => (ref: ToolResult.ArtifactRef) => {
       const uri = artifactUri(ref)
-      served.set(uri, ref)
+      served.set(uri, { ref, policy, args })
       return uri
     }
 
@@ -114,7 +127,7 @@ export const registrations = <R, MR>(
               arguments: payload === undefined || payload === null ? {} : payload
             }
             const exit = yield* Effect.exit(Effect.flatMap(current, (executor) => executor.run(call)))
-            if (Exit.isSuccess(exit)) return toCallToolResult(exit.value, spec, remember)
+            if (Exit.isSuccess(exit)) return toCallToolResult(exit.value, spec, remember(spec.safety.redact, call.arguments))
             // A fatal error (or a repairable one with `repair: false`): still a tool result, never a
             // protocol error; its message is the model-safe text (a defect reads "internal error in tool X").
             const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
@@ -138,10 +151,11 @@ export const registrations = <R, MR>(
       completions: {},
       handle: (uri) =>
         Effect.gen(function*() {
-          const ref = served.get(uri)
-          if (ref === undefined) {
+          const entry = served.get(uri)
+          if (entry === undefined) {
             return yield* new McpSchema.InvalidParams({ message: `Resource not found: ${uri}` })
           }
+          const { ref } = entry
           const store = yield* StoreRegistry.store(ref.store).pipe(
             Effect.mapError((error) => new McpSchema.InternalError({ message: error.message }))
           )
@@ -151,7 +165,8 @@ export const registrations = <R, MR>(
           if (text === undefined) {
             return yield* new McpSchema.InvalidParams({ message: `Resource not found: ${uri}` })
           }
-          return { contents: [{ uri, mimeType: ref.mimeType, text }] }
+          // Never the stored text as it is: redacted as the call's own result was.
+          return { contents: [{ uri, mimeType: ref.mimeType, text: redactStoredText(text, entry.policy, entry.args) }] }
         }).pipe(Effect.provideContext(services))
     })
   }))

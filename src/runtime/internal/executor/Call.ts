@@ -206,9 +206,10 @@ export const make = (config: Config) => {
       key === undefined
         ? core
         : (invocation) =>
-          config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core(invocation)) as ReturnType<
-            Middleware.Next
-          >
+          config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core(invocation), {
+            policy: spec.safety.redact,
+            input: invocation.input
+          }) as ReturnType<Middleware.Next>
     )
     const body = Effect.suspend(() =>
       Effect.flatMap(

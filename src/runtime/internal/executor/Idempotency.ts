@@ -9,12 +9,24 @@
  * What the store keeps: the result as the handler's output encoded it, before
  * redaction: its content blocks (text and images) and its encoded value, with
  * the time it was stored; never the arguments, the error of a failed call, or
- * audit data. Values under the tool's `safety.redact` keys and pattern matches
- * are therefore in the store as they were produced (protect the store as you
- * would the tool's own data). A stored result is redacted each time it
+ * audit data, except one thing for a tool whose `safety.redact` has keys: the
+ * strings the storing call's arguments held under those keys (`scrub`; the
+ * result beside them may echo them anyway). Values under the tool's
+ * `safety.redact` keys and pattern matches are therefore in the store as
+ * they were produced (protect the store as you would the tool's own
+ * data). A stored result is redacted each time it
  * answers a call, exactly like a fresh one: it goes back through the
  * middleware and the executor's `Render.finalize`, so the model, events and
  * receipts never see what the store keeps.
+ *
+ * `Render.finalize` scrubs an output of the values the *current* call's
+ * arguments hold under redacted keys, but a replay answers a later call whose
+ * arguments may differ: it is first scrubbed here of the storing call's values
+ * (`scrub`), so the answer is scrubbed of the union of both. The result is
+ * stored unredacted, not as the storing call's redacted result, so that a
+ * replay's `value` (what middleware see) is the tool's value with only those
+ * echoed strings replaced by the marker, not with every redacted key turned
+ * into the marker string (which would no longer match the output's schema).
  *
  * Within one process, calls with the same key never overlap: a per-key lock
  * (per store, so it holds across executors sharing a `StoreRegistry`) makes the
@@ -28,6 +40,9 @@ import { StoreRegistry } from "../../StoreRegistry.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type * as ToolResult from "../../../contract/ToolResult.ts"
+import type { Redact } from "../../../contract/Safety.ts"
+import { secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact.ts"
+import { textOfValue } from "./Render.ts"
 
 export interface Config {
   /** The `StoreRegistry` store. */
@@ -45,7 +60,9 @@ const Block = Schema.Union([
 const Stored = Schema.Struct({
   storedAt: Schema.Number,
   content: Schema.Array(Block),
-  value: Schema.optionalKey(Schema.Unknown)
+  value: Schema.optionalKey(Schema.Unknown),
+  /** The values the storing call's arguments held under the tool's redacted keys: a replay is scrubbed of them. */
+  scrub: Schema.optionalKey(Schema.Array(Schema.String))
 })
 
 type Typed = KeyValueStore.SchemaStore<typeof Stored>
@@ -66,6 +83,33 @@ const slotOf = (store: KeyValueStore.KeyValueStore): Slot => {
   return slot
 }
 
+/** What a keyed call's result is redacted with: the tool's policy and the call's (decoded) arguments. */
+export interface Redaction {
+  readonly policy: Redact | undefined
+  readonly input: unknown
+}
+
+/**
+ * A stored result's blocks and value without `secrets`: a text block that is the value's JSON
+ * stays the JSON of the scrubbed value (so `Render.finalize` still redacts it as a value).
+ */
+const withoutStoredSecrets = (
+  stored: typeof Stored.Type,
+  secrets: ReadonlyArray<string>
+): Pick<typeof Stored.Type, "content" | "value"> => {
+  if (secrets.length === 0) return stored
+  const value = stored.value === undefined ? undefined : withoutSecretsValue(stored.value, secrets)
+  const valueText = stored.value === undefined ? undefined : textOfValue(stored.value)
+  const content = stored.content.map((block) => {
+    if (block.type !== "text") return block
+    const text = valueText !== undefined && block.text === valueText
+      ? textOfValue(value)
+      : withoutSecretsText(block.text, secrets)
+    return text === block.text ? block : { type: "text" as const, text }
+  })
+  return { content, ...(value === undefined ? {} : { value }) }
+}
+
 /** The storage key of `key` for the tool `toolName`. */
 export const storageKey = (toolName: string, key: string): string => `${toolName}/${key}`
 
@@ -82,27 +126,34 @@ export const make = (config: Config) => {
     key: string,
     call: ToolCall,
     now: () => number,
-    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    redaction?: Redaction
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> =>
     Effect.flatMap(StoreRegistry.use((stores) => stores.store(config.store)), (store) => {
       const { running, typed } = slotOf(store)
       const id = storageKey(toolName, key)
-      const replay = (stored: typeof Stored.Type): ToolResult.ToolResult => ({
-        toolCallId: call.id,
-        name: toolName,
-        content: stored.content,
-        ...(stored.value === undefined ? {} : { value: stored.value }),
-        artifacts: [],
-        isError: false,
-        elapsed: 0,
-        ...(call.provider === undefined ? {} : { provider: call.provider }),
-        idempotency: { key, replayed: true }
-      })
+      const replay = (found: typeof Stored.Type): ToolResult.ToolResult => {
+        // the storing call's values under redacted keys go; this call's go in `Render.finalize`
+        const stored = withoutStoredSecrets(found, found.scrub ?? [])
+        return {
+          toolCallId: call.id,
+          name: toolName,
+          content: stored.content,
+          ...(stored.value === undefined ? {} : { value: stored.value }),
+          artifacts: [],
+          isError: false,
+          elapsed: 0,
+          ...(call.provider === undefined ? {} : { provider: call.provider }),
+          idempotency: { key, replayed: true }
+        }
+      }
+      const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
       const save = (result: ToolResult.ToolResult): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
         result.isError ? Effect.succeed(result) : typed.set(id, {
           storedAt: now(),
           content: result.content,
-          ...(result.value === undefined ? {} : { value: result.value })
+          ...(result.value === undefined ? {} : { value: result.value }),
+          ...(scrub.length === 0 ? {} : { scrub })
         }).pipe(
           Effect.mapError(failed("write")),
           Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key, replayed: false } })
