@@ -64,8 +64,14 @@ const toCallToolResult = (
   const structured = spec.outputSchema !== undefined && message!.isError !== true
     ? message!.structuredContent
     : undefined
+  // Effect's `ImageContent.data` is the decoded bytes (it encodes them to base64 on the wire).
+  const content = (message!.content as ReadonlyArray<Content>).map((block) =>
+    block.type === "image" && typeof block.data === "string"
+      ? { ...block, data: Uint8Array.from(Buffer.from(block.data, "base64")) } as unknown as Content
+      : block
+  )
   return new McpSchema.CallToolResult({
-    content: [...message!.content as ReadonlyArray<Content>, ...links],
+    content: [...content, ...links],
     ...(structured === undefined ? {} : { structuredContent: structured }),
     isError: message!.isError === true
   })
