@@ -577,6 +577,17 @@ const mcpServeCommand = Command.make("serve", {
   )
 }, ({ events, host, http, module }) =>
   Effect.gen(function*() {
+    if (Option.isSome(http) && !(Number.isInteger(http.value) && http.value >= 0 && http.value <= 65535)) {
+      return yield* new UsageError({ detail: `--http takes a port from 0 to 65535, not ${http.value}` })
+    }
+    if (Option.isNone(http)) {
+      // stdio: the protocol owns stdout from the start, also while the tools module is imported.
+      yield* Effect.sync(() => {
+        console.log = console.error
+        console.info = console.error
+        console.debug = console.error
+      })
+    }
     const loaded = yield* load(module)
     const serve = Option.isNone(http)
       ? McpServe.runStdio(loaded.registry)

@@ -48,7 +48,7 @@
  * server), imported when a server starts: an optional peer dependency.
  */
 import type { Cause, Scope } from "effect"
-import { Context, Deferred, Effect, Layer, Logger, Result } from "effect"
+import { Context, Data, Deferred, Effect, Layer, Logger, Result } from "effect"
 import { McpProtocol, McpServer } from "effect/ai"
 import { HttpRouter, HttpServer as EffectHttpServer } from "effect/http"
 import type { HttpServerError } from "effect/http"
@@ -138,13 +138,24 @@ const prepare = <R, MR>(registry: ToolRegistry.ToolRegistry<R>, options: Options
     }, services)
   })
 
-/** A module of `@effect/platform-node` (an optional peer dependency), or a defect that says to install it. */
-const platformNode = <A>(caller: string, load: () => Promise<A>): Effect.Effect<A> =>
+/** Serving could not start: an optional peer dependency it needs is not installed. */
+export class McpServeError extends Data.TaggedError("McpServeError")<{
+  readonly operation: "load"
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** A module of `@effect/platform-node` (an optional peer dependency), or a typed error that says to install it. */
+const platformNode = <A>(caller: string, load: () => Promise<A>): Effect.Effect<A, McpServeError> =>
   Effect.tryPromise({
     try: load,
     catch: (cause) =>
-      new Error(`McpServe.${caller} needs @effect/platform-node (^4.1): npm install @effect/platform-node`, { cause })
-  }).pipe(Effect.orDie)
+      new McpServeError({
+        operation: "load",
+        message: `McpServe.${caller} needs @effect/platform-node (^4.1): npm install @effect/platform-node`,
+        cause
+      })
+  })
 
 /** Sends `console.log` / `info` / `debug` to stderr until the scope closes. */
 const consoleToStderr = Effect.acquireRelease(
@@ -168,7 +179,7 @@ const consoleToStderr = Effect.acquireRelease(
 export const serveStdio = <R, MR = never>(
   registry: ToolRegistry.ToolRegistry<R>,
   options: StdioOptions<MR> = {}
-): Effect.Effect<void, ProviderExportError | Cause.IllegalArgumentError, Scope.Scope | Requirements<R, MR>> =>
+): Effect.Effect<void, ProviderExportError | Cause.IllegalArgumentError | McpServeError, Scope.Scope | Requirements<R, MR>> =>
   Effect.gen(function*() {
     if (options.console !== "keep") yield* consoleToStderr
     const NodeStdio = yield* platformNode("serveStdio", () => import("@effect/platform-node/NodeStdio"))
@@ -211,7 +222,7 @@ const stdinEnded = Effect.callback<void>((resume) => {
 export const runStdio = <R, MR = never>(
   registry: ToolRegistry.ToolRegistry<R>,
   options: StdioOptions<MR> = {}
-): Effect.Effect<void, ProviderExportError | Cause.IllegalArgumentError, Requirements<R, MR>> =>
+): Effect.Effect<void, ProviderExportError | Cause.IllegalArgumentError | McpServeError, Requirements<R, MR>> =>
   Effect.scoped(Effect.andThen(serveStdio(registry, options), stdinEnded))
 
 /**
@@ -223,7 +234,7 @@ export const serveHttp = <R, MR = never>(
   options: HttpOptions<MR>
 ): Effect.Effect<
   HttpServer,
-  ProviderExportError | Cause.IllegalArgumentError | HttpServerError.ServeError,
+  ProviderExportError | Cause.IllegalArgumentError | HttpServerError.ServeError | McpServeError,
   Scope.Scope | Requirements<R, MR>
 > =>
   Effect.gen(function*() {
@@ -261,7 +272,7 @@ export const serveHttp = <R, MR = never>(
 export const layerStdio = <R, MR = never>(
   registry: ToolRegistry.ToolRegistry<R>,
   options: StdioOptions<MR> = {}
-): Layer.Layer<never, ProviderExportError | Cause.IllegalArgumentError, Requirements<R, MR>> =>
+): Layer.Layer<never, ProviderExportError | Cause.IllegalArgumentError | McpServeError, Requirements<R, MR>> =>
   Layer.effectDiscard(serveStdio(registry, options))
 
 /** {@link serveHttp} as a layer (use {@link serveHttp} to learn a port picked with `port: 0`). */
@@ -270,6 +281,6 @@ export const layerHttp = <R, MR = never>(
   options: HttpOptions<MR>
 ): Layer.Layer<
   never,
-  ProviderExportError | Cause.IllegalArgumentError | HttpServerError.ServeError,
+  ProviderExportError | Cause.IllegalArgumentError | HttpServerError.ServeError | McpServeError,
   Requirements<R, MR>
 > => Layer.effectDiscard(serveHttp(registry, options))

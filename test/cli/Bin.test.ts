@@ -24,6 +24,29 @@ const tinyagents = (...args: ReadonlyArray<string>) => {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr }
 }
 
+describe("mcp serve guards", () => {
+  it("stdio: output printed while the tools module is imported goes to stderr, never the protocol's stdout", () => {
+    // stdin is empty, so the server sees the client go away at once and exits.
+    const run = spawnSync(node, ["--conditions=tinyagents-source", bin, "mcp", "serve", "test/cli/fixtures/noisy.ts"], {
+      cwd: repo,
+      encoding: "utf8",
+      timeout: 60_000,
+      input: "",
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", NO_COLOR: "1" }
+    })
+    expect(run.stdout).not.toContain("hello from module load")
+    expect(run.stderr).toContain("hello from module load")
+  })
+
+  it("--http outside 0..65535 is a usage error (exit 2)", () => {
+    for (const port of ["99999", "-5"]) {
+      const run = tinyagents("mcp", "serve", "test/cli/fixtures/tools.ts", "--http", port)
+      expect(run.code, `${port}: ${run.stderr}`).toBe(2)
+      expect(run.stderr).not.toContain("RangeError")
+    }
+  })
+})
+
 describe("the tinyagents binary", () => {
   it("starts with a shebang for node", () => {
     expect(readFileSync(bin, "utf8").split("\n")[0]).toBe("#!/usr/bin/env node")
