@@ -249,7 +249,8 @@ export const transport = (
     yield* Queue.take(signals).pipe(
       Effect.andThen(Queue.clear(signals)),
       Effect.andThen(refresh),
-      Effect.catch((error) => Effect.logWarning(`tinyagents mcp: ${error.message}`)),
+      // A refresh cut short by closing the connection is not worth a warning.
+      Effect.catch((error) => closed ? Effect.void : Effect.logWarning(`tinyagents mcp: ${error.message}`)),
       Effect.forever,
       Effect.forkScoped
     )
