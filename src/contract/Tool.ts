@@ -25,8 +25,8 @@ import * as ToolSchema from "./ToolSchema.ts"
 const TypeId = "~tinyagents/Tool" as const
 
 /** The identifiers of a list of services: what a handler may require. */
-export type ServicesOf<S extends ReadonlyArray<Context.Key<any, any>>> = {
-  [K in keyof S]: S[K] extends Context.Key<infer I, any> ? I : never
+export type ServicesOf<S extends ReadonlyArray<Context.Key<unknown, unknown>>> = {
+  [K in keyof S]: S[K] extends Context.Key<infer I, unknown> ? I : never
 }[number]
 
 type OutputType<O> = O extends Schema.Top ? O["Type"] : unknown
@@ -58,11 +58,11 @@ export interface Tool<
   /** Declared user-facing failures: a handler error matching it renders for the model. */
   readonly failure: Schema.Top | undefined
   /** The hidden services the handler uses. */
-  readonly services: ReadonlyArray<Context.Key<any, any>>
+  readonly services: ReadonlyArray<Context.Key<unknown, unknown>>
   readonly safety: Safety
   readonly timeout: Duration.Duration | undefined
   /** Retry schedule for retryable errors; a registry refuses it unless the tool is idempotent or keyed. */
-  readonly retry: Schedule.Schedule<unknown, unknown> | undefined
+  readonly retry: Schedule.Schedule<unknown, ToolError> | undefined
   /**
    * Idempotency key of a call, computed from its input. The executor applies a key at most once:
    * a repeat (or retry) with a key that already succeeded returns the stored result.
@@ -90,17 +90,21 @@ export interface ToolOptions {
   readonly returnDirect?: boolean
 }
 
-/** Any tool. */
+/**
+ * Any tool: the existential of `Tool`, for registries and executors that hold tools of every
+ * shape. `any` here is deliberate: the input is invariant, and the requirements must stay open
+ * so that a registry's `R` is inferred from its tools.
+ */
 export type Any = Tool<string, any, any, any, any>
 
 /** The hidden services a tool (or a union of tools) needs. */
-export type Services<T> = T extends Tool<any, any, any, any, infer R> ? R : never
+export type Services<T> = T extends Tool<string, any, Schema.Top | undefined, unknown, infer R> ? R : never
 
 export interface MakeOptions<
   Input extends Schema.Top,
   Output extends Schema.Top | undefined,
   E,
-  S extends ReadonlyArray<Context.Key<any, any>>,
+  S extends ReadonlyArray<Context.Key<unknown, unknown>>,
   F extends Schema.Top | undefined = undefined
 > extends ToolOptions {
   /** A human-readable display name (MCP's `title`, e.g. "Read a file"); the name stays the identifier. */
@@ -116,7 +120,7 @@ export interface MakeOptions<
   readonly services?: S
   readonly safety?: Safety
   readonly timeout?: Duration.Input
-  readonly retry?: Schedule.Schedule<unknown, any>
+  readonly retry?: Schedule.Schedule<unknown, ToolError>
   /** The call's idempotency key, from its input: the executor applies each key at most once. */
   readonly idempotency?: (input: Input["Type"]) => string
   /** What the model reads for an output: text, or content blocks (text and images). */
@@ -133,7 +137,7 @@ export const make = <
   const Name extends string,
   Input extends Schema.Top,
   E extends Failures<F> = never,
-  const S extends ReadonlyArray<Context.Key<any, any>> = [],
+  const S extends ReadonlyArray<Context.Key<unknown, unknown>> = [],
   Output extends Schema.Top | undefined = undefined,
   F extends Schema.Top | undefined = undefined
 >(name: Name, options: MakeOptions<Input, Output, E, S, F>): Tool<Name, Input, Output, E, ServicesOf<S>> => ({
@@ -177,7 +181,7 @@ export class SchemaImportError extends Data.TaggedError("SchemaImportError")<{
   }
 }
 
-export interface FromJsonSchemaOptions<E extends ToolError, S extends ReadonlyArray<Context.Key<any, any>>>
+export interface FromJsonSchemaOptions<E extends ToolError, S extends ReadonlyArray<Context.Key<unknown, unknown>>>
   extends ToolOptions
 {
   /** A human-readable display name (an MCP server's `title`). */
@@ -189,7 +193,7 @@ export interface FromJsonSchemaOptions<E extends ToolError, S extends ReadonlyAr
   readonly services?: S
   readonly safety?: Safety
   readonly timeout?: Duration.Input
-  readonly retry?: Schedule.Schedule<unknown, any>
+  readonly retry?: Schedule.Schedule<unknown, ToolError>
   /** How to treat `pattern` keywords: apply them (default) or ignore them (untrusted servers). */
   readonly patterns?: "apply" | "ignore"
   /** What the model reads for an output; default: the output as JSON text. */
@@ -217,7 +221,7 @@ export type Dynamic<E = unknown, R = unknown> = Tool<string, Schema.Top, Schema.
  * (`{"type":"object"}`, or an empty `properties`, as Python's `dict` is often
  * written); a root with empty `properties` is a tool that takes no keys.
  */
-export const fromJsonSchema = <E extends ToolError = never, const S extends ReadonlyArray<Context.Key<any, any>> = []>(
+export const fromJsonSchema = <E extends ToolError = never, const S extends ReadonlyArray<Context.Key<unknown, unknown>> = []>(
   name: string,
   options: FromJsonSchemaOptions<E, S>
 ): Result.Result<Dynamic<E, ServicesOf<S>>, SchemaImportError> => {

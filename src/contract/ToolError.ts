@@ -325,7 +325,8 @@ export type ToolError =
 
 /** An error class: its constructor and the schemas of its fields. */
 interface ErrorClass<Self extends ToolError> {
-  new(props: any): Self
+  /** Every error class fits (`never`); `described` calls it with its own decoded fields. */
+  new(props: never): Self
   readonly fields: Schema.Struct.Fields
   readonly Encoded: object
 }
@@ -356,7 +357,7 @@ const described = <Self extends ToolError, const C extends ErrorClass<Self>>(
     Schema.decodeTo(
       Schema.toType(cls as unknown as Schema.Codec<Self, unknown>),
       SchemaTransformation.transform<Self, object>({
-        decode: (input) => new cls(pick(input, keys)),
+        decode: (input) => new cls(pick(input, keys) as never),
         encode: (error) => ({ ...pick(error, keys), message: error.message, disposition: error.disposition })
       })
     )

@@ -129,7 +129,7 @@ export const toolSet = <R>(options: Options<R>): TinyagentsToolSet => {
  * fatally (a defect, a failed store, cancellation: a `ToolCallError` with
  * `fatal: true`). Repairable errors do not stop it: the model reads them.
  */
-export const stopOnFatal = (): StopCondition<any> => ({ steps }) => {
+export const stopOnFatal = <TOOLS extends ToolSet = ToolSet>(): StopCondition<TOOLS> => ({ steps }) => {
   const last = steps[steps.length - 1]
   return last !== undefined &&
     last.content.some((part) => part.type === "tool-error" && Run.isToolCallError(part.error) && part.error.fatal)

@@ -80,7 +80,11 @@ export class TinyagentsTool extends DynamicStructuredTool {
    * As `StructuredTool.call`; arguments its JSON Schema check refuses go to the executor
    * anyway, which refuses them with its own model-readable message.
    */
-  override async call(arg: any, configArg?: any, tags?: Array<string>): Promise<any> {
+  override async call(
+    arg: Parameters<DynamicStructuredTool["call"]>[0],
+    configArg?: Parameters<DynamicStructuredTool["call"]>[1],
+    tags?: Array<string>
+  ): Promise<unknown> {
     try {
       return await super.call(arg, configArg, tags)
     } catch (error) {

@@ -133,11 +133,12 @@ export interface Connection {
  */
 export interface Transport {
   start(): Promise<void>
-  send(message: any, options?: any): Promise<void>
+  send(message: unknown, options?: unknown): Promise<void>
   close(): Promise<void>
   onclose?: (() => void) | undefined
   onerror?: ((error: Error) => void) | undefined
-  onmessage?: ((message: any, extra?: any) => void) | undefined
+  /** Set by the client; a method, so a transport typed with the SDK's own message type fits. */
+  onmessage?(message: unknown, extra?: unknown): void
 }
 
 /** Safety from MCP annotations, as imported tools get it (conservative defaults). */
