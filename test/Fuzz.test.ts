@@ -15,26 +15,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
 import { Tool, ToolInput } from "../src/index.ts"
 import { redactValue } from "../src/internal/redact.ts"
+import { random, type Random } from "./support/random.ts"
 
 const runs = Number(process.env["TINYAGENTS_FUZZ_RUNS"] ?? 6_000)
 const seed = Number(process.env["TINYAGENTS_FUZZ_SEED"] ?? 7)
 
-/** mulberry32: a small deterministic generator, so a seed replays a run. */
-const random = (start: number) => {
-  let a = start >>> 0
-  const next = () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  const int = (min: number, max: number) => min + Math.floor(next() * (max - min + 1))
-  const pick = <A>(items: ReadonlyArray<A>): A => items[int(0, items.length - 1)]!
-  const chance = (p: number) => next() < p
-  return { next, int, pick, chance }
-}
-type Random = ReturnType<typeof random>
 
 // ---------------------------------------------------------------------------
 // schemas

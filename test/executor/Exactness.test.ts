@@ -19,25 +19,12 @@ import { Cause, Effect, Exit, Fiber, Logger } from "effect"
 import { TestClock } from "effect/testing"
 import { Executor, ToolError, ToolRegistry, ToolResult } from "../../src/index.ts"
 import type { ToolCall, ToolEvent } from "../../src/index.ts"
+import { random } from "../support/random.ts"
 import { call, makeProbe, makeSink, services, type SinkKind, snapshot, tools, violation } from "./support.ts"
 
 const runs = Number(process.env["TINYAGENTS_PROPERTY_RUNS"] ?? 1000)
 const firstSeed = Number(process.env["TINYAGENTS_PROPERTY_SEED"] ?? 1)
 
-/** mulberry32: a small deterministic generator, so a seed replays a plan. */
-const random = (seed: number) => {
-  let a = seed >>> 0
-  const next = () => {
-    a = (a + 0x6D2B79F5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  const int = (min: number, max: number) => min + Math.floor(next() * (max - min + 1))
-  const pick = <A>(items: ReadonlyArray<A>): A => items[int(0, items.length - 1)]!
-  return { next, int, pick }
-}
 
 interface Plan {
   readonly seed: number

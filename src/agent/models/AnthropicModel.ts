@@ -8,7 +8,7 @@
  * rest of the request and response, errors, timeouts and retries. It does not
  * stream. Needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici`).
  */
-import { Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Duration, Effect, Layer, Redacted, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
 import { ChatModel, type ChatModelShape, type Message, type Request, type Response } from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
@@ -307,14 +307,11 @@ export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClien
 export const layerConfig = (
   options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
 ): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
-  Layer.unwrap(Effect.gen(function*() {
-    const apiKey = yield* ModelConfig.requiredSecret(provider, "ANTHROPIC_API_KEY", "your Anthropic API key")
-    const model = yield* ModelConfig.stringOr(provider, "ANTHROPIC_MODEL", options.model, "a model name, e.g. claude-sonnet-4-5")
-    const baseUrl = yield* ModelConfig.optionalUrl(provider, "ANTHROPIC_BASE_URL", "https://api.anthropic.com")
-    return layer({
-      ...options,
-      apiKey,
-      model,
-      ...(Option.isSome(baseUrl) ? { baseUrl: baseUrl.value } : {})
-    })
-  }))
+  Layer.unwrap(Effect.map(
+    ModelConfig.connection(provider, {
+      apiKey: { name: "ANTHROPIC_API_KEY", hint: "your Anthropic API key" },
+      model: { name: "ANTHROPIC_MODEL", hint: "a model name, e.g. claude-sonnet-4-5" },
+      baseUrl: { name: "ANTHROPIC_BASE_URL", example: "https://api.anthropic.com" }
+    }, options.model),
+    (connection) => layer({ ...options, ...connection })
+  ))

@@ -9,7 +9,7 @@
  * wrote it, malformed or not. Needs an `HttpClient` (e.g.
  * `NodeHttpClient.layerUndici` or `FetchHttpClient.layer`).
  */
-import { Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { Duration, Effect, Layer, Redacted, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
 import { ChatModel, type ChatModelShape, type Message, type Request, type Response } from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
@@ -259,14 +259,11 @@ export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClien
 export const layerConfig = (
   options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
 ): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
-  Layer.unwrap(Effect.gen(function*() {
-    const apiKey = yield* ModelConfig.requiredSecret(provider, "OPENAI_API_KEY", "your OpenAI API key")
-    const model = yield* ModelConfig.stringOr(provider, "OPENAI_MODEL", options.model, "a model name, e.g. gpt-4o-mini")
-    const baseUrl = yield* ModelConfig.optionalUrl(provider, "OPENAI_BASE_URL", "https://api.openai.com/v1")
-    return layer({
-      ...options,
-      apiKey,
-      model,
-      ...(Option.isSome(baseUrl) ? { baseUrl: baseUrl.value } : {})
-    })
-  }))
+  Layer.unwrap(Effect.map(
+    ModelConfig.connection(provider, {
+      apiKey: { name: "OPENAI_API_KEY", hint: "your OpenAI API key" },
+      model: { name: "OPENAI_MODEL", hint: "a model name, e.g. gpt-4o-mini" },
+      baseUrl: { name: "OPENAI_BASE_URL", example: "https://api.openai.com/v1" }
+    }, options.model),
+    (connection) => layer({ ...options, ...connection })
+  ))

@@ -74,3 +74,29 @@ export const optionalUrl = (
       ? Effect.succeed(Option.some(value.value.trim()))
       : Effect.fail(invalid(provider, variable, `expected an http(s) URL such as ${example}, got ${JSON.stringify(value.value)}`))
   })
+
+/** The variables one adapter reads, with what each should hold. */
+export interface Variables {
+  readonly apiKey: { readonly name: string; readonly hint: string }
+  readonly model: { readonly name: string; readonly hint: string }
+  readonly baseUrl: { readonly name: string; readonly example: string }
+}
+
+/**
+ * What an adapter's `layerConfig` reads: the key (`Redacted`), the model (the
+ * variable, else `model`), and the base URL when set.
+ */
+export const connection = (
+  provider: string,
+  variables: Variables,
+  model: string | undefined
+): Effect.Effect<
+  { readonly apiKey: Redacted.Redacted<string>; readonly model: string; readonly baseUrl?: string },
+  ModelConfigError
+> =>
+  Effect.gen(function*() {
+    const apiKey = yield* requiredSecret(provider, variables.apiKey.name, variables.apiKey.hint)
+    const chosen = yield* stringOr(provider, variables.model.name, model, variables.model.hint)
+    const baseUrl = yield* optionalUrl(provider, variables.baseUrl.name, variables.baseUrl.example)
+    return { apiKey, model: chosen, ...(Option.isSome(baseUrl) ? { baseUrl: baseUrl.value } : {}) }
+  })

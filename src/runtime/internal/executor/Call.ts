@@ -17,7 +17,7 @@ import * as ToolResult from "../../../contract/ToolResult.ts"
 import { redactAudit, redactCause, redactError, redactValue } from "../../../internal/redact.ts"
 import type * as Admission from "./Admission.ts"
 import * as CallState from "./CallState.ts"
-import type * as Idempotency from "./Idempotency.ts"
+import * as Idempotency from "./Idempotency.ts"
 import * as Invoke from "./Invoke.ts"
 import type * as Render from "./Render.ts"
 import type { Env, Reporter } from "./Reporter.ts"
@@ -180,19 +180,7 @@ export const make = (config: Config) => {
     const { entry, input } = admission.resolved
     const spec = entry.spec
     const startedAt = env.clock.currentTimeMillisUnsafe()
-    // The idempotency key, from the decoded input; a key function that throws (or returns no string) is a defect.
-    const keyOf = entry.tool.idempotency
-    let key: string | undefined
-    let keyDefect: ToolError.ToolDefect | undefined
-    if (keyOf !== undefined) {
-      try {
-        const computed: unknown = keyOf(input)
-        if (typeof computed === "string") key = computed
-        else throw new TypeError(`the idempotency key must be a string, got ${typeof computed}`)
-      } catch (defect) {
-        keyDefect = new ToolError.ToolDefect({ toolName: spec.name, cause: Cause.die(defect) })
-      }
-    }
+    const { key, defect: keyDefect } = Idempotency.keyOf(entry.tool, spec.name, input)
     const state = new CallState.CallState(call.id, spec.name, key, env.ctx.turn, config.runCancel.cancel)
     // 7-9: middleware around the handler (timeout, retries, exclusivity; a keyed call at most once), encode,
     // then redact or offload.

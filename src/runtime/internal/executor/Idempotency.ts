@@ -34,9 +34,10 @@
  * the store is the only coordination, and `KeyValueStore` has no
  * compare-and-set: two simultaneous *first* calls in two processes may both run.
  */
-import { Deferred, Effect, Exit, Option, Schema } from "effect"
+import { Cause, Deferred, Effect, Exit, Option, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { StoreRegistry } from "../../StoreRegistry.ts"
+import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type * as ToolResult from "../../../contract/ToolResult.ts"
@@ -111,6 +112,25 @@ const withoutStoredSecrets = (
 }
 
 /** The storage key of `key` for the tool `toolName`. */
+/**
+ * A call's idempotency key, computed once from its decoded input: the key, or (for a key
+ * function that throws or returns no string) the defect that fails the call.
+ */
+export const keyOf = (
+  tool: Tool.Any,
+  toolName: string,
+  input: unknown
+): { readonly key?: string; readonly defect?: ToolError.ToolDefect } => {
+  if (tool.idempotency === undefined) return {}
+  try {
+    const computed: unknown = tool.idempotency(input)
+    if (typeof computed === "string") return { key: computed }
+    throw new TypeError(`the idempotency key must be a string, got ${typeof computed}`)
+  } catch (defect) {
+    return { defect: new ToolError.ToolDefect({ toolName, cause: Cause.die(defect) }) }
+  }
+}
+
 export const storageKey = (toolName: string, key: string): string => `${toolName}/${key}`
 
 export const make = (config: Config) => {
