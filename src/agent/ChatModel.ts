@@ -1,11 +1,12 @@
 /**
  * The model an agent talks to, as a service: given provider-neutral messages
  * and the tool specs advertised this turn, it returns an assistant message
- * (text and/or tool calls) and token usage. This module owns the message types,
- * the service, and the scripted model used by tests and the offline demo; HTTP
- * adapters live in `src/models/`.
+ * (text and/or tool calls) and token usage, whole (`generate`) or as a stream
+ * of parts (`stream`). This module owns the message types, the service, and
+ * the scripted model used by tests and the offline demo; HTTP adapters live in
+ * `src/agent/models/`.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, Stream } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
@@ -29,27 +30,106 @@ export interface Request {
   readonly tools: ReadonlyArray<ToolSpec>
 }
 
+/** Why the model stopped: `stop` (a final answer), `tool_calls`, `length` (output token limit), `content_filter`, or `other`. */
+export type FinishReason = "stop" | "tool_calls" | "length" | "content_filter" | "other"
+
 export interface Response {
   readonly text: string
   readonly toolCalls: ReadonlyArray<ToolCall>
   readonly usage: Usage
+  /** Why the model stopped, when the provider says. */
+  readonly finishReason?: FinishReason
   /** Provider-executed (server-side) tool calls: reported, never executed locally. */
   readonly passthrough?: ReadonlyArray<unknown>
 }
 
+/**
+ * One part of a streamed answer, in arrival order. Text arrives as
+ * `TextDelta`s; a tool call as `ToolCallStarted`, zero or more
+ * `ToolCallDelta`s (raw argument text, possibly split anywhere), then one
+ * `ToolCall` with the assembled call once its arguments are complete (checked
+ * by the registry only then). The last part is always `Finished`, with the
+ * whole `Response` (the concatenated text, every assembled call, usage and
+ * finish reason): exactly what `generate` returns for the same answer.
+ */
+export type StreamPart =
+  | { readonly _tag: "TextDelta"; readonly text: string }
+  | { readonly _tag: "ToolCallStarted"; readonly id: string; readonly name: string }
+  | { readonly _tag: "ToolCallDelta"; readonly id: string; readonly argumentsDelta: string }
+  | { readonly _tag: "ToolCall"; readonly call: ToolCall }
+  | { readonly _tag: "Finished"; readonly response: Response }
+
 /** The model could not answer. `retryable` says whether asking again may help. */
 export class ChatModelError extends Data.TaggedError("ChatModelError")<{
-  readonly reason: "http" | "rate_limited" | "timeout" | "decode" | "script_exhausted" | "transport"
+  /**
+   * `http`: a non-success status; `rate_limited`: 429; `timeout`; `decode`: a body or stream event we
+   * cannot read; `provider`: an error the provider reported inside a stream; `transport`: the
+   * connection failed or the stream ended before its last event; `script_exhausted`: a scripted model ran out.
+   */
+  readonly reason: "http" | "rate_limited" | "timeout" | "decode" | "provider" | "script_exhausted" | "transport"
   readonly message: string
   readonly status?: number
   readonly retryable: boolean
 }> {}
 
 export interface ChatModelShape {
+  /** The whole answer. */
   readonly generate: (request: Request) => Effect.Effect<Response, ChatModelError>
+  /**
+   * The answer as it arrives, ending with `Finished`. Interrupting the stream
+   * (or stopping to read it) closes the underlying HTTP response.
+   */
+  readonly stream: (request: Request) => Stream.Stream<StreamPart, ChatModelError>
 }
 
 export class ChatModel extends Context.Service<ChatModel, ChatModelShape>()("tinyagents/ChatModel") {}
+
+/**
+ * The parts a whole response streams as: its text as one `TextDelta` (none when empty), each call as
+ * `ToolCallStarted`, one `ToolCallDelta` with its arguments as JSON text, and `ToolCall`; then `Finished`.
+ */
+export const partsOf = (response: Response): ReadonlyArray<StreamPart> => {
+  const parts: Array<StreamPart> = []
+  if (response.text !== "") parts.push({ _tag: "TextDelta", text: response.text })
+  for (const call of response.toolCalls) {
+    parts.push({ _tag: "ToolCallStarted", id: call.id, name: call.name })
+    const text = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments) ?? ""
+    if (text !== "") parts.push({ _tag: "ToolCallDelta", id: call.id, argumentsDelta: text })
+    parts.push({ _tag: "ToolCall", call })
+  }
+  parts.push({ _tag: "Finished", response })
+  return parts
+}
+
+/** The `Response` a stream finishes with; a stream that ends without `Finished` is a `transport` error. */
+export const collect = <R>(
+  stream: Stream.Stream<StreamPart, ChatModelError, R>
+): Effect.Effect<Response, ChatModelError, R> =>
+  Stream.runFold(stream, () => undefined as Response | undefined, (last, part) =>
+    part._tag === "Finished" ? part.response : last).pipe(
+      Effect.flatMap((response) =>
+        response === undefined
+          ? Effect.fail(
+            new ChatModelError({ reason: "transport", message: "the model's stream ended before it finished", retryable: true })
+          )
+          : Effect.succeed(response)
+      )
+    )
+
+/**
+ * A `ChatModelShape` from either operation: a missing `stream` streams the whole response (`partsOf`);
+ * a missing `generate` collects the stream (`collect`).
+ */
+export const make = (
+  operations:
+    | { readonly generate: ChatModelShape["generate"]; readonly stream?: ChatModelShape["stream"] }
+    | { readonly generate?: ChatModelShape["generate"]; readonly stream: ChatModelShape["stream"] }
+): ChatModelShape => {
+  const generate = operations.generate ?? ((request: Request) => collect(operations.stream!(request)))
+  const stream = operations.stream ??
+    ((request: Request) => Stream.fromIterableEffect(Effect.map(generate(request), partsOf)))
+  return { generate, stream }
+}
 
 /** Zero usage. */
 export const noUsage: Usage = { inputTokens: 0, outputTokens: 0 }
@@ -83,7 +163,7 @@ export const callTools = (
 export const scripted = (turns: ReadonlyArray<ScriptedTurn>): Layer.Layer<ChatModel> =>
   Layer.sync(ChatModel, () => {
     let next = 0
-    return {
+    return make({
       generate: (request) =>
         Effect.suspend(() => {
           const turn = turns[next++]
@@ -98,10 +178,10 @@ export const scripted = (turns: ReadonlyArray<ScriptedTurn>): Layer.Layer<ChatMo
           }
           return Effect.succeed(typeof turn === "function" ? turn(request) : turn)
         })
-    }
+    })
   })
 
 /** A model whose every answer is computed from the request. */
 export const fromFunction = (
   f: (request: Request) => Effect.Effect<Response, ChatModelError>
-): Layer.Layer<ChatModel> => Layer.succeed(ChatModel, { generate: f })
+): Layer.Layer<ChatModel> => Layer.succeed(ChatModel, make({ generate: f }))

@@ -29,6 +29,47 @@ import { StoreFailed } from "../contract/ToolError.ts"
 export interface StoreRegistryShape {
   /** The store called `name` (the same object for every use of a name). */
   readonly store: (name: string) => Effect.Effect<KeyValueStore.KeyValueStore, StoreFailed>
+  /**
+   * The claims of store `name`: atomic, expiring ownership of keys, shared by every user of the same
+   * backend (every process, for a shared database); in memory for backends that cannot share them.
+   */
+  readonly claims: (name: string) => Effect.Effect<Claims, StoreFailed>
+}
+
+/**
+ * Expiring, atomic ownership of keys (a lease): what `KeyValueStore` cannot do (it has no
+ * compare-and-set). The idempotency of keyed calls uses it so that two processes never apply one key.
+ */
+export interface Claims {
+  /**
+   * Takes `key` for `owner` for `lease` milliseconds, unless another owner holds an unexpired claim on it.
+   * `true` when `owner` now holds it (taking it again renews the lease). Atomic: of concurrent
+   * acquisitions of a free key, exactly one succeeds.
+   */
+  readonly acquire: (key: string, owner: string, lease: number) => Effect.Effect<boolean, StoreFailed>
+  /** Gives up `owner`'s claim on `key` (nothing when another owner holds it, or none does). */
+  readonly release: (key: string, owner: string) => Effect.Effect<void, StoreFailed>
+}
+
+/** Claims held in this process's memory (one per registry and store name), on the `Clock`. */
+export const memoryClaims = (): Claims => {
+  const held = new Map<string, { readonly owner: string; readonly until: number }>()
+  return {
+    acquire: (key, owner, lease) =>
+      Effect.clockWith((clock) =>
+        Effect.sync(() => {
+          const now = clock.currentTimeMillisUnsafe()
+          const current = held.get(key)
+          if (current !== undefined && current.owner !== owner && current.until > now) return false
+          held.set(key, { owner, until: now + lease })
+          return true
+        })
+      ),
+    release: (key, owner) =>
+      Effect.sync(() => {
+        if (held.get(key)?.owner === owner) held.delete(key)
+      })
+  }
 }
 
 export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryShape>()("tinyagents/StoreRegistry") {
@@ -159,7 +200,20 @@ const make = <E>(
           )
         )
       )
+    const claimsByName = new Map<string, Claims>()
     return {
+      claims: (name) =>
+        Effect.suspend(() => {
+          if (!storeName.test(name)) {
+            return Effect.fail(new StoreFailed({ store: name, operation: "open", cause: "invalid store name" }))
+          }
+          let claims = claimsByName.get(name)
+          if (claims === undefined) {
+            claims = memoryClaims()
+            claimsByName.set(name, claims)
+          }
+          return Effect.succeed(claims)
+        }),
       store: (name) =>
         Effect.suspend(() => {
           if (!storeName.test(name)) {

@@ -217,7 +217,8 @@ describe("idempotency keys", () => {
       const { charge, probe } = makeCharge()
       const registry = yield* ToolRegistry.make([charge])
       const broken = Layer.succeed(StoreRegistry.StoreRegistry, {
-        store: (name) => Effect.fail(new ToolError.StoreFailed({ store: name, operation: "open", cause: "disk gone" }))
+        store: (name) => Effect.fail(new ToolError.StoreFailed({ store: name, operation: "open", cause: "disk gone" })),
+        claims: (name) => Effect.fail(new ToolError.StoreFailed({ store: name, operation: "open", cause: "disk gone" }))
       })
       const error = yield* Effect.flip(
         Effect.flatMap(Executor.make(registry), (e) => e.run(call("c1", "charge_card", { requestId: "k", cents: 1 }))).pipe(

@@ -10,7 +10,7 @@
  */
 import { Duration, Effect, Layer, Redacted, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
-import { ChatModel, type ChatModelShape, type Message, type Request, type Response } from "../ChatModel.ts"
+import { ChatModel, type ChatModelShape, make as ChatModelMake, type Message, type Request, type Response } from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
 import * as Anthropic from "../../providers/Anthropic.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
@@ -282,14 +282,14 @@ export const make = (options: Options): Effect.Effect<ChatModelShape, never, Htt
         ? HttpChat.defaultMaxRetryAfter
         : Duration.fromInputUnsafe(options.maxRetryAfter)
     }
-    return {
+    return ChatModelMake({
       generate: (request) =>
         Effect.gen(function*() {
           const body = yield* Effect.fromResult(encodeRequest(options, request))
           const json = yield* HttpChat.postJson(client, post, body)
           return yield* Effect.fromResult(decodeResponse(json))
         }).pipe(Effect.withSpan("AnthropicModel.generate", { attributes: { model: options.model } }))
-    } satisfies ChatModelShape
+    })
   })
 
 /** A `ChatModel` layer; provide an `HttpClient` layer with it. */

@@ -11,7 +11,7 @@
  */
 import { Duration, Effect, Layer, type Redacted } from "effect"
 import { AiError, LanguageModel, type Prompt, type Response as AiResponse, Tool, Toolkit } from "effect/ai"
-import { ChatModel, ChatModelError, type ChatModelShape, type Message, type Request, type Response } from "../ChatModel.ts"
+import { ChatModel, ChatModelError, type ChatModelShape, make as ChatModelMake, type Message, type Request, type Response } from "../ChatModel.ts"
 import { imagesOf, textOf } from "../../providers/internal/content.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
@@ -243,9 +243,9 @@ export const fromLanguageModel = (
       Effect.mapError((error) => fromAiError(error, options.secrets))
     )
   }
-  return {
+  return ChatModelMake({
     generate: (request) => HttpChat.withPolicy(generate(request), policy).pipe(Effect.withSpan("LanguageModelBridge.generate"))
-  }
+  })
 }
 
 /** The bridge over the current `LanguageModel`. */
