@@ -5,17 +5,30 @@
  * as one user message with the `tool_result` blocks first), and the `Message`
  * it gets back into a `Response`. Tool definitions, `tool_use` blocks and the
  * `tool_result` message come from `providers/Anthropic`; this module owns the
- * rest of the request and response, errors, timeouts and retries. It does not
- * stream. Needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici`).
+ * rest of the request and response, errors, timeouts and retries. `stream`
+ * asks for server-sent events (`stream: true`) and assembles each `tool_use`
+ * block from its `input_json_delta`s (`internal/anthropicStream`). Needs an
+ * `HttpClient` (e.g. `NodeHttpClient.layerUndici`).
  */
-import { Duration, Effect, Layer, Redacted, Result, Schema } from "effect"
+import { Duration, Effect, Layer, Redacted, Result, Schema, Stream } from "effect"
 import { HttpClient } from "effect/http"
-import { ChatModel, type ChatModelShape, make as ChatModelMake, type Message, type Request, type Response } from "../ChatModel.ts"
+import {
+  ChatModel,
+  type ChatModelShape,
+  type FinishReason,
+  make as ChatModelMake,
+  type Message,
+  type Request,
+  type Response,
+  type StreamPart
+} from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
 import * as Anthropic from "../../providers/Anthropic.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
 import * as ModelConfig from "./internal/config.ts"
+import * as AnthropicStream from "./internal/anthropicStream.ts"
 import * as HttpChat from "./internal/httpChat.ts"
+import * as HttpStream from "./internal/httpStream.ts"
 import { inCallOrder } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
 
@@ -43,7 +56,7 @@ export interface Options {
   readonly baseUrl?: string
   /** `max_tokens` of every request. Default 4096. */
   readonly maxTokens?: number
-  /** Per attempt. Default 60 seconds. */
+  /** Per attempt; when streaming, for the response headers and then for each read of the body. Default 60 seconds. */
   readonly timeout?: Duration.Input
   /**
    * Which failures to ask again, and when. Only retryable errors (429, 408,
@@ -194,6 +207,7 @@ const Tokens = Schema.optionalKey(Schema.NullOr(Schema.Number))
 
 const MessageBody = Schema.Struct({
   content: Schema.Array(Schema.Unknown),
+  stop_reason: Schema.optionalKey(Schema.NullOr(Schema.String)),
   usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({
     input_tokens: Tokens,
     output_tokens: Tokens,
@@ -212,10 +226,35 @@ const ToolUseBlock = Schema.Struct({
 })
 
 /**
+ * The `FinishReason` of a `stop_reason`: `end_turn`, `stop_sequence` are `stop`, `tool_use` is
+ * `tool_calls`, `max_tokens` and `model_context_window_exceeded` are `length`, `refusal` is
+ * `content_filter`, others (`pause_turn`, ...) `other`.
+ */
+export const finishReasonOf = (reason: string | null | undefined): FinishReason | undefined => {
+  switch (reason) {
+    case undefined:
+    case null:
+      return undefined
+    case "end_turn":
+    case "stop_sequence":
+      return "stop"
+    case "tool_use":
+      return "tool_calls"
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "length"
+    case "refusal":
+      return "content_filter"
+    default:
+      return "other"
+  }
+}
+
+/**
  * The `Response` for a `Message` body: its text blocks joined, its
  * `tool_use` blocks as calls (`input` passed through as the object it is),
  * server tool blocks as passthrough, and usage (input counts cached tokens
- * too: `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`).
+ * too: `input_tokens + cache_creation_input_tokens + cache_read_input_tokens`), and the finish reason.
  */
 export const decodeResponse = (body: unknown): Result.Result<Response, ChatModelError> => {
   const decoded = Schema.decodeUnknownResult(MessageBody)(body)
@@ -236,6 +275,7 @@ export const decodeResponse = (body: unknown): Result.Result<Response, ChatModel
   }
   const calls = Anthropic.toolCalls(blocks)
   const usage = decoded.success.usage
+  const finishReason = finishReasonOf(decoded.success.stop_reason)
   return Result.succeed({
     text: text.join(""),
     toolCalls: calls.calls,
@@ -244,6 +284,7 @@ export const decodeResponse = (body: unknown): Result.Result<Response, ChatModel
         (usage?.cache_read_input_tokens ?? 0),
       outputTokens: usage?.output_tokens ?? 0
     },
+    ...(finishReason === undefined ? {} : { finishReason }),
     ...(calls.passthrough.length === 0 ? {} : { passthrough: calls.passthrough })
   })
 }
@@ -282,13 +323,22 @@ export const make = (options: Options): Effect.Effect<ChatModelShape, never, Htt
         ? HttpChat.defaultMaxRetryAfter
         : Duration.fromInputUnsafe(options.maxRetryAfter)
     }
+    const stream = (request: Request): Stream.Stream<StreamPart, ChatModelError> =>
+      Stream.unwrap(Effect.map(Effect.fromResult(encodeRequest(options, request)), (body) =>
+        HttpStream.postSse(
+          client,
+          { ...post, whole: decodeResponse },
+          { ...body, stream: true },
+          AnthropicStream.decoder(decodeResponse)
+        ))).pipe(Stream.withSpan("AnthropicModel.stream", { attributes: { model: options.model } }))
     return ChatModelMake({
       generate: (request) =>
         Effect.gen(function*() {
           const body = yield* Effect.fromResult(encodeRequest(options, request))
           const json = yield* HttpChat.postJson(client, post, body)
           return yield* Effect.fromResult(decodeResponse(json))
-        }).pipe(Effect.withSpan("AnthropicModel.generate", { attributes: { model: options.model } }))
+        }).pipe(Effect.withSpan("AnthropicModel.generate", { attributes: { model: options.model } })),
+      stream
     })
   })
 

@@ -6,12 +6,24 @@
  * the model's calls come back unexecuted and undecoded, and they become
  * `ToolCall`s for the registry to check. The transcript becomes a `Prompt`
  * (tool results as `tool-result` parts). Errors (`AiError`) become
- * `ChatModelError`s. Streaming, approvals and structured output are not
- * bridged.
+ * `ChatModelError`s. `stream` runs `streamText` the same way and maps its
+ * parts (`text-delta`, `tool-params-*`, `tool-call`, `finish`, `error`) to
+ * `StreamPart`s. Approvals and structured output are not bridged.
  */
-import { Duration, Effect, Layer, type Redacted } from "effect"
+import { Duration, Effect, Layer, type Redacted, Stream } from "effect"
 import { AiError, LanguageModel, type Prompt, type Response as AiResponse, Tool, Toolkit } from "effect/ai"
-import { ChatModel, ChatModelError, type ChatModelShape, make as ChatModelMake, type Message, type Request, type Response } from "../ChatModel.ts"
+import {
+  ChatModel,
+  ChatModelError,
+  type ChatModelShape,
+  type FinishReason,
+  make as ChatModelMake,
+  type Message,
+  type Request,
+  type Response,
+  type StreamPart,
+  type Usage
+} from "../ChatModel.ts"
 import { imagesOf, textOf } from "../../providers/internal/content.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
@@ -32,10 +44,10 @@ export interface Options {
   readonly secrets?: ReadonlyArray<Redacted.Redacted<string>>
   /** `toolChoice` of every request. Default `"auto"`. */
   readonly toolChoice?: "auto" | "none" | "required"
-  /** Per attempt. Default: none (the provider client's own). */
+  /** Per attempt; when streaming, between parts. Default: none (the provider client's own). */
   readonly timeout?: Duration.Input
   /**
-   * Which failures to ask again: retryable `AiError`s only, never sooner than
+   * Which failures to ask again (a stream only before its first part: nothing is re-sent): retryable `AiError`s only, never sooner than
    * their `retryAfter`. Default `false` (provider clients usually retry
    * themselves); `OpenAiChatModel.defaultRetry` is a sensible choice.
    */
@@ -134,35 +146,150 @@ export const toPrompt = (messages: ReadonlyArray<Message>): Array<Prompt.Message
 // response
 // ---------------------------------------------------------------------------
 
+/** The `FinishReason` of an `effect/ai` finish reason (`tool-calls` is `tool_calls`, ...). */
+export const finishReasonOf = (reason: AiResponse.FinishReason): FinishReason => {
+  switch (reason) {
+    case "stop":
+    case "length":
+      return reason
+    case "tool-calls":
+      return "tool_calls"
+    case "content-filter":
+      return "content_filter"
+    default:
+      return "other"
+  }
+}
+
+/** What a response is made of, as parts arrive. */
+class Gathered {
+  readonly text: Array<string> = []
+  readonly toolCalls: Array<ToolCall> = []
+  readonly passthrough: Array<unknown> = []
+  usage: Usage = { inputTokens: 0, outputTokens: 0 }
+  finishReason: FinishReason | undefined = undefined
+  finished = false
+
+  finish(part: AiResponse.FinishPart): void {
+    this.finished = true
+    this.usage = { inputTokens: part.usage.inputTokens.total ?? 0, outputTokens: part.usage.outputTokens.total ?? 0 }
+    this.finishReason = finishReasonOf(part.reason)
+  }
+
+  response(): Response {
+    return {
+      text: this.text.join(""),
+      toolCalls: this.toolCalls,
+      usage: this.usage,
+      ...(this.finishReason === undefined ? {} : { finishReason: this.finishReason }),
+      ...(this.passthrough.length === 0 ? {} : { passthrough: this.passthrough })
+    }
+  }
+}
+
 /**
  * The `Response` for the parts `generateText` returned: text parts joined,
  * client-side `tool-call` parts as `ToolCall`s (parameters exactly as the
  * provider decoded them), provider-executed calls and their results as
- * passthrough, usage from the `finish` part (0 when absent).
+ * passthrough, usage and finish reason from the `finish` part (0 and none when absent).
  */
 export const fromParts = (parts: ReadonlyArray<AiResponse.AllParts<Record<string, Tool.Any>>>): Response => {
-  const text: Array<string> = []
-  const toolCalls: Array<ToolCall> = []
-  const passthrough: Array<unknown> = []
-  let usage = { inputTokens: 0, outputTokens: 0 }
+  const gathered = new Gathered()
   for (const part of parts) {
-    if (part.type === "text") text.push(part.text)
+    if (part.type === "text") gathered.text.push(part.text)
     else if (part.type === "tool-call") {
-      if (part.providerExecuted) passthrough.push(part)
-      else toolCalls.push({ id: part.id, name: part.name, arguments: part.params })
-    } else if (part.type === "tool-result") passthrough.push(part)
-    else if (part.type === "finish") {
-      usage = {
-        inputTokens: part.usage.inputTokens.total ?? 0,
-        outputTokens: part.usage.outputTokens.total ?? 0
+      if (part.providerExecuted) gathered.passthrough.push(part)
+      else gathered.toolCalls.push({ id: part.id, name: part.name, arguments: part.params })
+    } else if (part.type === "tool-result") gathered.passthrough.push(part)
+    else if (part.type === "finish") gathered.finish(part)
+  }
+  return gathered.response()
+}
+
+/**
+ * The `StreamPart`s of a `streamText` stream: `text-delta` as `TextDelta`,
+ * client-side `tool-params-start` / `-delta` as `ToolCallStarted` /
+ * `ToolCallDelta`, each client-side `tool-call` as `ToolCall` (after a
+ * `ToolCallStarted` when the provider sent no params parts), and `Finished`
+ * (the response `fromParts` would make) when the stream ends after its
+ * `finish` part. An `error` part is a `provider` error; a stream ending
+ * without `finish` was cut.
+ */
+export const fromStreamParts = <E>(
+  parts: Stream.Stream<AiResponse.StreamPart<Record<string, Tool.Any>, "deferred">, E>,
+  secrets: ReadonlyArray<Redacted.Redacted<string>> = []
+): Stream.Stream<StreamPart, E | ChatModelError> =>
+  Stream.suspend(() => {
+    const gathered = new Gathered()
+    const started = new Set<string>()
+    const map = (part: AiResponse.StreamPart<Record<string, Tool.Any>, "deferred">): Effect.Effect<ReadonlyArray<StreamPart>, ChatModelError> => {
+      switch (part.type) {
+        case "text-delta":
+          gathered.text.push(part.delta)
+          return Effect.succeed(part.delta === "" ? [] : [{ _tag: "TextDelta", text: part.delta }])
+        case "tool-params-start":
+          if (part.providerExecuted) return Effect.succeed([])
+          started.add(part.id)
+          return Effect.succeed([{ _tag: "ToolCallStarted", id: part.id, name: part.name }])
+        case "tool-params-delta":
+          return Effect.succeed(
+            started.has(part.id) && part.delta !== "" ? [{ _tag: "ToolCallDelta", id: part.id, argumentsDelta: part.delta }] : []
+          )
+        case "tool-call": {
+          if (part.providerExecuted) {
+            gathered.passthrough.push(part)
+            return Effect.succeed([])
+          }
+          const call: ToolCall = { id: part.id, name: part.name, arguments: part.params }
+          gathered.toolCalls.push(call)
+          const start: ReadonlyArray<StreamPart> = started.has(part.id)
+            ? []
+            : [{ _tag: "ToolCallStarted", id: part.id, name: part.name }]
+          return Effect.succeed([...start, { _tag: "ToolCall", call }])
+        }
+        case "tool-result":
+          gathered.passthrough.push(part)
+          return Effect.succeed([])
+        case "finish":
+          gathered.finish(part)
+          return Effect.succeed([])
+        case "error":
+          return Effect.fail(
+            new ChatModelError({
+              reason: "provider",
+              message: HttpChat.scrub(`language-model: stream error: ${describe(part.error)}`, secrets),
+              retryable: false
+            })
+          )
+        default:
+          return Effect.succeed([])
       }
     }
-  }
-  return {
-    text: text.join(""),
-    toolCalls,
-    usage,
-    ...(passthrough.length === 0 ? {} : { passthrough })
+    const end = Effect.suspend((): Effect.Effect<ReadonlyArray<StreamPart>, ChatModelError> =>
+      gathered.finished
+        ? Effect.succeed([{ _tag: "Finished", response: gathered.response() }])
+        : Effect.fail(
+          new ChatModelError({
+            reason: "transport",
+            message: "language-model: the stream ended before its finish part",
+            retryable: true
+          })
+        )
+    )
+    return parts.pipe(
+      Stream.mapEffect(map),
+      Stream.concat(Stream.fromEffect(end)),
+      Stream.flattenIterable
+    )
+  })
+
+const describe = (error: unknown): string => {
+  if (error instanceof Error) return error.message
+  if (typeof error === "string") return error
+  try {
+    return JSON.stringify(error) ?? String(error)
+  } catch {
+    return String(error)
   }
 }
 
@@ -243,8 +370,33 @@ export const fromLanguageModel = (
       Effect.mapError((error) => fromAiError(error, options.secrets))
     )
   }
+  const stream = (request: Request): Stream.Stream<StreamPart, ChatModelError> => {
+    const prompt = toPrompt(request.messages)
+    const toolChoice = options.toolChoice ?? "auto"
+    const parts = request.tools.length === 0
+      ? model.streamText({ prompt, toolChoice, toolCallValidation: "deferred", disableToolCallResolution: true })
+      : model.streamText({
+        prompt,
+        toolChoice,
+        toolkit: Toolkit.make(...toTools(request.tools)),
+        disableToolCallResolution: true,
+        toolCallValidation: "deferred"
+      })
+    const mapped = fromStreamParts(
+      (parts as Stream.Stream<AiResponse.StreamPart<Record<string, Tool.Any>, "deferred">, AiError.AiError>).pipe(
+        Stream.mapError((error) => fromAiError(error, options.secrets))
+      ),
+      options.secrets
+    )
+    const timeout = policy.timeout
+    const bounded = timeout === undefined ? mapped : mapped.pipe(
+      Stream.timeoutOrElse({ duration: timeout, orElse: () => Stream.fail(HttpChat.timeoutError(policy.provider, timeout)) })
+    )
+    return HttpChat.retryBeforeFirst(bounded, policy).pipe(Stream.withSpan("LanguageModelBridge.stream"))
+  }
   return ChatModelMake({
-    generate: (request) => HttpChat.withPolicy(generate(request), policy).pipe(Effect.withSpan("LanguageModelBridge.generate"))
+    generate: (request) => HttpChat.withPolicy(generate(request), policy).pipe(Effect.withSpan("LanguageModelBridge.generate")),
+    stream
   })
 }
 

@@ -4,19 +4,23 @@
  * `messages`, `tools`), and the completion's first choice into a `Response`.
  * Tool definitions, tool calls and tool messages come from
  * `providers/OpenAiChat`; this module owns the rest of the request and
- * response, errors, timeouts and retries. It does not stream, and it never
- * parses tool arguments: the JSON text goes to the registry as the model
- * wrote it, malformed or not. Needs an `HttpClient` (e.g.
- * `NodeHttpClient.layerUndici` or `FetchHttpClient.layer`).
+ * response, errors, timeouts and retries. `stream` asks for server-sent
+ * events (`stream: true`, usage included) and assembles tool calls from their
+ * deltas (`internal/openAiChatStream`). It never parses tool arguments: the
+ * JSON text goes to the registry as the model wrote it, malformed or not.
+ * Needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici` or
+ * `FetchHttpClient.layer`).
  */
-import { Duration, Effect, Layer, Redacted, Result, Schema } from "effect"
+import { Duration, Effect, Layer, Redacted, Result, Schema, Stream } from "effect"
 import { HttpClient } from "effect/http"
-import { ChatModel, type ChatModelShape, make as ChatModelMake, type Message, type Request, type Response } from "../ChatModel.ts"
+import { ChatModel, type ChatModelShape, type FinishReason, make as ChatModelMake, type Message, type Request, type Response, type StreamPart } from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
 import * as OpenAiChat from "../../providers/OpenAiChat.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
 import * as ModelConfig from "./internal/config.ts"
 import * as HttpChat from "./internal/httpChat.ts"
+import * as HttpStream from "./internal/httpStream.ts"
+import * as OpenAiChatStream from "./internal/openAiChatStream.ts"
 import { inCallOrder } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
 
@@ -35,7 +39,7 @@ export interface Options {
   readonly model: string
   /** Default `https://api.openai.com/v1`; any OpenAI-compatible server works. */
   readonly baseUrl?: string
-  /** Per attempt. Default 60 seconds. */
+  /** Per attempt; when streaming, for the response headers and then for each read of the body. Default 60 seconds. */
   readonly timeout?: Duration.Input
   /**
    * Which failures to ask again, and when. Only retryable errors (429, 408,
@@ -160,13 +164,32 @@ const Completion = Schema.Struct({
       content: Schema.optionalKey(Schema.NullOr(Schema.String)),
       refusal: Schema.optionalKey(Schema.NullOr(Schema.String)),
       tool_calls: Schema.optionalKey(Schema.NullOr(Schema.Array(Schema.Unknown)))
-    })
+    }),
+    finish_reason: Schema.optionalKey(Schema.NullOr(Schema.String))
   })),
   usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({
     prompt_tokens: Schema.optionalKey(Schema.NullOr(Schema.Number)),
     completion_tokens: Schema.optionalKey(Schema.NullOr(Schema.Number))
   })))
 })
+
+/** The `FinishReason` of a choice's `finish_reason` (`function_call`, the legacy name, is `tool_calls`). */
+export const finishReasonOf = (reason: string | null | undefined): FinishReason | undefined => {
+  switch (reason) {
+    case undefined:
+    case null:
+      return undefined
+    case "stop":
+    case "length":
+    case "content_filter":
+    case "tool_calls":
+      return reason
+    case "function_call":
+      return "tool_calls"
+    default:
+      return "other"
+  }
+}
 
 const typeOf = (value: unknown): unknown =>
   typeof value === "object" && value !== null ? (value as Record<string, unknown>).type : undefined
@@ -175,7 +198,7 @@ const typeOf = (value: unknown): unknown =>
  * The `Response` for a `ChatCompletion` body: the first choice's text (or
  * refusal), its function calls with the argument text untouched (strict-mode
  * nulls for optional properties become absent keys when `specs` are given),
- * custom and unknown tool calls as passthrough, and usage.
+ * custom and unknown tool calls as passthrough, usage, and the finish reason.
  */
 export const decodeResponse = (
   body: unknown,
@@ -207,10 +230,12 @@ export const decodeResponse = (
   )
   const passthrough = [...calls.passthrough, ...unknown]
   const usage = decoded.success.usage
+  const finishReason = finishReasonOf(choice.finish_reason)
   return Result.succeed({
     text: choice.message.content ?? choice.message.refusal ?? "",
     toolCalls: calls.calls,
     usage: { inputTokens: usage?.prompt_tokens ?? 0, outputTokens: usage?.completion_tokens ?? 0 },
+    ...(finishReason === undefined ? {} : { finishReason }),
     ...(passthrough.length === 0 ? {} : { passthrough })
   })
 }
@@ -234,13 +259,28 @@ export const make = (options: Options): Effect.Effect<ChatModelShape, never, Htt
         ? HttpChat.defaultMaxRetryAfter
         : Duration.fromInputUnsafe(options.maxRetryAfter)
     }
+    const specsOf = (request: Request) => options.strict === false ? undefined : request.tools
+    const stream = (request: Request): Stream.Stream<StreamPart, ChatModelError> =>
+      Stream.unwrap(Effect.map(Effect.fromResult(encodeRequest(options, request)), (body) => {
+        const specs = specsOf(request)
+        return HttpStream.postSse(
+          client,
+          { ...post, whole: (json) => decodeResponse(json, specs) },
+          { ...body, stream: true, stream_options: { include_usage: true } },
+          OpenAiChatStream.decoder({
+            response: (completion) => decodeResponse(completion, specs),
+            call: (call) => OpenAiChat.toolCalls({ role: "assistant", content: null, tool_calls: [call] }, specs === undefined ? {} : { specs }).calls[0]!
+          })
+        )
+      })).pipe(Stream.withSpan("OpenAiChatModel.stream", { attributes: { model: options.model } }))
     return ChatModelMake({
       generate: (request) =>
         Effect.gen(function*() {
           const body = yield* Effect.fromResult(encodeRequest(options, request))
           const json = yield* HttpChat.postJson(client, post, body)
-          return yield* Effect.fromResult(decodeResponse(json, options.strict === false ? undefined : request.tools))
-        }).pipe(Effect.withSpan("OpenAiChatModel.generate", { attributes: { model: options.model } }))
+          return yield* Effect.fromResult(decodeResponse(json, specsOf(request)))
+        }).pipe(Effect.withSpan("OpenAiChatModel.generate", { attributes: { model: options.model } })),
+      stream
     })
   })
 

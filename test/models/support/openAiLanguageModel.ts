@@ -5,7 +5,8 @@
  * toolkit's tools become `tools` (from `Tool.getJsonSchema`), the completion
  * becomes encoded response parts, and HTTP failures become `AiError`s. Like
  * a provider under `toolCallValidation: "deferred"`, it passes argument text
- * that is not JSON through unparsed. Test support for the bridge only.
+ * that is not JSON through unparsed. `streamText` plays the same answer as
+ * stream parts (text as one delta). Test support for the bridge only.
  */
 import { Duration, Effect, Layer, Redacted, Stream } from "effect"
 import { AiError, LanguageModel, Prompt, type Response, Tool } from "effect/ai"
@@ -83,8 +84,7 @@ export const layer = (origin: string, apiKey: Redacted.Redacted<string>) =>
     LanguageModel.LanguageModel,
     Effect.gen(function*() {
       const client = yield* HttpClient.HttpClient
-      return yield* LanguageModel.make({
-        generateText: (options) =>
+      const generateText = (options: LanguageModel.ProviderOptions) =>
           Effect.gen(function*() {
             const body = {
               model: "gpt-4o-mini",
@@ -147,9 +147,22 @@ export const layer = (origin: string, apiKey: Redacted.Redacted<string>) =>
               }
             })
             return parts
-          }),
-        streamText: () =>
-          Stream.fail(aiError("streamText", new AiError.InvalidUserInputError({ description: "not supported" })))
+          })
+      return yield* LanguageModel.make({
+        generateText,
+        streamText: (options) =>
+          Stream.fromIterableEffect(Effect.map(generateText(options), (parts) =>
+            parts.flatMap((part): ReadonlyArray<Response.StreamPartEncoded> =>
+              part.type === "text"
+                ? [
+                  { type: "text-start", id: "text-0" },
+                  { type: "text-delta", id: "text-0", delta: part.text },
+                  { type: "text-end", id: "text-0" }
+                ]
+                : part.type === "tool-call" || part.type === "finish"
+                ? [part]
+                : []
+            )))
       })
     })
   )

@@ -7,7 +7,7 @@
  * retries that honour `retry-after`) that the bridge uses too. It knows
  * nothing about any provider's message format.
  */
-import { Clock, Duration, Effect, Redacted, Schedule } from "effect"
+import { Clock, Duration, Effect, Redacted, Schedule, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
 import { ChatModelError } from "../../ChatModel.ts"
@@ -78,7 +78,7 @@ const credentialHeaders: ReadonlySet<string> = new Set(["authorization", "x-api-
  * Every value a message must not quote: the adapter's secrets, and the values of its credential
  * headers (`Authorization`, `x-api-key`, ...), with the token of an `Authorization: <scheme> <token>`.
  */
-const secretsOf = (options: PostOptions): ReadonlyArray<Redacted.Redacted<string>> => {
+export const secretsOf = (options: PostOptions): ReadonlyArray<Redacted.Redacted<string>> => {
   const out = [...options.secrets]
   for (const [name, value] of Object.entries(options.headers)) {
     if (!credentialHeaders.has(name.toLowerCase()) || value.trim() === "") continue
@@ -89,7 +89,8 @@ const secretsOf = (options: PostOptions): ReadonlyArray<Redacted.Redacted<string
   return out
 }
 
-const truncate = (text: string, max = 300): string => text.length > max ? `${text.slice(0, max)}...` : text
+/** `text` cut to `max` characters (with `...`). */
+export const truncate = (text: string, max = 300): string => text.length > max ? `${text.slice(0, max)}...` : text
 
 const parseJson = (text: string): { readonly ok: true; readonly value: unknown } | { readonly ok: false } => {
   try {
@@ -172,14 +173,16 @@ const statusError = (
   return new ChatModelError({ reason: "http", message, status, retryable: status === 409 || status >= 500 })
 }
 
-const transportError = (options: PostOptions, cause: { readonly message: string }): ChatModelError =>
+/** The connection failed (or broke): retryable, the cause's message scrubbed. */
+export const transportError = (options: PostOptions, cause: { readonly message: string }): ChatModelError =>
   new ChatModelError({
     reason: "transport",
     message: scrub(`${options.provider}: request failed: ${cause.message}`, secretsOf(options)),
     retryable: true
   })
 
-const timeoutError = (provider: string, timeout: Duration.Duration): ChatModelError =>
+/** Nothing arrived within `timeout`: retryable. */
+export const timeoutError = (provider: string, timeout: Duration.Duration): ChatModelError =>
   new ChatModelError({
     reason: "timeout",
     message: `${provider}: no answer within ${Duration.format(timeout)}`,
@@ -191,6 +194,38 @@ const bodyText = (
   response: HttpClientResponse.HttpClientResponse
 ): Effect.Effect<string, ChatModelError> => Effect.mapError(response.text, (cause) => transportError(options, cause))
 
+/**
+ * Sends `request` and returns a 2xx response unread (its body is the caller's to read or stream);
+ * any other status is read and failed as the `ChatModelError` it stands for, with its `retry-after`.
+ */
+export const send = (
+  client: HttpClient.HttpClient,
+  options: PostOptions,
+  request: HttpClientRequest.HttpClientRequest
+): Effect.Effect<HttpClientResponse.HttpClientResponse, ChatModelError> =>
+  Effect.gen(function*() {
+    const response = yield* Effect.mapError(client.execute(request), (cause) => transportError(options, cause))
+    if (response.status >= 200 && response.status < 300) return response
+    const text = yield* bodyText(options, response)
+    const error = statusError(options, response.status, text)
+    const wait = error.retryable ? parseRetryAfter(response.headers, yield* Clock.currentTimeMillis) : undefined
+    return yield* withRetryAfter(error, wait)
+  })
+
+/** A 2xx body as JSON; text that is not JSON is a `decode` error quoting (scrubbed) its start. */
+export const parseBody = (options: PostOptions, status: number, text: string): Effect.Effect<unknown, ChatModelError> => {
+  const parsed = parseJson(text)
+  if (parsed.ok) return Effect.succeed(parsed.value)
+  return Effect.fail(
+    new ChatModelError({
+      reason: "decode",
+      message: `${options.provider}: the response body is not JSON: ${truncate(scrub(text, secretsOf(options)).trim(), 200)}`,
+      status,
+      retryable: false
+    })
+  )
+}
+
 /** One attempt: send, read the whole body, classify. */
 const attempt = (
   client: HttpClient.HttpClient,
@@ -198,21 +233,9 @@ const attempt = (
   request: HttpClientRequest.HttpClientRequest
 ): Effect.Effect<unknown, ChatModelError> =>
   Effect.gen(function*() {
-    const response = yield* Effect.mapError(client.execute(request), (cause) => transportError(options, cause))
+    const response = yield* send(client, options, request)
     const text = yield* bodyText(options, response)
-    if (response.status >= 200 && response.status < 300) {
-      const parsed = parseJson(text)
-      if (parsed.ok) return parsed.value
-      return yield* new ChatModelError({
-        reason: "decode",
-        message: `${options.provider}: the response body is not JSON: ${truncate(scrub(text, secretsOf(options)).trim(), 200)}`,
-        status: response.status,
-        retryable: false
-      })
-    }
-    const error = statusError(options, response.status, text)
-    const wait = error.retryable ? parseRetryAfter(response.headers, yield* Clock.currentTimeMillis) : undefined
-    return yield* withRetryAfter(error, wait)
+    return yield* parseBody(options, response.status, text)
   })
 
 /**
@@ -262,12 +285,12 @@ export const withPolicy = <A>(
   return policy.retry === false ? logged : Effect.retry(logged, honouring(policy.retry, policy.maxRetryAfter))
 }
 
-/** POSTs `body` as JSON and returns the parsed 2xx body, retrying as `options.retry` says. */
-export const postJson = (
-  client: HttpClient.HttpClient,
+/** The POST of `body` as JSON to `options.url`, accepting `accept`; fails (never sent) when `body` is not serialisable. */
+export const jsonRequest = (
   options: PostOptions,
-  body: unknown
-): Effect.Effect<unknown, ChatModelError> =>
+  body: unknown,
+  accept: string = "application/json"
+): Effect.Effect<HttpClientRequest.HttpClientRequest, ChatModelError> =>
   Effect.suspend(() => {
     let json: string
     try {
@@ -281,13 +304,52 @@ export const postJson = (
         })
       )
     }
-    const request = HttpClientRequest.post(options.url).pipe(
+    return Effect.succeed(HttpClientRequest.post(options.url).pipe(
       HttpClientRequest.setHeaders(options.headers),
-      HttpClientRequest.acceptJson,
+      HttpClientRequest.setHeader("accept", accept),
       HttpClientRequest.bodyText(json, "application/json")
-    )
-    return withPolicy(attempt(client, options, request), options)
+    ))
   })
+
+/**
+ * Runs `stream` under `policy`'s retries, but only until its first element:
+ * a failure before anything was delivered is logged and asked again as the
+ * policy says; once an element went out, a failure ends the stream (nothing
+ * is ever re-sent). No per-attempt timeout: the caller bounds reads.
+ */
+export const retryBeforeFirst = <A>(
+  stream: Stream.Stream<A, ChatModelError>,
+  policy: AttemptPolicy
+): Stream.Stream<A, ChatModelError> => {
+  const retry = policy.retry
+  if (retry === false) return stream
+  return Stream.suspend(() => {
+    let delivered = false
+    return stream.pipe(
+      Stream.tap(() => Effect.sync(() => (delivered = true))),
+      Stream.tapError((error) =>
+        delivered ? Effect.void : Effect.logWarning("chat model request failed").pipe(
+          Effect.annotateLogs({
+            provider: policy.provider,
+            reason: error.reason,
+            status: error.status ?? "none",
+            retryable: error.retryable,
+            error: error.message
+          })
+        )
+      ),
+      Stream.retry(honouring(retry, policy.maxRetryAfter).pipe(Schedule.while(() => !delivered)))
+    )
+  })
+}
+
+/** POSTs `body` as JSON and returns the parsed 2xx body, retrying as `options.retry` says. */
+export const postJson = (
+  client: HttpClient.HttpClient,
+  options: PostOptions,
+  body: unknown
+): Effect.Effect<unknown, ChatModelError> =>
+  Effect.flatMap(jsonRequest(options, body), (request) => withPolicy(attempt(client, options, request), options))
 
 /** A request the adapter refused to send (the tools cannot be exported, ...): never retried. */
 export const requestError = (provider: string, message: string): ChatModelError =>

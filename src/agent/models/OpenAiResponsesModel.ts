@@ -1,0 +1,296 @@
+/**
+ * OpenAI Responses as a `ChatModel`: it turns the transcript into
+ * `POST {baseUrl}/responses` (bearer key, `model`, `input` items: role
+ * messages, `function_call` items for earlier calls and
+ * `function_call_output` items for their results, flat function `tools`),
+ * and the `Response` object it gets back into a `Response`. `stream` asks
+ * for server-sent events (`stream: true`) and reads `response.*` events
+ * (`internal/responsesStream`). Tool definitions, calls and outputs come
+ * from `providers/OpenAiResponses`; argument text goes to the registry as the
+ * model wrote it. Reasoning items are not sent back (each request carries
+ * the transcript, not a `previous_response_id`). Needs an `HttpClient`.
+ */
+import { Duration, Effect, Layer, Redacted, Result, Schema, Stream } from "effect"
+import { HttpClient } from "effect/http"
+import {
+  ChatModel,
+  ChatModelError,
+  type ChatModelShape,
+  type FinishReason,
+  make as ChatModelMake,
+  type Message,
+  type Request,
+  type Response,
+  type StreamPart
+} from "../ChatModel.ts"
+import * as OpenAiResponses from "../../providers/OpenAiResponses.ts"
+import type { ToolCall } from "../../contract/ToolCall.ts"
+import * as ModelConfig from "./internal/config.ts"
+import * as HttpChat from "./internal/httpChat.ts"
+import * as HttpStream from "./internal/httpStream.ts"
+import * as ResponsesStream from "./internal/responsesStream.ts"
+import { inCallOrder } from "./internal/transcript.ts"
+import type { ModelConfigError } from "./ModelConfigError.ts"
+
+const provider = "openai-responses"
+
+// ---------------------------------------------------------------------------
+// options
+// ---------------------------------------------------------------------------
+
+/** A retry policy; its input is the failed attempt's `ChatModelError`. */
+export type RetryPolicy = HttpChat.RetryPolicy
+
+/** How to reach the model. */
+export interface Options {
+  readonly apiKey: Redacted.Redacted<string>
+  readonly model: string
+  /** Default `https://api.openai.com/v1`. */
+  readonly baseUrl?: string
+  /** Per attempt; when streaming, for the response headers and then for each read of the body. Default 60 seconds. */
+  readonly timeout?: Duration.Input
+  /** Which failures to ask again (retryable ones only, never sooner than `retry-after`). Default {@link defaultRetry}; `false` never retries. */
+  readonly retry?: RetryPolicy | false
+  /** A `retry-after` longer than this fails at once. Default 60 seconds. */
+  readonly maxRetryAfter?: Duration.Input
+  /** Strict function schemas: `"auto"` (default), `"require"` or `false`. */
+  readonly strict?: OpenAiResponses.Strict
+  /** Extra body fields (`instructions`, `reasoning`, `max_output_tokens`, `store`, `parallel_tool_calls`, ...). */
+  readonly parameters?: Readonly<Record<string, unknown>>
+  /** Extra headers (`OpenAI-Organization`, `OpenAI-Project`, ...). */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/** Up to 3 retries, jittered exponential backoff from 500 ms. */
+export const defaultRetry: RetryPolicy = HttpChat.defaultRetry
+
+// ---------------------------------------------------------------------------
+// request
+// ---------------------------------------------------------------------------
+
+/** `EasyInputMessage` with text content. */
+export interface InputMessage {
+  readonly role: "system" | "user" | "assistant"
+  readonly content: string
+}
+
+/** `ResponseFunctionToolCall` as an input item (an earlier call, replayed). */
+export interface FunctionCallItem {
+  readonly type: "function_call"
+  readonly call_id: string
+  readonly name: string
+  readonly arguments: string
+}
+
+/** One entry of the request's `input`. */
+export type InputItem = InputMessage | FunctionCallItem | OpenAiResponses.FunctionCallOutput
+
+/** The request body this adapter sends. */
+export interface RequestBody {
+  readonly model: string
+  readonly input: ReadonlyArray<InputItem>
+  readonly tools?: ReadonlyArray<OpenAiResponses.FunctionTool>
+  readonly [parameter: string]: unknown
+}
+
+const argumentsText = (args: unknown): string => {
+  if (typeof args === "string") return args
+  try {
+    return JSON.stringify(args) ?? "null"
+  } catch {
+    return String(args)
+  }
+}
+
+const callItem = (call: ToolCall): FunctionCallItem => ({
+  type: "function_call",
+  call_id: call.id,
+  name: call.name,
+  arguments: argumentsText(call.arguments)
+})
+
+/** The `input` items for a transcript. */
+export const wireInput = (messages: ReadonlyArray<Message>): Array<InputItem> =>
+  messages.flatMap((message, i): ReadonlyArray<InputItem> => {
+    switch (message.role) {
+      case "system":
+      case "user":
+        return [{ role: message.role, content: message.content }]
+      case "assistant":
+        return [
+          ...(message.content === "" ? [] : [{ role: "assistant" as const, content: message.content }]),
+          ...message.toolCalls.map(callItem)
+        ]
+      case "tool":
+        return OpenAiResponses.toolMessages(inCallOrder(messages[i - 1], message.results))
+    }
+  })
+
+/** The request body for `request`; fails when a tool cannot be exported. */
+export const encodeRequest = (
+  options: Pick<Options, "model" | "strict" | "parameters">,
+  request: Request
+): Result.Result<RequestBody, ChatModelError> => {
+  const tools = OpenAiResponses.toolDefinitions(request.tools, { strict: options.strict ?? "auto" })
+  if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
+  return Result.succeed({
+    ...options.parameters,
+    model: options.model,
+    input: wireInput(request.messages),
+    ...(tools.success.length === 0 ? {} : { tools: tools.success })
+  })
+}
+
+// ---------------------------------------------------------------------------
+// response
+// ---------------------------------------------------------------------------
+
+const Tokens = Schema.optionalKey(Schema.NullOr(Schema.Number))
+
+const ResponseBody = Schema.Struct({
+  status: Schema.optionalKey(Schema.NullOr(Schema.String)),
+  output: Schema.Array(Schema.Unknown),
+  usage: Schema.optionalKey(Schema.NullOr(Schema.Struct({ input_tokens: Tokens, output_tokens: Tokens }))),
+  incomplete_details: Schema.optionalKey(Schema.NullOr(Schema.Struct({ reason: Schema.optionalKey(Schema.NullOr(Schema.String)) }))),
+  error: Schema.optionalKey(Schema.NullOr(Schema.Struct({
+    code: Schema.optionalKey(Schema.NullOr(Schema.String)),
+    message: Schema.optionalKey(Schema.NullOr(Schema.String))
+  })))
+})
+
+const Item = Schema.Struct({ type: Schema.String })
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** Error codes of a failed response worth asking again. */
+const retryableCodes = new Set(["server_error", "rate_limit_exceeded", "overloaded", "service_unavailable"])
+
+/** The error a failed response (or an `error` event) reports: `provider`, retryable for server and rate-limit codes. */
+export const failure = (error: { readonly code?: string | null; readonly message?: string | null } | null | undefined): ChatModelError =>
+  HttpStream.providerError(
+    provider,
+    `response failed${error?.code == null ? "" : ` ${error.code}`}: ${error?.message ?? "no message"}`,
+    error?.code != null && retryableCodes.has(error.code)
+  )
+
+const textOf = (items: ReadonlyArray<unknown>, kind: "output_text" | "refusal"): string =>
+  items.flatMap((item) => {
+    if (!isRecord(item) || item.type !== "message" || !Array.isArray(item.content)) return []
+    return item.content.flatMap((part: unknown) =>
+      isRecord(part) && part.type === kind
+        ? [String(kind === "output_text" ? part.text ?? "" : part.refusal ?? "")]
+        : []
+    )
+  }).join("")
+
+/**
+ * The `Response` for a Responses API `Response` object: the `output_text`
+ * of its message items (their refusal when there is none), its
+ * `function_call` items as calls (argument text untouched; strict-mode nulls
+ * for optional properties become absent keys when `specs` are given), other
+ * tool items as passthrough, usage, and the finish reason (`incomplete`
+ * for `max_output_tokens` is `length`). A `failed` response is its error.
+ */
+export const decodeResponse = (
+  body: unknown,
+  specs?: Request["tools"]
+): Result.Result<Response, ChatModelError> => {
+  const decoded = Schema.decodeUnknownResult(ResponseBody)(body)
+  if (Result.isFailure(decoded)) return Result.fail(HttpChat.decodeError(provider, decoded.failure.message))
+  const { error, incomplete_details, output, status, usage } = decoded.success
+  if (status === "failed") return Result.fail(failure(error))
+  const items: Array<OpenAiResponses.OutputItem> = []
+  for (const [i, raw] of output.entries()) {
+    if (Result.isFailure(Schema.decodeUnknownResult(Item)(raw))) {
+      return Result.fail(HttpChat.decodeError(provider, `output[${i}] has no type`))
+    }
+    items.push(raw as OpenAiResponses.OutputItem)
+  }
+  const calls = OpenAiResponses.toolCalls(items, specs === undefined ? {} : { specs })
+  const text = textOf(items, "output_text")
+  const finishReason: FinishReason = status === "incomplete"
+    ? incomplete_details?.reason === "max_output_tokens"
+      ? "length"
+      : incomplete_details?.reason === "content_filter"
+      ? "content_filter"
+      : "other"
+    : calls.calls.length > 0
+    ? "tool_calls"
+    : "stop"
+  return Result.succeed({
+    text: text === "" ? textOf(items, "refusal") : text,
+    toolCalls: calls.calls,
+    usage: { inputTokens: usage?.input_tokens ?? 0, outputTokens: usage?.output_tokens ?? 0 },
+    finishReason,
+    ...(calls.passthrough.length === 0 ? {} : { passthrough: calls.passthrough })
+  })
+}
+
+// ---------------------------------------------------------------------------
+// service
+// ---------------------------------------------------------------------------
+
+/** The model over the current `HttpClient`. */
+export const make = (options: Options): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const client = yield* HttpClient.HttpClient
+    const post: HttpChat.PostOptions = {
+      provider,
+      url: `${(options.baseUrl ?? "https://api.openai.com/v1").replace(/\/+$/, "")}/responses`,
+      headers: { ...options.headers, authorization: `Bearer ${Redacted.value(options.apiKey)}` },
+      secrets: [options.apiKey],
+      timeout: HttpStream.timeoutOf(options.timeout),
+      retry: options.retry ?? defaultRetry,
+      maxRetryAfter: options.maxRetryAfter === undefined
+        ? HttpChat.defaultMaxRetryAfter
+        : Duration.fromInputUnsafe(options.maxRetryAfter)
+    }
+    const specsOf = (request: Request) => options.strict === false ? undefined : request.tools
+    const stream = (request: Request): Stream.Stream<StreamPart, ChatModelError> =>
+      Stream.unwrap(Effect.map(Effect.fromResult(encodeRequest(options, request)), (body) => {
+        const specs = specsOf(request)
+        return HttpStream.postSse(
+          client,
+          { ...post, whole: (json) => decodeResponse(json, specs) },
+          { ...body, stream: true },
+          ResponsesStream.decoder({
+            response: (response) => decodeResponse(response, specs),
+            call: (item) => OpenAiResponses.toolCalls([item], specs === undefined ? {} : { specs }).calls[0]!,
+            failure
+          })
+        )
+      })).pipe(Stream.withSpan("OpenAiResponsesModel.stream", { attributes: { model: options.model } }))
+    return ChatModelMake({
+      generate: (request) =>
+        Effect.gen(function*() {
+          const body = yield* Effect.fromResult(encodeRequest(options, request))
+          const json = yield* HttpChat.postJson(client, post, body)
+          return yield* Effect.fromResult(decodeResponse(json, specsOf(request)))
+        }).pipe(Effect.withSpan("OpenAiResponsesModel.generate", { attributes: { model: options.model } })),
+      stream
+    })
+  })
+
+/** A `ChatModel` layer; provide an `HttpClient` layer with it. */
+export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> =>
+  Layer.effect(ChatModel, make(options))
+
+/**
+ * Like {@link layer}, reading the same variables as `OpenAiChatModel`: the key
+ * from `OPENAI_API_KEY`, the model from `OPENAI_MODEL` (falling back to
+ * `options.model`; one of the two is required) and the base URL from
+ * `OPENAI_BASE_URL` (optional, including `/v1`). A missing or invalid value
+ * fails the layer with a {@link ModelConfigError} naming the variable.
+ */
+export const layerConfig = (
+  options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
+): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
+  Layer.unwrap(Effect.map(
+    ModelConfig.connection(provider, {
+      apiKey: { name: "OPENAI_API_KEY", hint: "your OpenAI API key" },
+      model: { name: "OPENAI_MODEL", hint: "a model name, e.g. gpt-4.1-mini" },
+      baseUrl: { name: "OPENAI_BASE_URL", example: "https://api.openai.com/v1" }
+    }, options.model),
+    (connection) => layer({ ...options, ...connection })
+  ))
