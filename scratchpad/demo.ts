@@ -1,15 +1,16 @@
 /**
  * The demo scenario behind `npm start`: a sample workspace, the standard tools
- * plus a flaky exchange-rate service, and a scripted model that exercises the
- * runtime end to end (a parallel batch of reads, an artifact, an invalid call
- * repaired next turn, a transient failure retried, `calc`, `write_file`, and a
- * final answer). Also the live event printer and the summary table.
+ * plus a flaky exchange-rate service and a slow indexer that reports progress,
+ * and a scripted model that exercises the runtime end to end (a parallel batch
+ * of reads and indexing, an artifact, an invalid call repaired next turn, a
+ * transient failure retried, `calc`, `write_file`, and a final answer), its
+ * text streamed word by word. Also the event printer and the summary table.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Layer, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { ChatModel, Executor, Tool, ToolError, ToolResult } from "../src/index.ts"
+import { ChatModel, Executor, Tool, ToolError, ToolProgress, ToolResult } from "../src/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { calc, readFile, writeFile } from "../src/tools/index.ts"
 
@@ -57,8 +58,53 @@ export const fetchRate = (() => {
   })
 })()
 
+/** The documents `index_documents` goes through. */
+export const documents = ["notes.md", "data/sales.csv", "logs/app.log", "report-template.md", "glossary.md"] as const
+
+/**
+ * A long-running tool: indexes the workspace's documents, 120 ms each (of `Clock` time), reporting
+ * progress after each one. 120 ms is above the executor's rate bound (one `tool.progress` per 100 ms
+ * per call), so every report is its own event and the demo prints the same lines on every run.
+ */
+export const indexDocuments = Tool.make("index_documents", {
+  description: "Builds the search index of the workspace's documents. Read-only; takes a moment.",
+  input: Schema.Struct({}),
+  output: Schema.Struct({ indexed: Schema.Int }),
+  safety: { access: "read", idempotent: true },
+  services: [ToolProgress.ToolProgress],
+  handler: () =>
+    Effect.gen(function*() {
+      for (const [i, document] of documents.entries()) {
+        yield* Effect.sleep(120)
+        yield* ToolProgress.report({ message: `indexed ${document}`, count: i + 1, total: documents.length })
+      }
+      return { indexed: documents.length }
+    })
+})
+
 /** Every tool the demo agent may use. */
-export const demoTools = [readFile, writeFile, calc, fetchRate] as const
+export const demoTools = [readFile, writeFile, calc, fetchRate, indexDocuments] as const
+
+/**
+ * `model`, its text streamed a word at a time, `delay` ms apart (of `Clock` time): how a real
+ * model's answer arrives, for the offline demo.
+ */
+export const wordByWord = (model: Layer.Layer<ChatModel.ChatModel>, delay = 12): Layer.Layer<ChatModel.ChatModel> =>
+  Layer.effect(
+    ChatModel.ChatModel,
+    Effect.map(ChatModel.ChatModel, (inner) =>
+      ChatModel.make({
+        generate: inner.generate,
+        stream: (request) =>
+          inner.stream(request).pipe(Stream.flatMap((part): Stream.Stream<ChatModel.StreamPart> =>
+            part._tag === "TextDelta"
+              ? Stream.fromIterable(part.text.split(/(?<= )/)).pipe(
+                Stream.mapEffect((text) => Effect.as(Effect.sleep(delay), { _tag: "TextDelta" as const, text }))
+              )
+              : Stream.succeed(part)
+          ))
+      }))
+  ).pipe(Layer.provide(model))
 
 const lastResults = (request: ChatModel.Request): ReadonlyArray<ToolResult.ToolResult> => {
   const last = request.messages.at(-1)
@@ -70,8 +116,9 @@ export const script: ReadonlyArray<ChatModel.ScriptedTurn> = [
   ChatModel.callTools([
     ["call_read_notes", "read_file", { path: "notes.md" }],
     ["call_read_sales", "read_file", "{\"path\":\"data/sales.csv\"}"],
-    ["call_read_log", "read_file", { path: "logs/app.log", limit: 3000 }]
-  ], "I'll read the notes, the sales data and the log."),
+    ["call_read_log", "read_file", { path: "logs/app.log", limit: 3000 }],
+    ["call_index", "index_documents", {}]
+  ], "I'll read the notes, the sales data and the log, and index the documents."),
   ChatModel.callTools([
     ["call_total_bad", "calc", "{\"expr\":\"380 + 410 + 455\"}"],
     ["call_rate", "fetch_rate", { from: "EUR", to: "USD" }]
@@ -96,9 +143,20 @@ export const script: ReadonlyArray<ChatModel.ScriptedTurn> = [
 
 const pad = (s: string, n: number) => s.length >= n ? s : s + " ".repeat(n - s.length)
 
+/** A progress event in words: `12/40 (30%) indexing a.md`. */
+export const progressText = (event: ToolEvent.ToolProgress): string =>
+  [
+    event.count === undefined ? undefined : event.total === undefined ? `${event.count}` : `${event.count}/${event.total}`,
+    event.fraction === undefined ? undefined : `(${Math.round(event.fraction * 100)}%)`,
+    event.message
+  ].filter((part) => part !== undefined).join(" ")
+
+/** The time of `event` since `start`, as the event lines show it. */
+export const elapsedOf = (event: ToolEvent.Event, start: number): string => `+${String(event.timestamp - start).padStart(5)}ms`
+
 /** One line per event, with the time since `start`. */
 export const formatEvent = (event: ToolEvent.Event, start: number): string => {
-  const at = `+${String(event.timestamp - start).padStart(5)}ms`
+  const at = elapsedOf(event, start)
   switch (event._tag) {
     case "agent.turn_started":
       return `\n${at}  ── turn ${event.turn + 1} (advertised: ${event.advertised.join(", ")})`
@@ -108,6 +166,10 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
       }`
     case "agent.finished":
       return `${at}  ── finished: ${event.reason} after ${event.turns} turn(s)`
+    case "agent.text_delta":
+      return `${at}  model text: ${JSON.stringify(event.text)}`
+    case "agent.tool_call":
+      return `${at}  model calls ${event.toolName} ${event.toolCallId}`
     case "tool.started":
       return `${at}    ${pad("started", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${JSON.stringify(event.arguments)}`
     case "tool.completed":
@@ -120,6 +182,8 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
       return `${at}    ${pad("rejected", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} [${event.error.disposition}] ${event.error.message}`
     case "tool.retrying":
       return `${at}    ${pad("retrying", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} attempt ${event.attempt} in ${event.delay} ms (${event.error.message})`
+    case "tool.progress":
+      return `${at}    ${pad("progress", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${progressText(event)}`
     case "tool.artifact_stored":
       return `${at}    ${pad("artifact", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} stored as ${event.artifact.store}/${event.artifact.key}`
     case "tool.audit":

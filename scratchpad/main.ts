@@ -1,7 +1,10 @@
 /**
  * `npm start`: the demo agent. Offline and with no keys, a scripted model drives
- * the real runtime over a sample workspace; the tool lifecycle prints live, then
- * a summary table. `npm start -- --live` runs the same agent against a real model:
+ * the real runtime over a sample workspace. The run is read as a stream
+ * (`Agent.stream`): the model's text prints as it arrives, the tool lifecycle
+ * prints live, and a long-running tool's progress is one line rewritten in
+ * place at a terminal (a plain line per update otherwise, as in CI); then a
+ * summary table. `npm start -- --live` runs the same agent against a real model:
  * OpenAI (or any OpenAI-compatible server) when `OPENAI_API_KEY` is set, else
  * Anthropic when `ANTHROPIC_API_KEY` is set. Configuration is read with `Config`
  * through the adapters' `layerConfig`: `OPENAI_MODEL` (default gpt-4o-mini),
@@ -17,7 +20,7 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, Layer, Logger, References, Result } from "effect"
+import { Cause, Effect, Layer, Logger, References, Result, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { Agent, ChatModel, EventSink, middleware, RunContext, StoreRegistry, ToolRegistry } from "../src/index.ts"
@@ -25,17 +28,85 @@ import { TerminalApproval } from "../src/governance/middleware/index.ts"
 import { AnthropicModel, ModelConfigError, OpenAiChatModel } from "../src/agent/models/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { Workspace } from "../src/tools/index.ts"
-import { demoTools, formatEvent, formatSummary, makeWorkspace, script, summarize } from "./demo.ts"
+import { demoTools, elapsedOf, formatEvent, formatSummary, makeWorkspace, script, summarize, wordByWord } from "./demo.ts"
 
 const live = process.argv.includes("--live")
 const root = makeWorkspace()
+/** Every event of the run (the sink's copy), for the summary. */
 const events: Array<ToolEvent.Event> = []
-let start: number | undefined
-const printer = EventSink.EventSink.layerCallback((event) => {
-  start ??= event.timestamp
-  events.push(event)
-  console.log(formatEvent(event, start))
-})
+const collector = EventSink.EventSink.layerCallback((event) => void events.push(event))
+
+/**
+ * Prints the streamed events. A line may be left open: the model's text (until its answer is
+ * complete) or, at a terminal, a progress line (rewritten in place by the next update); any other
+ * line closes it first.
+ *
+ * The stream's consumer may lag a few events behind the loop, so what the approval middleware
+ * writes goes through `approvals`: it is printed once every event before it has been.
+ */
+const makePrinter = () => {
+  const tty = process.stdout.isTTY === true
+  let start: number | undefined
+  let open: "text" | "progress" | undefined
+  let printed = 0
+  const held: Array<string> = []
+  const close = () => {
+    if (open !== undefined) process.stdout.write("\n")
+    open = undefined
+  }
+  const release = () => {
+    if (printed < events.length || held.length === 0) return
+    close()
+    for (const text of held.splice(0)) process.stdout.write(text)
+  }
+  const approvals = {
+    write: (text: string) => {
+      held.push(text)
+      release()
+      return true
+    }
+  } as unknown as NodeJS.WritableStream
+  const print = (event: ToolEvent.Event): Effect.Effect<void> =>
+    Effect.sync(() => {
+      show(event)
+      printed++
+      release()
+    })
+  const show = (event: ToolEvent.Event): void => {
+    start ??= event.timestamp
+    switch (event._tag) {
+      case "agent.text_delta":
+        if (open !== "text") {
+          close()
+          process.stdout.write(`${elapsedOf(event, start)}  model: `)
+          open = "text"
+        }
+        process.stdout.write(event.text)
+        return
+      case "agent.tool_call":
+        return
+      case "agent.model_responded":
+        if (open === "text") {
+          process.stdout.write(event.toolCalls === 0 ? " (final answer)\n" : ` → ${event.toolCalls} tool call(s)\n`)
+          open = undefined
+          return
+        }
+        break
+      case "tool.progress":
+        if (tty) {
+          if (open !== "progress") close()
+          process.stdout.write(`\r\x1b[2K${formatEvent(event, start)}`)
+          open = "progress"
+          return
+        }
+        break
+    }
+    close()
+    console.log(formatEvent(event, start))
+  }
+  return { print, approvals }
+}
+const printer = makePrinter()
 
 /** Log lines (the adapters warn on each failed model request) as one indented line each, between the events. */
 const logLine = Logger.make(({ fiber, logLevel, message }) => {
@@ -73,7 +144,7 @@ const liveModel: Layer.Layer<ChatModel.ChatModel, ModelConfigError> = OpenAiChat
     Layer.provide(NodeHttpClient.layerUndici)
   )
 
-const model: Layer.Layer<ChatModel.ChatModel, ModelConfigError> = live ? liveModel : ChatModel.scripted(script)
+const model: Layer.Layer<ChatModel.ChatModel, ModelConfigError> = live ? liveModel : wordByWord(ChatModel.scripted(script))
 
 const receipts = path.join(root, ".receipts")
 
@@ -90,18 +161,24 @@ const governance = middleware.stack(
 const program = Effect.gen(function*() {
   console.log(`tinyagents demo: ${live ? "live model" : "scripted model (offline)"}; workspace ${root}`)
   const tools = yield* ToolRegistry.make(demoTools)
-  const run = yield* Effect.result(Agent.run({
-    system: "You are a careful analyst. Use the tools; answer in one sentence.",
-    messages: [{ role: "user", content: "Summarise Q3 revenue against the target in USD and write report.md." }],
-    tools,
-    concurrency: 4,
-    maxTurns: 8,
-    middleware: governance
-  }))
-  if (Result.isSuccess(run)) {
-    const { reason, text, turns } = run.success
+  let finished: ToolEvent.AgentFinished | undefined
+  const run = yield* Effect.result(
+    Agent.stream({
+      system: "You are a careful analyst. Use the tools; answer in one sentence.",
+      messages: [{ role: "user", content: "Summarise Q3 revenue against the target in USD and write report.md." }],
+      tools,
+      concurrency: 4,
+      maxTurns: 8,
+      middleware: governance
+    }).pipe(
+      Stream.tap((event) => Effect.sync(() => event._tag === "agent.finished" && (finished = event))),
+      Stream.runForEach(printer.print)
+    )
+  )
+  if (Result.isSuccess(run) && finished !== undefined) {
+    const { reason, text, turns } = finished
     console.log(`\nAnswer: ${text === "" ? `(none: the run stopped with ${reason} after ${turns} turn(s))` : text}`)
-  } else {
+  } else if (Result.isFailure(run)) {
     console.log(`\nNo answer: the run failed (${run.failure.reason} error; see stderr)`)
   }
   const report = path.join(root, "report.md")
@@ -127,11 +204,11 @@ const reportFailure = (message: string, code: number) =>
 program.pipe(
   Effect.provide(Layer.mergeAll(
     model,
-    printer,
+    collector,
     RunContext.RunContext.layer({ threadId: "demo-thread", runId: "demo-run", turn: 0 }),
     StoreRegistry.StoreRegistry.layerMemory,
     Workspace.Workspace.layer(root),
-    TerminalApproval.layer({ fallback: "approve", output: process.stdout }),
+    TerminalApproval.layer({ fallback: "approve", output: printer.approvals }),
     NodeFileSystem.layer,
     Logger.layer([logLine])
   )),

@@ -14,8 +14,8 @@ describe("npm start (the demo agent)", () => {
     expect(run.stderr).toBe("")
     expect(run.status).toBe(0)
     const out = run.stdout
-    expect(row(out, "tool calls")).toBe("7")
-    expect(row(out, "completed")).toBe("6")
+    expect(row(out, "tool calls")).toBe("8")
+    expect(row(out, "completed")).toBe("7")
     expect(row(out, "failed: repairable")).toBe("1")
     expect(row(out, "failed: fatal")).toBe("0")
     expect(row(out, "retries")).toBe("1")
@@ -27,11 +27,25 @@ describe("npm start (the demo agent)", () => {
     expect(out).toMatch(/artifact +read_file +call_read_log stored as artifacts\/demo-run\/call_read_log/)
     expect(out).toContain("Revenue: 1245 kEUR = 1344.6 kUSD (rate 1.08).")
     expect(out).toContain("── finished: final_answer after 5 turn(s)")
+    // Streamed: the model's text (word by word, one line per answer), and the long-running tool's
+    // progress as one plain line per update (stdout is not a terminal here).
+    expect(out).toMatch(/model: I'll read the notes, the sales data and the log, and index the documents\. → 4 tool call\(s\)\n/)
+    expect(out).toMatch(/model: Q3 revenue was 1245 kEUR .* Report written to report\.md\. \(final answer\)\n/)
+    const progress = out.split("\n").filter((line) => / progress +index_documents call_index /.test(line))
+    expect(progress.map((line) => line.replace(/^.*call_index /, ""))).toEqual([
+      "1/5 indexed notes.md",
+      "2/5 indexed data/sales.csv",
+      "3/5 indexed logs/app.log",
+      "4/5 indexed report-template.md",
+      "5/5 indexed glossary.md"
+    ])
+    expect(out).not.toContain("\r")
+    expect(out).toMatch(/completed index_documents call_index in \d+ ms/)
     // Governance: consent asked for the writing tool (answered automatically, and said so, without a
     // terminal) and one hashed audit receipt per call, refused ones included.
     expect(out).toContain("write_file: auto-approved (stdin is not a terminal)")
     expect(out).toMatch(/audit +write_file +call_write audit_log:ok consent:ok/)
-    expect(out).toMatch(/audit log: 7 receipts in demo-run\.jsonl/)
+    expect(out).toMatch(/audit log: 8 receipts in demo-run\.jsonl/)
     expect(out).toMatch(/"argumentsSha256":"[0-9a-f]{64}"/)
   })
 })

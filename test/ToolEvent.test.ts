@@ -6,7 +6,7 @@
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Layer, Schedule, Schema } from "effect"
+import { Cause, Effect, Layer, Schedule, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as nodePath from "node:path"
@@ -22,6 +22,7 @@ import {
   ToolError,
   ToolEvent,
   ToolRegistry,
+  ToolProgress,
   ToolServices
 } from "../src/index.ts"
 import * as AuditTrail from "../src/governance/middleware/AuditTrail.ts"
@@ -70,6 +71,17 @@ const lookup = Tool.make("lookup", {
   handler: ({ key }) => Effect.fail(ToolError.repairable(`no note called ${key}`, { key, known: ["a", "b"] }))
 })
 
+const index = Tool.make("index", {
+  description: "Reports progress, then answers.",
+  input: Schema.Struct({}),
+  services: [ToolProgress.ToolProgress],
+  handler: () =>
+    Effect.andThen(
+      ToolProgress.report({ message: "indexing", count: 1, total: 2, fraction: 0.5, chunk: "a.md\n" }),
+      Effect.succeed("indexed")
+    )
+})
+
 const add = Tool.make("add", {
   description: "Adds two integers.",
   input: Schema.Struct({ a: Schema.Int, b: Schema.Int }),
@@ -88,7 +100,7 @@ const call = (id: string, name: string, args: unknown = {}) => ({ id, name, argu
 
 /** Runs the executor and the agent loop over every kind of event; returns the events in emit order. */
 const produceEvents = Effect.gen(function*() {
-  const executor = yield* Executor.make(yield* ToolRegistry.make([echo, flaky, dump, boom, lookup]), {
+  const executor = yield* Executor.make(yield* ToolRegistry.make([echo, flaky, dump, boom, lookup, index]), {
     middleware: [audited],
     artifacts: { threshold: 1_000 }
   })
@@ -100,10 +112,13 @@ const produceEvents = Effect.gen(function*() {
     call("c4", "lookup", { key: "k" }),
     call("c5", "missing", { x: 1 }),
     call("c6", "echo", { txt: "typo" }),
-    call("c7", "boom")
+    call("c7", "boom"),
+    call("c8", "index")
   ]))
   const tools = yield* ToolRegistry.make([add])
-  yield* Agent.run({ messages: [{ role: "user", content: "2+3?" }], tools }).pipe(
+  // Streamed: the loop also reports the model's text and its decided calls (to the sink too).
+  yield* Agent.stream({ messages: [{ role: "user", content: "2+3?" }], tools }).pipe(
+    Stream.runDrain,
     Effect.provide(ChatModel.scripted([
       { ...ChatModel.callTools([["a1", "add", "{\"a\":2,\"b\":3}"]]), usage: { inputTokens: 10, outputTokens: 5 } },
       ChatModel.answer("5")
@@ -406,7 +421,9 @@ describe("ToolEvent.decodeJsonl", () => {
       timestamp: 0,
       sequence,
       turns: 1,
-      reason: "final_answer"
+      reason: "final_answer",
+      text: "done",
+      usage: { inputTokens: 1, outputTokens: 2 }
     }))
 
   it.effect("skips blank lines; a torn last line (a write cut short) is ignored", () =>

@@ -7,10 +7,21 @@
  * every `ToolResult`; fatal errors end the run with a typed `AgentFailed`.
  * Spans: `invoke_agent` for the run, `agent_turn` per turn, around the turn's
  * `chat` (the model call) and `execute_tool` (each call) spans.
+ *
+ * One loop, two ways to consume it. It always reads the model's answer as a
+ * stream (`ChatModel.stream`) and reports its events to the `EventSink`.
+ * {@link run} runs it to the end and returns the `AgentResult`. {@link stream}
+ * runs the same loop and is the `Stream` of its events: every event the sink
+ * receives, in the same order, plus the model's text as it arrives
+ * (`agent.text_delta`) and each tool call as soon as it is decided
+ * (`agent.tool_call`), which a streamed run also sends to the sink. A bounded
+ * buffer sits between the loop and the consumer: a slow consumer slows the
+ * loop (the event sink waits), nothing is dropped.
  */
-import { Data, Effect } from "effect"
+import { type Cause, Data, Effect, Fiber, Queue, Stream } from "effect"
 import * as ChatModel from "./ChatModel.ts"
-import type { EventSink } from "../runtime/EventSink.ts"
+import { EventSink } from "../runtime/EventSink.ts"
+import type * as ToolEvent from "../contract/ToolEvent.ts"
 import * as Executor from "../runtime/Executor.ts"
 import * as Tracing from "../runtime/internal/executor/Tracing.ts"
 import { RunContext } from "../runtime/RunContext.ts"
@@ -87,9 +98,13 @@ const redactCalls = <R>(
   return changed ? out : calls
 }
 
-/** Runs the loop. Requires a `ChatModel`, the run's `RunContext`, an `EventSink`, stores, and the tools' services. */
-export const run = <R, MR = never>(
-  options: RunOptions<R, MR>
+/**
+ * The loop. With `live`, it also reports the model's text deltas and each decided tool call
+ * (for {@link stream}); otherwise it reports exactly the lifecycle events.
+ */
+const loop = <R, MR>(
+  options: RunOptions<R, MR>,
+  live: boolean
 ): Effect.Effect<AgentResult, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
   Effect.gen(function*() {
     const model = yield* ChatModel.ChatModel
@@ -108,14 +123,61 @@ export const run = <R, MR = never>(
     }
 
     const finish = (reason: StopReason, turns: number, text: string) =>
-      Effect.as(
-        executor.emit({ _tag: "agent.finished", turns, reason }),
-        { text, reason, turns, transcript, results, usage } satisfies AgentResult
+      Effect.suspend(() =>
+        Effect.as(
+          executor.emit({ _tag: "agent.finished", turns, reason, text, usage }),
+          { text, reason, turns, transcript, results, usage } satisfies AgentResult
+        )
       )
     const fail = (reason: "tool" | "model", error: ToolError | ChatModel.ChatModelError, turns: number) =>
-      executor.emit({ _tag: "agent.finished", turns, reason: "failed" }).pipe(
+      Effect.suspend(() => executor.emit({ _tag: "agent.finished", turns, reason: "failed", text: "", usage })).pipe(
         Effect.andThen(Effect.fail(new AgentFailed({ reason, error, turns, transcript, results })))
       )
+
+    /** The model's answer, read from its stream; live events as its parts arrive. */
+    const ask = (request: ChatModel.Request, turn: number): Effect.Effect<
+      ChatModel.Response,
+      ChatModel.ChatModelError,
+      RunContext | EventSink
+    > => {
+      let response: ChatModel.Response | undefined
+      const onPart = (part: ChatModel.StreamPart): Effect.Effect<void, never, RunContext | EventSink> => {
+        switch (part._tag) {
+          case "Finished":
+            response = part.response
+            return Effect.void
+          case "TextDelta":
+            return live && part.text !== ""
+              ? executor.emit({ _tag: "agent.text_delta", turn, text: part.text })
+              : Effect.void
+          case "ToolCall":
+            return live
+              ? executor.emit({
+                _tag: "agent.tool_call",
+                turn,
+                toolCallId: part.call.id,
+                toolName: part.call.name,
+                arguments: redactArguments(part.call.arguments, options.tools.get(part.call.name)?.spec.safety.redact)
+              })
+              : Effect.void
+          default:
+            return Effect.void
+        }
+      }
+      return Stream.runForEach(model.stream(request), onPart).pipe(
+        Effect.flatMap(() =>
+          response === undefined
+            ? Effect.fail(
+              new ChatModel.ChatModelError({
+                reason: "transport",
+                message: "the model's stream ended before it finished",
+                retryable: true
+              })
+            )
+            : Effect.succeed(response)
+        )
+      )
+    }
 
     for (let turn = 0; turn < maxTurns; turn++) {
       if (yield* executor.runCancel.isCancelled) return yield* finish("cancelled", turn, "")
@@ -129,7 +191,9 @@ export const run = <R, MR = never>(
         const inTurn = <A, E, R2>(effect: Effect.Effect<A, E, R2>) =>
           Effect.provideService(effect, RunContext, { ...base, turn })
         yield* inTurn(executor.emit({ _tag: "agent.turn_started", turn, advertised: advertised.names }))
-        const response = yield* Effect.result(Tracing.chat(model.generate({ messages: transcript, tools: advertised.specs })))
+        const response = yield* Effect.result(
+          Tracing.chat(inTurn(ask({ messages: transcript, tools: advertised.specs }, turn)))
+        )
         if (response._tag === "Failure") return yield* inTurn(fail("model", response.failure, turn + 1))
         const reply = response.success
         usage = ChatModel.addUsage(usage, reply.usage)
@@ -159,7 +223,61 @@ export const run = <R, MR = never>(
       if (done !== undefined) return done
     }
     return yield* Effect.provideService(finish("max_turns", maxTurns, ""), RunContext, { ...base, turn: maxTurns })
-  }).pipe(Effect.scoped, (effect) => Tracing.agent(options.name, effect)) as Effect.Effect<AgentResult, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>>
+  }).pipe(Effect.scoped, (effect) => Tracing.agent(options.name, effect)) as Effect.Effect<
+    AgentResult,
+    AgentFailed,
+    ChatModel.ChatModel | Executor.Requirements<R | MR>
+  >
+
+/** Runs the loop to the end. Requires a `ChatModel`, the run's `RunContext`, an `EventSink`, stores, and the tools' services. */
+export const run = <R, MR = never>(
+  options: RunOptions<R, MR>
+): Effect.Effect<AgentResult, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> => loop(options, false)
+
+/** Options of {@link stream}. */
+export interface StreamOptions<R, MR = never> extends RunOptions<R, MR> {
+  /** Events buffered between the loop and the consumer before the loop waits. Default 64. */
+  readonly bufferSize?: number
+}
+
+/**
+ * The run as a stream of its events (see the module comment): `agent.turn_started`,
+ * `agent.text_delta`, `agent.tool_call`, every tool event (`tool.started`, `tool.progress`,
+ * `tool.retrying`, `tool.completed`, `tool.failed`, ...), `agent.model_responded`, and last
+ * `agent.finished` with the final text and usage. The stream then ends, or fails with
+ * `AgentFailed` when the run failed. The loop starts when the stream is read; it waits
+ * whenever the buffer is full. Ending the stream early (interrupting it, `Stream.take`)
+ * stops the loop: the model's stream is closed and running tools are cancelled, each still
+ * reporting its terminal event to the `EventSink`; the stream's scope closes only after they have.
+ */
+export const stream = <R, MR = never>(
+  options: StreamOptions<R, MR>
+): Stream.Stream<ToolEvent.Event, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
+  Stream.unwrap(Effect.gen(function*() {
+    const sink = yield* EventSink
+    const queue = yield* Queue.bounded<ToolEvent.Event, AgentFailed | Cause.Done>(Math.max(1, options.bufferSize ?? 64))
+    // Every event goes to the application's sink, then to the consumer (waiting while the buffer is
+    // full, never once the consumer is gone). The sink's own failure is passed on, for the executor to log.
+    const tee = EventSink.of({
+      emit: (event) =>
+        Effect.flatMap(
+          Effect.exit(Effect.suspend(() => sink.emit(event))),
+          (exit) => Effect.andThen(Queue.offer(queue, event), exit)
+        )
+    })
+    const fiber = yield* loop(options, true).pipe(
+      Effect.provideService(EventSink, tee),
+      Effect.matchCauseEffect({
+        onSuccess: () => Queue.end(queue),
+        onFailure: (cause) => Queue.failCause(queue, cause)
+      }),
+      Effect.forkScoped
+    )
+    // The consumer is gone (or done): stop taking events first, so that the cancelled calls'
+    // terminal events never wait for it, then stop the loop and wait for it to end.
+    yield* Effect.addFinalizer(() => Effect.andThen(Queue.shutdown(queue), Fiber.interrupt(fiber)))
+    return Stream.fromQueue(queue)
+  }))
 
 /** The services an agent run needs besides the model and the tools' own: for typing layers. */
 export type Services = RunContext | EventSink

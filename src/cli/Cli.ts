@@ -416,6 +416,13 @@ export const formatEvent = (event: ToolEvent.Event): string => {
       return `audit     ${event.toolName} ${event.toolCallId} ${event.audit.layers.map((l) => `${l.name}:${l.status}`).join(" ")}${
         event.audit.summary === undefined ? "" : ` (${event.audit.summary})`
       }`
+    case "tool.progress": {
+      const count = event.count === undefined ? "" : ` ${event.count}${event.total === undefined ? "" : `/${event.total}`}`
+      const fraction = event.fraction === undefined ? "" : ` (${Math.round(event.fraction * 100)}%)`
+      return `progress  ${event.toolName} ${event.toolCallId}${count}${fraction}${event.message === undefined ? "" : ` ${event.message}`}`
+    }
+    case "agent.text_delta":
+    case "agent.tool_call":
     case "agent.turn_started":
     case "agent.model_responded":
     case "agent.finished":

@@ -6,6 +6,13 @@
  * exactly one `tool.completed` or `tool.failed`; a refused one has one
  * `tool.rejected` and no start; a call that never started has no events.
  *
+ * A running call may report progress (`ToolProgress`): `tool.progress` events,
+ * bounded in size and rate, between its start and its terminal event, never
+ * after it. The agent loop reports turns, the model's answers and the end of
+ * the run; a streamed run (`Agent.stream`) also reports the model's text as it
+ * arrives (`agent.text_delta`) and each tool call once the model has decided
+ * it (`agent.tool_call`).
+ *
  * Events are data: {@link Event} is also the schema of the union (one per
  * kind: {@link ToolStarted}, ...), whose encoded form is plain JSON with the
  * field names below, so events can be written as JSON lines, sent over SSE or
@@ -83,6 +90,28 @@ export interface ToolRetrying extends CallStamp {
   readonly error: ToolError
 }
 
+export interface ToolProgress extends CallStamp {
+  readonly _tag: "tool.progress"
+  /** The call's idempotency key, for tools that declare one. */
+  readonly idempotencyKey?: string
+  /** The latest message, redacted, at most `ToolProgress.limits.messageChars` characters. */
+  readonly message?: string
+  /** The latest fraction done, from 0 to 1. */
+  readonly fraction?: number
+  /** The latest count of items done, and of items in all. */
+  readonly count?: number
+  readonly total?: number
+  /**
+   * Partial output reported since the previous event, concatenated and redacted: its last
+   * `ToolProgress.limits.chunkChars` characters.
+   */
+  readonly chunk?: string
+  /** Characters of partial output left out of `chunk` (it was over the cap). */
+  readonly chunkDropped?: number
+  /** How many reports this event stands for (reports within the rate bound are coalesced). */
+  readonly reports: number
+}
+
 export interface ToolArtifactStored extends CallStamp {
   readonly _tag: "tool.artifact_stored"
   readonly artifact: ArtifactRef
@@ -107,10 +136,32 @@ export interface AgentModelResponded extends Stamp {
   readonly usage: { readonly inputTokens: number; readonly outputTokens: number }
 }
 
+/** Model text as it arrives (`Agent.stream` only). */
+export interface AgentTextDelta extends Stamp {
+  readonly _tag: "agent.text_delta"
+  readonly turn: number
+  readonly text: string
+}
+
+/** A tool call the model decided, as soon as its arguments are complete (`Agent.stream` only). */
+export interface AgentToolCall extends Stamp {
+  readonly _tag: "agent.tool_call"
+  readonly turn: number
+  readonly toolCallId: string
+  /** The name as the model sent it. */
+  readonly toolName: string
+  /** The arguments as the model sent them (JSON text or a value), redacted per the tool's `safety.redact`. */
+  readonly arguments: unknown
+}
+
 export interface AgentFinished extends Stamp {
   readonly _tag: "agent.finished"
   readonly turns: number
   readonly reason: "final_answer" | "max_turns" | "return_direct" | "cancelled" | "failed"
+  /** The final answer (`AgentResult.text`); empty when the run failed or stopped without one. */
+  readonly text: string
+  /** Token usage of the whole run. */
+  readonly usage: { readonly inputTokens: number; readonly outputTokens: number }
 }
 
 export type ToolEvent =
@@ -119,10 +170,11 @@ export type ToolEvent =
   | ToolFailed
   | ToolRejected
   | ToolRetrying
+  | ToolProgress
   | ToolArtifactStored
   | ToolAudit
 
-export type AgentEvent = AgentTurnStarted | AgentModelResponded | AgentFinished
+export type AgentEvent = AgentTurnStarted | AgentTextDelta | AgentToolCall | AgentModelResponded | AgentFinished
 
 /** Everything that goes through an `EventSink`. */
 export type Event = ToolEvent | AgentEvent
@@ -188,6 +240,18 @@ export const ToolRetrying = Schema.TaggedStruct("tool.retrying", {
   error: ToolError
 })
 
+export const ToolProgress = Schema.TaggedStruct("tool.progress", {
+  ...callStamp,
+  idempotencyKey,
+  message: Schema.optionalKey(Schema.String),
+  fraction: Schema.optionalKey(Schema.Number),
+  count: Schema.optionalKey(Schema.Number),
+  total: Schema.optionalKey(Schema.Number),
+  chunk: Schema.optionalKey(Schema.String),
+  chunkDropped: Schema.optionalKey(Schema.Number),
+  reports: Schema.Number
+})
+
 export const ToolArtifactStored = Schema.TaggedStruct("tool.artifact_stored", {
   ...callStamp,
   artifact: ArtifactRef
@@ -197,6 +261,8 @@ export const ToolAudit = Schema.TaggedStruct("tool.audit", {
   ...callStamp,
   audit: Audit
 })
+
+const Usage = Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number })
 
 export const AgentTurnStarted = Schema.TaggedStruct("agent.turn_started", {
   ...stamp,
@@ -209,13 +275,29 @@ export const AgentModelResponded = Schema.TaggedStruct("agent.model_responded", 
   turn: Schema.Number,
   toolCalls: Schema.Number,
   text: Schema.String,
-  usage: Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number })
+  usage: Usage
+})
+
+export const AgentTextDelta = Schema.TaggedStruct("agent.text_delta", {
+  ...stamp,
+  turn: Schema.Number,
+  text: Schema.String
+})
+
+export const AgentToolCall = Schema.TaggedStruct("agent.tool_call", {
+  ...stamp,
+  turn: Schema.Number,
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  arguments: JsonData
 })
 
 export const AgentFinished = Schema.TaggedStruct("agent.finished", {
   ...stamp,
   turns: Schema.Number,
-  reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled", "failed"])
+  reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled", "failed"]),
+  text: Schema.String,
+  usage: Usage
 })
 
 /** The schema of every {@link ToolEvent}. */
@@ -225,12 +307,19 @@ export const ToolEvent = Schema.Union([
   ToolFailed,
   ToolRejected,
   ToolRetrying,
+  ToolProgress,
   ToolArtifactStored,
   ToolAudit
 ]).pipe(Schema.toTaggedUnion("_tag"))
 
 /** The schema of every {@link AgentEvent}. */
-export const AgentEvent = Schema.Union([AgentTurnStarted, AgentModelResponded, AgentFinished]).pipe(
+export const AgentEvent = Schema.Union([
+  AgentTurnStarted,
+  AgentTextDelta,
+  AgentToolCall,
+  AgentModelResponded,
+  AgentFinished
+]).pipe(
   Schema.toTaggedUnion("_tag")
 )
 

@@ -20,6 +20,11 @@
  *   is redacted by the producing tool's `safety.redact` (pattern matches, and
  *   values under redacted keys when the text is JSON, re-serialized; values
  *   the call's arguments held under a redacted key), like the call's result.
+ * - Progress: a `tools/call` whose request carries `_meta.progressToken`
+ *   gets a `notifications/progress` for each `tool.progress` of its call
+ *   (`ToolProgress`: `progress` is the tool's count with its `total`, else
+ *   its fraction of 1; `message` its redacted message), each delivered
+ *   before the call's result. Other requests get none.
  * - `notifications/cancelled` interrupts the running call (the executor
  *   reports `tool.failed` with reason `cancelled`); so do a client that goes
  *   away (a dropped HTTP connection, a `DELETE` of its session, the end of

@@ -4,7 +4,8 @@
  * (under its timeout, retry schedule and exclusivity; a keyed tool at most
  * once per idempotency key), encode the output (as the tool's `toModelOutput`
  * chooses), offload large output to an artifact, emit exactly one terminal
- * event. Handlers read their call from `ToolCallContext`. Batches
+ * event. Handlers read their call from `ToolCallContext` and report progress
+ * through `ToolProgress` (`tool.progress` events, bounded; see that module). Batches
  * run with a concurrency bound and return one result per call, in call order.
  * One executor per run: it owns the run's event sequence and call counters.
  *
@@ -39,6 +40,7 @@ import { RunContext } from "./RunContext.ts"
 import type { StoreRegistry } from "./StoreRegistry.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolCallContext } from "./ToolCallContext.ts"
+import { limits as progressLimits, type ToolProgress } from "./ToolProgress.ts"
 import * as ToolError from "../contract/ToolError.ts"
 import type * as ToolEvent from "../contract/ToolEvent.ts"
 import * as ToolRegistry from "../contract/ToolRegistry.ts"
@@ -94,6 +96,10 @@ export interface Options<MR = never> {
     /** How long a stored result answers repeats of its key. Default: for ever. */
     readonly ttl?: Duration.Input
   }
+  /** `tool.progress` events: at most one per `interval` per call (default 100 ms; see `ToolProgress`). */
+  readonly progress?: {
+    readonly interval?: Duration.Input
+  }
   /**
    * Span content. Every call gets an `execute_tool` span when a tracer is installed; by default
    * it never carries argument or result values. These add them (redacted per the tool's `safety.redact`).
@@ -127,7 +133,7 @@ export class BatchFailed extends Data.TaggedError("BatchFailed")<{
 
 /** What running calls needs from the environment. */
 export type Requirements<R> =
-  | Exclude<R, Cancellation.Cancellation | ToolCallContext>
+  | Exclude<R, Cancellation.Cancellation | ToolCallContext | ToolProgress>
   | RunContext
   | EventSink
   | StoreRegistry
@@ -204,7 +210,13 @@ export const make = <R, MR = never>(
           ? undefined
           : Duration.toMillis(Duration.fromInputUnsafe(options.idempotency.ttl))
       }),
-      runCancel
+      runCancel,
+      progress: {
+        reporter,
+        interval: options.progress?.interval === undefined
+          ? progressLimits.intervalMillis
+          : Duration.toMillis(Duration.fromInputUnsafe(options.progress.interval))
+      }
     })
     const everything = ToolRegistry.all(registry)
     const tracing = Tracing.make(options.tracing)

@@ -5,6 +5,8 @@
  * calls), every kind of sink (synchronous, asynchronous, slow, dying, throwing,
  * self-interrupting), both failure policies, `run` and `runBatch`, and
  * interruption or run cancellation at random points (or before the batch).
+ * Some calls report progress (and leave a fiber reporting after they end):
+ * their `tool.progress` events fall between start and terminal event.
  * Keyed calls (`charge`, a few keys per batch, at once or in turn) are applied
  * at most once per key, answer with one value per key, and carry their key in
  * every lifecycle event.
@@ -46,7 +48,7 @@ const plan = (seed: number): Plan => {
     const id = `c${i}`
     const roll = r.next()
     const tool = roll < 0.2 ? "mutate" : roll < 0.45 ? "charge" : "work"
-    const kind = r.pick(["ok", "ok", "fail", "defect", "throw", "sleep", "sleep", "sleep", "hang", "flaky", "invalid", "unknown"])
+    const kind = r.pick(["ok", "ok", "fail", "defect", "throw", "sleep", "sleep", "sleep", "hang", "flaky", "invalid", "unknown", "report"])
     if (kind === "invalid") return call(id, tool, { kind: 42 })
     if (kind === "unknown") return call(id, "no_such_tool")
     // keyed calls share a few keys, so repeats run at once and in turn
@@ -55,6 +57,7 @@ const plan = (seed: number): Plan => {
       return call(id, tool, kind === "sleep" || kind === "flaky" ? { kind, ms: r.int(0, kind === "sleep" ? 300 : 3), key } : { kind, key })
     }
     if (kind === "sleep") return call(id, tool, { kind, ms: r.int(1, 300) })
+    if (kind === "report") return call(id, tool, { kind, ms: r.int(0, 120) })
     if (kind === "flaky") return call(id, tool, { kind, ms: r.int(0, 3), key: `${seed}/${id}` })
     return call(id, tool, { kind })
   })
@@ -80,7 +83,8 @@ const stats = {
   cancelledBeforeStart: 0,
   batchFailed: 0,
   interrupted: 0,
-  replayed: 0
+  replayed: 0,
+  progress: 0
 }
 
 /** One plan: runs it, stops it as planned, and returns every broken guarantee. */
@@ -178,6 +182,7 @@ const check = (p: Plan) =>
     stats.calls += p.calls.length
     stats.events += offered.length
     stats.started += offered.filter((e) => e._tag === "tool.started").length
+    stats.progress += offered.filter((e) => e._tag === "tool.progress").length
     for (const r of results ?? []) {
       if (r.error?._tag === "ToolCancelled") {
         if ((r.error as ToolError.ToolCancelled).started) stats.cancelledRunning++
@@ -219,6 +224,7 @@ describe("Executor exactness", () => {
         assert.isAbove(stats.cancelledRunning, 0)
         assert.isAbove(stats.cancelledBeforeStart, 0)
         assert.isAbove(stats.replayed, 0)
+        assert.isAbove(stats.progress, 0)
       }
       console.log(`executor exactness: ${JSON.stringify(stats)}`)
     }).pipe(Effect.provide(Logger.layer([]))), { timeout: 600_000 })

@@ -5,10 +5,10 @@
  * offered and what a batch returned.
  */
 import { type Duration, Effect, Layer, Schema } from "effect"
-import { EventSink, Executor, RunContext, StoreRegistry, Tool, ToolError, ToolResult } from "../../src/index.ts"
+import { EventSink, Executor, RunContext, StoreRegistry, Tool, ToolError, ToolProgress, ToolResult } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 
-export const Kind = Schema.Literals(["ok", "fail", "defect", "throw", "sleep", "hang", "flaky"])
+export const Kind = Schema.Literals(["ok", "fail", "defect", "throw", "sleep", "hang", "flaky", "report"])
 export type Kind = typeof Kind.Type
 
 /** What the test tools did: handlers in flight, peaks, and every invocation. */
@@ -41,10 +41,32 @@ const Input = Schema.Struct({
   key: Schema.optionalKey(Schema.String)
 })
 
-const behave = (probe: Probe, exclusive: boolean) => (input: typeof Input.Type): Effect.Effect<string, ToolError.ToolError> => {
+/**
+ * `report`: reports progress a few times, `ms` apart, and leaves behind a fiber that keeps
+ * reporting after the call has ended (those reports must never become events).
+ */
+const reporting = (ms: number): Effect.Effect<string, never, ToolProgress.ToolProgress> =>
+  Effect.gen(function*() {
+    yield* Effect.forkDetach(
+      Effect.forEach(
+        Array.from({ length: 20 }, (_, i) => i),
+        (i) => Effect.andThen(Effect.sleep(7), ToolProgress.report({ count: i, chunk: "." })),
+        { discard: true }
+      )
+    )
+    for (let i = 0; i < 4; i++) {
+      yield* ToolProgress.report({ message: `step ${i}`, fraction: i / 4 })
+      yield* Effect.sleep(ms)
+    }
+    return "reported"
+  })
+
+const behave = (probe: Probe, exclusive: boolean) => (
+  input: typeof Input.Type
+): Effect.Effect<string, ToolError.ToolError, ToolProgress.ToolProgress> => {
   probe.invocations++
   if (input.kind === "throw") throw new Error("thrown before returning an Effect")
-  const body: Effect.Effect<string, ToolError.ToolError> = input.kind === "ok"
+  const body: Effect.Effect<string, ToolError.ToolError, ToolProgress.ToolProgress> = input.kind === "ok"
     ? Effect.succeed("done")
     : input.kind === "fail"
     ? Effect.fail(ToolError.repairable("nope"))
@@ -54,6 +76,8 @@ const behave = (probe: Probe, exclusive: boolean) => (input: typeof Input.Type):
     ? Effect.as(Effect.sleep(input.ms ?? 10), "slept")
     : input.kind === "hang"
     ? Effect.never
+    : input.kind === "report"
+    ? reporting(input.ms ?? 20)
     : Effect.suspend(() => {
       const key = input.key ?? ""
       const seen = probe.failures.get(key) ?? 0
@@ -89,6 +113,7 @@ export const tools = (probe: Probe, timeout: Duration.Input = "2 seconds") => [
     timeout,
     safety: { access: "read", idempotent: true },
     retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }),
+    services: [ToolProgress.ToolProgress],
     handler: behave(probe, false)
   }),
   Tool.make("mutate", {
@@ -97,6 +122,7 @@ export const tools = (probe: Probe, timeout: Duration.Input = "2 seconds") => [
     timeout,
     exclusive: true,
     safety: { access: "mutate" },
+    services: [ToolProgress.ToolProgress],
     handler: behave(probe, true)
   }),
   Tool.make("charge", {
@@ -106,6 +132,7 @@ export const tools = (probe: Probe, timeout: Duration.Input = "2 seconds") => [
     safety: { access: "write" },
     idempotency: ({ key }) => key ?? "none",
     retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }),
+    services: [ToolProgress.ToolProgress],
     handler: (input) =>
       Effect.map(behave(probe, false)(input), (output) => {
         const key = input.key ?? "none"
@@ -199,6 +226,7 @@ export const violation = (
       if (rejected > 0) return `started and rejected: ${describe}`
     } else {
       if (terminal > 0) return `terminal event without a start: ${describe}`
+      if (tags.some((t) => t !== "tool.rejected")) return `an event of a call that never started: ${describe}`
       if (rejected > 1) return `rejected twice: ${describe}`
     }
     if (results === undefined) continue

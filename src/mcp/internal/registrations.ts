@@ -3,12 +3,22 @@
  * handler per tool, each running through one executor, and a resource
  * template that serves the artifacts those calls stored. Transport-free: the
  * layers in `McpServe.ts` put these on stdio or Streamable HTTP.
+ *
+ * A call whose request carries `_meta.progressToken` gets a
+ * `notifications/progress` for each `tool.progress` event of that call: the
+ * call runs with an event sink that passes every event on to the server's sink
+ * and sends the call's progress through `McpServer.notifications` in the
+ * request's own context (which routes it to that request: on its response
+ * stream over HTTP), waiting (at most {@link progressDeliveryMillis}) until it
+ * is delivered, so that every notification precedes the call's result.
  */
 import type { Cause } from "effect"
-import { Context, Effect, Exit, Layer } from "effect"
+import { Context, Duration, Effect, Exit, Layer } from "effect"
 import { McpSchema, McpServer } from "effect/ai"
 import type { Redact } from "../../contract/Safety.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
+import type * as ToolEvent from "../../contract/ToolEvent.ts"
+import { EventSink } from "../../runtime/EventSink.ts"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import type * as ToolResult from "../../contract/ToolResult.ts"
 import * as Executor from "../../runtime/Executor.ts"
@@ -77,6 +87,60 @@ const toCallToolResult = (
   })
 }
 
+/** How long one progress notification may take to reach its client before it is given up on. */
+export const progressDeliveryMillis = 2_000
+
+type ProgressToken = string | number
+
+/** The request's progress token (`_meta.progressToken` of its `tools/call`), when it asked for progress. */
+const progressTokenOf = Effect.map(Effect.serviceOption(McpSchema.McpRequestContext), (context) => {
+  if (context._tag === "None") return undefined
+  const token = (context.value.requestMetadata as { readonly progressToken?: unknown } | undefined)?.progressToken
+  return typeof token === "string" || typeof token === "number" ? token : undefined
+})
+
+/**
+ * `sink`, also sending each `tool.progress` of call `callId` as a `notifications/progress` for `token`,
+ * in `request` (the request's context, which routes the notification). `progress` is the count when
+ * the tool reports one (with its total), else the fraction (of 1), else the last value sent (or the
+ * number of the notification); `message` is the tool's message.
+ */
+const withProgress = (
+  sink: EventSink["Service"],
+  callId: string,
+  token: ProgressToken,
+  request: Context.Context<never>,
+  server: McpServer.McpServer["Service"]
+): EventSink["Service"] => {
+  let sent = 0
+  let last: { progress: number; total?: number } | undefined
+  const notify = (event: ToolEvent.ToolProgress): Effect.Effect<void> => {
+    sent++
+    if (event.count !== undefined) {
+      last = event.total === undefined ? { progress: event.count } : { progress: event.count, total: event.total }
+    } else if (event.fraction !== undefined) last = { progress: event.fraction, total: 1 }
+    const { progress, total } = last ?? { progress: sent, total: undefined }
+    return server.notifications["notifications/progress"]({
+      progressToken: token,
+      progress,
+      ...(total === undefined ? {} : { total }),
+      ...(event.message === undefined ? {} : { message: event.message })
+    }).pipe(
+      Effect.provideContext(request),
+      Effect.interruptible,
+      Effect.timeoutOption(Duration.millis(progressDeliveryMillis)),
+      Effect.ignore
+    )
+  }
+  return EventSink.of({
+    emit: (event) => {
+      if (event._tag !== "tool.progress" || event.toolCallId !== callId) return sink.emit(event)
+      // The server's sink first (its failure is passed on, for the executor to log), then the client.
+      return Effect.flatMap(Effect.exit(Effect.suspend(() => sink.emit(event))), (exit) => Effect.andThen(notify(event), exit))
+    }
+  })
+}
+
 /**
  * Registers every tool of `registry` on the `McpServer` in context, and the
  * artifact resource template. The handlers run with `services` (what the
@@ -132,7 +196,15 @@ export const registrations = <R, MR>(
               name: spec.name,
               arguments: payload === undefined || payload === null ? {} : payload
             }
-            const exit = yield* Effect.exit(Effect.flatMap(current, (executor) => executor.run(call)))
+            const token = yield* progressTokenOf
+            const run = Effect.flatMap(current, (executor) => executor.run(call))
+            const exit = yield* Effect.exit(
+              token === undefined ? run : Effect.flatMap(
+                Effect.all([EventSink, Effect.context<never>()]),
+                ([sink, request]) =>
+                  Effect.provideService(run, EventSink, withProgress(sink, call.id, token, request, server))
+              )
+            )
             if (Exit.isSuccess(exit)) return toCallToolResult(exit.value, spec, remember(spec.safety.redact, call.arguments))
             // A fatal error (or a repairable one with `repair: false`): still a tool result, never a
             // protocol error; its message is the model-safe text (a defect reads "internal error in tool X").

@@ -1,7 +1,8 @@
 /**
  * One call's lifecycle, top to bottom: admit (resolve, decode, limits), report
- * `tool.started`, invoke the middleware pipeline around the handler, render the
- * result, report exactly one terminal event. Everything but the invocation runs
+ * `tool.started`, invoke the middleware pipeline around the handler (which may
+ * report `tool.progress`), render the result, close the progress channel (what
+ * is pending goes out, nothing after), report exactly one terminal event. Everything but the invocation runs
  * uninterruptibly (the caller passes the `restore` of its mask), so a call that
  * was started always reports its end, and an interruption can only land inside
  * the invocation, where it becomes `tool.failed` with reason `cancelled`.
@@ -19,6 +20,7 @@ import type * as Admission from "./Admission.ts"
 import * as CallState from "./CallState.ts"
 import * as Idempotency from "./Idempotency.ts"
 import * as Invoke from "./Invoke.ts"
+import * as Progress from "./Progress.ts"
 import type * as Render from "./Render.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 import * as Tracing from "./Tracing.ts"
@@ -44,6 +46,7 @@ export interface Config {
   readonly reporter: Reporter
   readonly idempotency: ReturnType<typeof Idempotency.make>
   readonly runCancel: Cancellation.RunCancel
+  readonly progress: Progress.Config
 }
 
 /** The fields every event of a started call carries (with the idempotency key of a keyed call). */
@@ -182,6 +185,7 @@ export const make = (config: Config) => {
     const startedAt = env.clock.currentTimeMillisUnsafe()
     const { key, defect: keyDefect } = Idempotency.keyOf(entry.tool, spec.name, input)
     const state = new CallState.CallState(call.id, spec.name, key, env.ctx.turn, config.runCancel.cancel)
+    if (Progress.reports(entry.tool)) state.progress = new Progress.Channel(config.progress, env, state, spec, input)
     // 7-9: middleware around the handler (timeout, retries, exclusivity; a keyed call at most once), encode,
     // then redact or offload.
     const core: Middleware.Next = (invocation) =>
@@ -207,11 +211,16 @@ export const make = (config: Config) => {
     )
     // The handler gets the call's context from `Invoke` (per attempt, only when it is not already done);
     // middleware see it too when there is any.
-    const invocation = keyDefect !== undefined
+    const invoked = keyDefect !== undefined
       ? Effect.fail(keyDefect)
       : config.middleware.length === 0
       ? body
       : (state.inContext = true, CallState.provide(body, state))
+    // A reporting call's channel closes before anything else of its end is reported (uninterruptibly).
+    const progress = state.progress
+    const invocation = progress === undefined
+      ? invoked
+      : Effect.onExit(invoked, () => Effect.uninterruptible(progress.close))
     // 6, then 10: started, the interruptible invocation, exactly one terminal event.
     const lifecycle = Effect.andThen(
       reporter.emitMasked(env, {

@@ -2,11 +2,14 @@
  * One started call's state: its attempt counter, its idempotency key, and the
  * object the handler reads as both `ToolCallContext` and `Cancellation` (one
  * allocation per call; the `AbortController` only when a handler reads the
- * signal). `provide` puts it in the call's context in one step.
+ * signal), plus its progress channel for tools that list `ToolProgress`.
+ * `provide` puts them in the call's context in one step.
  */
 import { Context, Effect } from "effect"
 import { Cancellation, type CancellationShape } from "../../Cancellation.ts"
 import { ToolCallContext, type ToolCallInfo } from "../../ToolCallContext.ts"
+import { ToolProgress } from "../../ToolProgress.ts"
+import type { Channel } from "./Progress.ts"
 
 export class CallState implements ToolCallInfo, CancellationShape {
   /** The current attempt (1 for the first); `Invoke` counts retries here. */
@@ -14,6 +17,8 @@ export class CallState implements ToolCallInfo, CancellationShape {
   /** True when the whole invocation already runs with this state in its context (there is middleware). */
   inContext = false
   controller: AbortController | undefined = undefined
+  /** The call's progress reports: only for tools that list `ToolProgress`. */
+  progress: Channel | undefined = undefined
   readonly toolCallId: string
   readonly toolName: string
   readonly idempotencyKey: string | undefined
@@ -51,13 +56,15 @@ export class CallState implements ToolCallInfo, CancellationShape {
   }
 }
 
-/** Runs `effect` with `state` as its `ToolCallContext` and `Cancellation`. */
+/** Runs `effect` with `state` as its `ToolCallContext` and `Cancellation` (and its `ToolProgress`, when it has one). */
 export const provide = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
   state: CallState
-): Effect.Effect<A, E, Exclude<R, ToolCallContext | Cancellation>> =>
+): Effect.Effect<A, E, Exclude<R, ToolCallContext | Cancellation | ToolProgress>> =>
   Effect.updateContext(
     effect,
-    (context: Context.Context<Exclude<R, ToolCallContext | Cancellation>>) =>
-      Context.add(Context.add(context, Cancellation, state), ToolCallContext, state) as Context.Context<R>
+    (context: Context.Context<Exclude<R, ToolCallContext | Cancellation | ToolProgress>>) => {
+      const call = Context.add(Context.add(context, Cancellation, state), ToolCallContext, state)
+      return (state.progress === undefined ? call : Context.add(call, ToolProgress, state.progress)) as Context.Context<R>
+    }
   )

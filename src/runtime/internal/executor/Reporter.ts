@@ -13,6 +13,10 @@
  * - A sink that fails or dies does not fail the call: the failure is logged at
  *   `Warn` level with the event's tag and sequence, the event counts as offered
  *   (its number is not reused) and the next event is offered as usual.
+ * - A lazy event (`emitLazy`, for progress) is made only once its turn has
+ *   come, while the slot is held: what it says (or whether there is anything
+ *   to say, `undefined` emits nothing and takes no number) is decided in
+ *   order with the events before and after it.
  */
 import { type Cause, type Clock, Effect, Exit } from "effect"
 import type { EventSink } from "../../EventSink.ts"
@@ -30,8 +34,13 @@ export interface Reporter {
   /** Stamps and delivers one event; completes once the sink has returned. Never fails, never interrupted. */
   readonly emit: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>) => Effect.Effect<void>
   /** {@link emit} for callers already inside an uninterruptible region (the call lifecycle). */
-  readonly emitMasked: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>) => Effect.Effect<void>
+  readonly emitMasked: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy) => Effect.Effect<void>
+  /** {@link emit} of the event `make` returns when its turn comes (nothing when it returns `undefined`). */
+  readonly emitLazy: (env: Env, make: Lazy) => Effect.Effect<void>
 }
+
+/** An event made when its turn comes; `undefined`: nothing to emit. */
+export type Lazy = () => ToolEvent.Unstamped<ToolEvent.Event> | undefined
 
 const warn = (cause: Cause.Cause<unknown>, event: ToolEvent.Event): Effect.Effect<void> =>
   Effect.logWarning("tinyagents: the event sink failed; the event was not delivered", cause).pipe(
@@ -67,8 +76,13 @@ export const make = (): Reporter => {
   }
 
   /** Holds the slot: stamps, hands the event to the sink, releases the slot when the sink returns. */
-  const deliver = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>): Effect.Effect<void> => {
+  const deliver = (env: Env, given: ToolEvent.Unstamped<ToolEvent.Event> | Lazy): Effect.Effect<void> => {
     busy = true
+    const event = typeof given === "function" ? given() : given
+    if (event === undefined) {
+      release()
+      return Effect.void
+    }
     const stamped = {
       ...event,
       runId: env.ctx.runId,
@@ -92,7 +106,7 @@ export const make = (): Reporter => {
   }
 
   /** Waits for the slot; the releasing fiber hands it over on the next scheduler tick (no deep recursion). */
-  const wait = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>): Effect.Effect<void> =>
+  const wait = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy): Effect.Effect<void> =>
     Effect.withFiber((fiber) =>
       Effect.callback<void>((resume) => {
         waiters.push(() =>
@@ -101,11 +115,12 @@ export const make = (): Reporter => {
       })
     )
 
-  const emitMasked = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>): Effect.Effect<void> =>
+  const emitMasked = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy): Effect.Effect<void> =>
     Effect.suspend(() => busy ? wait(env, event) : deliver(env, event))
 
   return {
     emit: (env, event) => Effect.uninterruptible(emitMasked(env, event)),
-    emitMasked
+    emitMasked,
+    emitLazy: (env, make) => Effect.uninterruptible(emitMasked(env, make))
   }
 }
