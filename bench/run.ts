@@ -32,12 +32,18 @@
  * call, median of 3 samples; `gc %` is the collectors' main-thread time as a
  * share of that sample's wall time. Objects still alive afterwards (the sink's
  * events, the results) count as allocated.
+ *
+ * Then the store case (bench/stores.ts): 10,000 idempotent keyed calls through
+ * the executor per `StoreRegistry` backend (memory, file system, SQLite, Redis
+ * when `redis-server` is on PATH), µs per call next to memory.
+ * `TINYAGENTS_BENCH=stores` runs only that case, `TINYAGENTS_BENCH=executor` only the first.
  */
 import { Effect, Layer, Result, Schema } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import { EventSink, Executor, Middleware, RunContext, StoreRegistry, Tool, ToolRegistry } from "../src/index.ts"
 import type { ToolCall } from "../src/index.ts"
+import { storeRows } from "./stores.ts"
 
 v8.setFlagsFromString("--expose-gc")
 const gc = vm.runInNewContext("gc") as () => void
@@ -235,8 +241,9 @@ const cases: ReadonlyArray<Case> = [
   }
 ]
 
+const only = process.env["TINYAGENTS_BENCH"]
 const rows: Array<Record<string, string | number>> = []
-for (const c of cases) {
+for (const c of only === "stores" ? [] : cases) {
   const [floorTime, time] = await timePair(c.runs, c.warmup, c.floor, c.full)
   const memory = await allocationMedian(c.full)
   const floorMemory = await allocationMedian(c.floor)
@@ -254,8 +261,17 @@ for (const c of cases) {
     "gc %": Math.round(memory.gcShare * 100)
   })
 }
+if (only !== "stores") {
 console.log(
   "Concurrency 16. µs: median wall time; cpu µs: median CPU time of this process (steadier on a busy machine);",
   "KB: bytes allocated (median of 3). A one-call batch is repeated 2,000 times in one program."
 )
 console.table(rows)
+}
+if (only !== "executor") {
+  console.log(
+    "Stores: idempotent keyed calls through the executor (concurrency 16), median of 3 samples after a warm-up;",
+    "apply: a fresh key each call (look up, claim, run, store, release); replay: the same keys again."
+  )
+  console.table(await storeRows())
+}

@@ -282,15 +282,79 @@ export class InvalidOutput extends Schema.TaggedError<InvalidOutput>()("InvalidO
   }
 }
 
-/** A store (artifacts, idempotency cache, ...) failed. */
+/** Error codes of a store that is unreachable, restarting or busy: a retry can succeed. */
+const transientCodes: ReadonlySet<string> = new Set([
+  "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTCONN",
+  "EAI_AGAIN", "SQLITE_BUSY", "SQLITE_LOCKED",
+  // Postgres SQLSTATEs: connection exceptions, server shutting down or starting, serialization, deadlock, lock wait
+  "08000", "08001", "08003", "08004", "08006", "57P01", "57P02", "57P03", "40001", "40P01", "55P03"
+])
+const transientNames: ReadonlySet<string> = new Set([
+  "TimeoutError", "ConnectionTimeoutError", "SocketClosedUnexpectedlyError", "ClientClosedError", "ConnectionError",
+  "LockTimeoutError", "DeadlockError", "SerializationError", "StatementTimeoutError"
+])
+
+/**
+ * True when a store failure's `cause` is transient (connection refused, dropped or timed out, a
+ * server restarting, `SQLITE_BUSY`, a deadlock): the cause, or any cause it wraps (`cause`,
+ * `reason`), says so by its code, its tag or name, or an `isRetryable` of `true` (Effect's `SqlError`).
+ */
+export const isTransientStoreCause = (cause: unknown): boolean => {
+  let current = cause
+  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
+    const record = current as Record<string, unknown>
+    if (record["isRetryable"] === true) return true
+    const code = record["code"]
+    if ((typeof code === "string" && transientCodes.has(code.split(":")[0]!)) || transientCodes.has(String(code))) {
+      return true
+    }
+    if (typeof code === "string" && /^SQLITE_(BUSY|LOCKED)/.test(code)) return true
+    for (const key of ["_tag", "name"]) {
+      const name = record[key]
+      if (typeof name === "string" && transientNames.has(name)) return true
+    }
+    current = record["reason"] !== undefined && typeof record["reason"] === "object" ? record["reason"] : record["cause"]
+  }
+  return false
+}
+
+/**
+ * A store (artifacts, idempotency cache, claims, ...) failed at `operation`. `retryable` says what
+ * happens next: `true` for a transient failure (the store is unreachable, restarting or busy; set
+ * from the cause by {@link isTransientStoreCause} when not given), so the disposition is `"retry"`;
+ * otherwise `"fatal"` (a bad store name, a schema or decoding failure). The message names the store
+ * and the operation only, never a key's value; the cause is kept for operators.
+ */
 export class StoreFailed extends Schema.TaggedError<StoreFailed>()("StoreFailed", {
   store: Schema.String,
   operation: Schema.String,
-  cause: Schema.Defect()
+  cause: Schema.Defect(),
+  retryable: Schema.optionalKey(Schema.Boolean)
 }) {
-  readonly disposition = "fatal" as const
+  // @effect-diagnostics-next-line overriddenSchemaConstructor:off
+  constructor(
+    props: {
+      readonly store: string
+      readonly operation: string
+      readonly cause: unknown
+      readonly retryable?: boolean
+    },
+    options?: Schema.MakeOptions
+  ) {
+    super(
+      props.retryable === undefined && isTransientStoreCause(props.cause) ? { ...props, retryable: true } : props,
+      options
+    )
+  }
+
+  get disposition(): "retry" | "fatal" {
+    return this.retryable === true ? "retry" : "fatal"
+  }
+
   override get message(): string {
-    return `store ${JSON.stringify(this.store)} failed to ${this.operation}`
+    return `store ${JSON.stringify(this.store)} failed to ${this.operation}${
+      this.retryable === true ? " (unavailable for now: retry later)" : ""
+    }`
   }
 }
 

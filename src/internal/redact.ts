@@ -302,7 +302,12 @@ export const scrubError = <E extends ToolError.ToolError>(error: E, scrubber: Sc
       const cause = scrubUnknown(e.cause, scrubber)
       return (cause === e.cause
         ? error
-        : new ToolError.StoreFailed({ store: e.store, operation: e.operation, cause })) as E
+        : new ToolError.StoreFailed({
+          store: e.store,
+          operation: e.operation,
+          cause,
+          ...(e.retryable === undefined ? {} : { retryable: e.retryable })
+        })) as E
     }
     default:
       // names, limits, timeouts: nothing a caller or a model supplied beyond the tool's name

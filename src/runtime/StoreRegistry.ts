@@ -3,11 +3,17 @@
  * A hidden service: handlers reach a store with `yield* StoreRegistry.store("notes")`.
  * Every name is a view of ONE underlying `KeyValueStore` (`effect/persistence`)
  * whose keys are prefixed with `<name>/` (`KeyValueStore.prefix`); names cannot
- * contain `/`, so two names never share a key. The underlying store is opened on
- * first use, in the layer's scope; a failed open is a `StoreFailed` (operation
- * `"open"`) and is not remembered, so the next use tries again. Layers: memory
- * (tests, one process), file system (one directory, one file per prefixed key),
- * or any `KeyValueStore` already in context (`layer`, e.g. `KeyValueStore.layerSql`).
+ * contain `/`, so two names never share a key. Each name also has `claims`
+ * (atomic, expiring leases). The backend is opened on first use, in the layer's
+ * scope; a failed open is a `StoreFailed` (operation `"open"`, retryable when the
+ * cause is transient) and is not remembered, so the next use tries again.
+ * Layers here: memory (tests, one process), file system (one directory, one file
+ * per prefixed key), any `KeyValueStore` already in context (`layer`), or any
+ * {@link Backend} (`layerBackend`: a store, its claims, and optional views of
+ * some names); memory, file system and `layer` keep claims in this process's
+ * memory. SQLite, Postgres and Redis backends are in `tinyagents/stores`. A
+ * store's `modify` runs one at a time in this process (a read then a write on
+ * the file system would otherwise lose parallel updates).
  *
  * File names (`layerFileSystem`): a prefixed key's file is named by its
  * `encodeURIComponent` form (as `KeyValueStore.layerFileSystem` does) when that
@@ -76,7 +82,7 @@ export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryS
   /** Stores in memory, in one map, for the life of the layer. */
   static readonly layerMemory: Layer.Layer<StoreRegistry> = Layer.effect(
     StoreRegistry,
-    Effect.suspend(() => make(KeyValueStore.layerMemory))
+    Effect.suspend(() => make(kvBackend(KeyValueStore.layerMemory)))
   )
 
   /**
@@ -91,12 +97,12 @@ export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryS
       Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
         const path = yield* Path.Path
-        return yield* make(
+        return yield* make(kvBackend(
           Layer.effect(KeyValueStore.KeyValueStore, Effect.map(KeyValueStore.KeyValueStore, fileNameSafe)).pipe(
             Layer.provide(KeyValueStore.layerFileSystem(root)),
             Layer.provide([Layer.succeed(FileSystem.FileSystem, fs), Layer.succeed(Path.Path, path)])
           )
-        )
+        ))
       })
     )
 
@@ -105,7 +111,7 @@ export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryS
     StoreRegistry,
     Effect.gen(function*() {
       const kv = yield* KeyValueStore.KeyValueStore
-      return yield* make(Layer.succeed(KeyValueStore.KeyValueStore, kv))
+      return yield* make(Effect.succeed({ store: kv, claims: () => memoryClaims() }))
     })
   )
 }
@@ -164,35 +170,56 @@ const fileNameSafe = (kv: KeyValueStore.KeyValueStore): KeyValueStore.KeyValueSt
 const storeName = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/
 
 /**
- * A registry over the store `open` builds. Opening happens at most once at a
- * time (concurrent first uses wait for one open and share its store); only a
- * success is kept, in the layer's scope.
+ * What a backend gives a registry: its one underlying store (every name is a prefixed view of it),
+ * the claims of a store name, and optionally a replacement for the view of some names (e.g. an
+ * artifacts table with a size cap and expiry). Memory and file system keep claims in memory.
  */
-const make = <E>(
-  open: Layer.Layer<KeyValueStore.KeyValueStore, E>
+export interface Backend {
+  readonly store: KeyValueStore.KeyValueStore
+  /** The claims of store `name` (called once per name). */
+  readonly claims: (name: string) => Claims
+  /** The view of store `name`; `undefined` for the default prefixed view of `store`. */
+  readonly view?: ((name: string) => KeyValueStore.KeyValueStore | undefined) | undefined
+}
+
+/** A backend of the `KeyValueStore` `open` builds, with claims in memory. */
+const kvBackend = <E>(open: Layer.Layer<KeyValueStore.KeyValueStore, E>): Effect.Effect<Backend, E, Scope.Scope> =>
+  Effect.map(Layer.build(open), (context) => ({
+    store: Context.get(context, KeyValueStore.KeyValueStore),
+    claims: () => memoryClaims()
+  }))
+
+/**
+ * A registry over the backend `open` builds, opened on first use in the registry's scope. Opening
+ * happens at most once at a time (concurrent first uses wait for one open and share it); only a
+ * success is kept, so after a failed open (the database is down) the next use tries again.
+ */
+export const make = <E>(
+  open: Effect.Effect<Backend, E, Scope.Scope>
 ): Effect.Effect<StoreRegistryShape, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const opening = yield* Semaphore.make(1)
-    let underlying: KeyValueStore.KeyValueStore | undefined
+    let backend: Backend | undefined
     const views = new Map<string, KeyValueStore.KeyValueStore>()
+    const claimsByName = new Map<string, Claims>()
     const attempt = Effect.gen(function*() {
       const child = yield* Scope.fork(scope)
-      const built = yield* Effect.exit(Layer.buildWithScope(open, child))
+      const built = yield* Effect.exit(Scope.provide(open, child))
       if (built._tag === "Failure") {
         yield* Scope.close(child, built)
         return yield* Effect.failCause(built.cause)
       }
-      return Context.get(built.value, KeyValueStore.KeyValueStore)
+      return built.value
     })
-    const base = (name: string): Effect.Effect<KeyValueStore.KeyValueStore, StoreFailed> =>
+    const opened = (name: string): Effect.Effect<Backend, StoreFailed> =>
       Effect.suspend(() =>
-        underlying !== undefined ? Effect.succeed(underlying) : opening.withPermits(1)(
+        backend !== undefined ? Effect.succeed(backend) : opening.withPermits(1)(
           Effect.suspend(() =>
-            underlying !== undefined
-              ? Effect.succeed(underlying)
+            backend !== undefined
+              ? Effect.succeed(backend)
               : attempt.pipe(
-                Effect.tap((kv) => Effect.sync(() => void (underlying = kv))),
+                Effect.tap((built) => Effect.sync(() => void (backend = built))),
                 Effect.catchCause((cause) =>
                   Effect.fail(new StoreFailed({ store: name, operation: "open", cause: Cause.squash(cause) }))
                 )
@@ -200,32 +227,35 @@ const make = <E>(
           )
         )
       )
-    const claimsByName = new Map<string, Claims>()
+    const checked = <A>(name: string, f: () => Effect.Effect<A, StoreFailed>): Effect.Effect<A, StoreFailed> =>
+      Effect.suspend(() =>
+        storeName.test(name)
+          ? f()
+          : Effect.fail(new StoreFailed({ store: name, operation: "open", cause: "invalid store name" }))
+      )
     return {
       claims: (name) =>
-        Effect.suspend(() => {
-          if (!storeName.test(name)) {
-            return Effect.fail(new StoreFailed({ store: name, operation: "open", cause: "invalid store name" }))
-          }
-          let claims = claimsByName.get(name)
-          if (claims === undefined) {
-            claims = memoryClaims()
-            claimsByName.set(name, claims)
-          }
-          return Effect.succeed(claims)
+        checked(name, () => {
+          const known = claimsByName.get(name)
+          if (known !== undefined) return Effect.succeed(known)
+          return Effect.map(opened(name), (built) => {
+            let claims = claimsByName.get(name)
+            if (claims === undefined) {
+              claims = built.claims(name)
+              claimsByName.set(name, claims)
+            }
+            return claims
+          })
         }),
       store: (name) =>
-        Effect.suspend(() => {
-          if (!storeName.test(name)) {
-            return Effect.fail(new StoreFailed({ store: name, operation: "open", cause: "invalid store name" }))
-          }
+        checked(name, () => {
           const view = views.get(name)
           if (view !== undefined) return Effect.succeed(view)
-          return Effect.map(base(name), (kv) => {
+          return Effect.map(opened(name), (built) => {
             // Synchronous from the lookup to the insert, so every use of a name gets the same view.
             let named = views.get(name)
             if (named === undefined) {
-              named = KeyValueStore.prefix(kv, `${name}/`)
+              named = built.view?.(name) ?? serialModify(KeyValueStore.prefix(built.store, `${name}/`))
               views.set(name, named)
             }
             return named
@@ -233,6 +263,31 @@ const make = <E>(
         })
     }
   })
+
+/**
+ * `kv` whose `modify`s run one at a time (in this process), so parallel modifies of a key are not
+ * lost on a backend whose `modify` is a read then a write (the file system).
+ */
+const serialModify = (kv: KeyValueStore.KeyValueStore): KeyValueStore.KeyValueStore => {
+  const lock = Semaphore.makeUnsafe(1)
+  return {
+    ...kv,
+    modify: (key, f) => lock.withPermits(1)(kv.modify(key, f)),
+    modifyUint8Array: (key, f) => lock.withPermits(1)(kv.modifyUint8Array(key, f))
+  }
+}
+
+/** A `StoreRegistry` layer over the backend `open` builds (lazily, see {@link make}). */
+export const layerBackend = <E, R>(
+  open: Effect.Effect<Backend, E, R | Scope.Scope>
+): Layer.Layer<StoreRegistry, never, Exclude<R, Scope.Scope>> =>
+  Layer.effect(
+    StoreRegistry,
+    Effect.gen(function*() {
+      const context = yield* Effect.context<Exclude<R, Scope.Scope>>()
+      return yield* make(Effect.provideContext(open, context as Context.Context<R>) as Effect.Effect<Backend, E, Scope.Scope>)
+    })
+  )
 
 /** The store called `name` from the current `StoreRegistry`. */
 export const store = (name: string): Effect.Effect<KeyValueStore.KeyValueStore, StoreFailed, StoreRegistry> =>

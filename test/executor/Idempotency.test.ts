@@ -4,11 +4,16 @@
  * a retry or a repeated call with the same key returns the stored result,
  * across executors sharing a `StoreRegistry` and across "processes" sharing a
  * file-system store. Failures are not stored; store failures are typed.
+ * Across processes a key is claimed: "processes" here are registries sharing
+ * one store and one set of claims (each with its own in-process lock); the
+ * real thing, two Node processes on Redis and SQLite, is in
+ * test/stores/TwoProcesses.test.ts.
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Schema } from "effect"
+import { KeyValueStore } from "effect/persistence"
 import { TestClock } from "effect/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -32,7 +37,9 @@ const eventsOf = EventSink.EventLog.use((log) => log.all)
 const test = ToolServices.layerTest({ runId: "run-1", threadId: "thread-1" })
 
 /** A write tool keyed by `requestId`, retried on transient failures; it fails `failures` times first. */
-const makeCharge = (options: { readonly failures?: number; readonly sleep?: number } = {}) => {
+const makeCharge = (
+  options: { readonly failures?: number; readonly sleep?: number; readonly retry?: boolean; readonly timeout?: string } = {}
+) => {
   const probe = { handlerRuns: 0, keyRuns: 0, applied: 0, keysSeen: [] as Array<string | undefined> }
   const charge = Tool.make("charge_card", {
     description: "Charges a card once per request id.",
@@ -43,7 +50,8 @@ const makeCharge = (options: { readonly failures?: number; readonly sleep?: numb
       probe.keyRuns++
       return requestId
     },
-    retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }),
+    ...(options.retry === false ? {} : { retry: Executor.backoff({ base: "10 millis", maxAttempts: 3, jitter: false }) }),
+    ...(options.timeout === undefined ? {} : { timeout: options.timeout as "1 second" }),
     services: [ToolCallContext.ToolCallContext],
     handler: ({ cents }) =>
       Effect.gen(function*() {
@@ -70,6 +78,60 @@ const advance = (millis: number, step = 10) =>
     }
     yield* Effect.yieldNow
   })
+
+/** Claims shared by every registry built on them (what a database gives processes), on the `Clock`. */
+const sharedClaims = (): StoreRegistry.Claims => {
+  const held = new Map<string, { readonly owner: string; readonly until: number }>()
+  return {
+    acquire: (key, owner, lease) =>
+      Effect.clockWith((clock) =>
+        Effect.sync(() => {
+          const now = clock.currentTimeMillisUnsafe()
+          const current = held.get(key)
+          if (current !== undefined && current.owner !== owner && current.until > now) return false
+          held.set(key, { owner, until: now + lease })
+          return true
+        })
+      ),
+    release: (key, owner) =>
+      Effect.sync(() => {
+        if (held.get(key)?.owner === owner) held.delete(key)
+      })
+  }
+}
+
+/** A backend two "processes" share: one key-value store, one set of claims. */
+const sharedBackend = Effect.gen(function*() {
+  const kv = yield* Effect.provide(Effect.service(KeyValueStore.KeyValueStore), KeyValueStore.layerMemory)
+  const claims = sharedClaims()
+  /** One process: its own registry (and so its own in-process lock) over the shared backend. */
+  const process = (runId: string) =>
+    Layer.mergeAll(
+      RunContext.RunContext.layer({ threadId: "t", runId, turn: 0 }),
+      EventSink.EventSink.layerMemory,
+      Layer.effect(
+        StoreRegistry.StoreRegistry,
+        Effect.map(Effect.service(StoreRegistry.StoreRegistry), (registry) => ({
+          ...registry,
+          claims: () => Effect.succeed(claims)
+        }))
+      ).pipe(Layer.provide(StoreRegistry.layer), Layer.provide(Layer.succeed(KeyValueStore.KeyValueStore, kv)))
+    )
+  return { claims, process }
+})
+
+/** Runs one keyed charge in `process`, on its own executor. */
+const chargeIn = (
+  tool: Tool.Any,
+  process: Layer.Layer<RunContext.RunContext | EventSink.EventSink | StoreRegistry.StoreRegistry>,
+  id: string
+) =>
+  Effect.forkChild(
+    Effect.provide(
+      Effect.flatMap(Executor.make(registryOf(tool)), (e) => e.run(call(id, "charge_card", { requestId: "k", cents: 1 }))),
+      process
+    )
+  )
 
 describe("idempotency keys", () => {
   it.effect("a keyed write tool with a retry schedule: the key is computed, seen by the handler, in every event; a repeat returns the stored result", () =>
@@ -178,6 +240,91 @@ describe("idempotency keys", () => {
       assert.isTrue(b.idempotency?.replayed)
     }).pipe(Effect.ensuring(Effect.sync(() => rmSync(root, { recursive: true, force: true }))))
   })
+
+  it.effect("two processes with shared claims, simultaneous first calls: the key is applied once and both get its result", () =>
+    Effect.gen(function*() {
+      const { process } = yield* sharedBackend
+      const { charge, probe } = makeCharge({ sleep: 50 })
+      const a = yield* chargeIn(charge, process("run-a"), "a")
+      const b = yield* chargeIn(charge, process("run-b"), "b")
+      yield* advance(500)
+      const [first, second] = [yield* Fiber.join(a), yield* Fiber.join(b)]
+      assert.strictEqual(probe.handlerRuns, 1)
+      assert.deepStrictEqual([first.idempotency?.replayed, second.idempotency?.replayed], [false, true])
+      assert.deepStrictEqual(second.value, first.value)
+    }))
+
+  it.effect("a winner that fails releases its claim: the waiting process takes the key and runs it", () =>
+    Effect.gen(function*() {
+      const { process } = yield* sharedBackend
+      const { charge: noRetry, probe } = makeCharge({ sleep: 50, failures: 1, retry: false })
+      const a = yield* chargeIn(noRetry, process("run-a"), "a")
+      const b = yield* chargeIn(noRetry, process("run-b"), "b")
+      yield* advance(500)
+      const [first, second] = [yield* Fiber.join(a), yield* Fiber.join(b)]
+      assert.isTrue(first.isError)
+      assert.strictEqual(probe.handlerRuns, 2)
+      assert.strictEqual(probe.applied, 1)
+      assert.deepStrictEqual(second.idempotency, { key: "k", replayed: false })
+      assert.deepStrictEqual(second.value, { chargeId: "ch_1", cents: 1 })
+    }))
+
+  it.effect("a holder that died: its claim stops others until the lease runs out, then a waiting call takes over", () =>
+    Effect.gen(function*() {
+      const { claims, process } = yield* sharedBackend
+      const { charge, probe } = makeCharge()
+      // a process took the key and died before storing anything
+      assert.isTrue(yield* claims.acquire("charge_card/k", "dead-process", 30_000))
+      const waiting = yield* chargeIn(charge, process("run-b"), "b")
+      yield* advance(29_000, 100)
+      assert.strictEqual(probe.handlerRuns, 0)
+      yield* advance(2_000, 100)
+      const result = yield* Fiber.join(waiting)
+      assert.strictEqual(probe.applied, 1)
+      assert.deepStrictEqual(result.idempotency, { key: "k", replayed: false })
+    }))
+
+  it.effect("a long handler renews its claim: another process waits the whole run, then replays its result", () =>
+    Effect.gen(function*() {
+      const { process } = yield* sharedBackend
+      const long = makeCharge({ sleep: 90_000, timeout: "5 minutes" })
+      const slowTool = long.charge
+      const a = yield* chargeIn(slowTool, process("run-a"), "a")
+      yield* advance(100)
+      const b = yield* chargeIn(slowTool, process("run-b"), "b")
+      yield* advance(60_000, 100)
+      // three times the 30 s lease has passed: without renewal b would have run the key too
+      assert.strictEqual(long.probe.handlerRuns, 1)
+      yield* advance(31_000, 100)
+      const [first, second] = [yield* Fiber.join(a), yield* Fiber.join(b)]
+      assert.strictEqual(long.probe.handlerRuns, 1)
+      assert.deepStrictEqual([first.idempotency?.replayed, second.idempotency?.replayed], [false, true])
+      assert.deepStrictEqual(second.value, first.value)
+    }))
+
+  it.effect("a claim that cannot be taken is a StoreFailed; the handler does not run", () =>
+    Effect.gen(function*() {
+      const { charge, probe } = makeCharge()
+      const broken = Layer.effect(
+        StoreRegistry.StoreRegistry,
+        Effect.map(Effect.service(StoreRegistry.StoreRegistry), (registry) => ({
+          ...registry,
+          claims: (name: string) =>
+            Effect.succeed<StoreRegistry.Claims>({
+              acquire: () => Effect.fail(new ToolError.StoreFailed({ store: name, operation: "claim", cause: "connection lost" })),
+              release: () => Effect.void
+            })
+        }))
+      ).pipe(Layer.provide(StoreRegistry.layerMemory))
+      const error = yield* Effect.flip(
+        Effect.flatMap(Executor.make(registryOf(charge)), (e) => e.run(call("c1", "charge_card", { requestId: "k", cents: 1 }))).pipe(
+          Effect.provide(Layer.mergeAll(RunContext.RunContext.layer({ threadId: "t", runId: "r", turn: 0 }), EventSink.EventSink.layerMemory, broken))
+        )
+      )
+      assert.strictEqual(error._tag, "StoreFailed")
+      assert.strictEqual((error as ToolError.StoreFailed).operation, "claim")
+      assert.strictEqual(probe.handlerRuns, 0)
+    }))
 
   it.effect("only successes are stored: a failed call can run again with the same key", () =>
     Effect.gen(function*() {

@@ -1,6 +1,7 @@
 /** rateLimit (on effect/persistence's RateLimiter): calls per window, global or per tool, across runs; refusals are rate_limited. */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Effect, Fiber, Layer } from "effect"
+import { RateLimiter } from "effect/persistence"
 import { TestClock } from "effect/testing"
 import { ToolResult } from "../../src/index.ts"
 import { rateLimit, RateLimit } from "../../src/governance/middleware/index.ts"
@@ -66,4 +67,31 @@ describe("rateLimit", () => {
       assert.deepStrictEqual(layersOf(delayed), ["rate_limit:ok"])
       assert.strictEqual(counter.count("echo"), 2)
     }).pipe(Effect.provide([services, RateLimit.layerMemory])))
+
+  it.effect("a limiter whose store fails: the call fails with StoreFailed (rate_limit, consume) and the handler does not run", () =>
+    Effect.gen(function*() {
+      const counter = makeCounter()
+      const executor = yield* executorOf(makeTools(counter).all, [rateLimit({ maxCalls: 5, window: "1 minute" })])
+      const error = yield* Effect.flip(executor.run(call("c1", "echo", { text: "a" })))
+      assert.strictEqual(error._tag, "StoreFailed")
+      assert.deepStrictEqual([(error as { store?: string }).store, (error as { operation?: string }).operation], [
+        "rate_limit",
+        "consume"
+      ])
+      assert.strictEqual(counter.count("echo"), 0)
+    }).pipe(Effect.provide([services, unreachableLimiter])))
+})
+
+/** A `RateLimiter` whose store is unreachable (every consume is a store error). */
+const unreachableLimiter = RateLimiter.layer.pipe(Layer.provide(Layer.succeed(
+  RateLimiter.RateLimiterStore,
+  RateLimiter.RateLimiterStore.of({
+    fixedWindow: () => Effect.fail(unreachable),
+    tokenBucket: () => Effect.fail(unreachable),
+    adaptiveConsume: () => Effect.fail(unreachable),
+    adaptiveFeedback: () => Effect.fail(unreachable)
+  })
+)))
+const unreachable = new RateLimiter.RateLimiterError({
+  reason: new RateLimiter.RateLimitStoreError({ message: "connection refused", cause: new Error("ECONNREFUSED") })
 })

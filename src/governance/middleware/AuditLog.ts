@@ -10,8 +10,10 @@
  * receipt too, from the `rejected` hook (`refused: true`, status
  * `tool_not_found`, `scope_violation`, `schema_violation` or `rate_limited`):
  * their raw arguments appear only as a hash and their error text names paths,
- * never values. Sinks: a callback, and an append-only JSONL file per run whose
- * `file://` URI is put in `audit.metadata.receiptUri`.
+ * never values. A receipt of a call that ran records the tool's access level
+ * and whether it is destructive (so a store can answer "every destructive call").
+ * Sinks: a callback, an append-only JSONL file per run whose `file://` URI is
+ * put in `audit.metadata.receiptUri`, and SQL (`tinyagents/stores` `SqlAudit`).
  */
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -23,6 +25,7 @@ import { RunContext, type RunInfo } from "../../runtime/RunContext.ts"
 import { ToolCallContext } from "../../runtime/ToolCallContext.ts"
 import { formatPath } from "../../contract/ToolError.ts"
 import type { Audit } from "../../contract/ToolResult.ts"
+import * as Safety from "../../contract/Safety.ts"
 import * as AuditTrail from "./AuditTrail.ts"
 
 /** What one call left behind. Payloads appear only as hashes. */
@@ -50,6 +53,10 @@ export interface Receipt {
   readonly resultSha256?: string
   /** True for a call the executor refused before any middleware ran (its audit has no layers). */
   readonly refused?: true
+  /** The tool's access level (`safety.access`, default `"mutate"`); absent on refused calls. */
+  readonly access?: string
+  /** The tool destroys or overwrites data (`safety.destructive`, default: access `"mutate"`); absent on refused calls. */
+  readonly destructive?: boolean
   readonly audit: Audit
 }
 
@@ -199,6 +206,8 @@ export const auditLog = <R = never>(
                 runId: run.runId,
                 threadId: run.threadId,
                 turn: invocation.turn,
+                access: Safety.accessOf(invocation.spec.safety),
+                destructive: Safety.toMcpAnnotations(invocation.spec.safety).destructiveHint,
                 status: layer.status,
                 isError: result === undefined || result.isError,
                 ...(layer.error === undefined ? {} : { error: redactText(layer.error, invocation.spec.safety.redact) }),

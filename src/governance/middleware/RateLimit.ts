@@ -1,10 +1,15 @@
 /**
  * `rateLimit`: a time-window rate limit on tool calls: at most `maxCalls` per
- * window across all tools, and/or `perTool` per tool, counted across runs (and
- * across processes with a shared store such as Redis). Built on
- * `effect/persistence`'s `RateLimiter` ({@link layerMemory} for one process).
- * Calls over a limit short-circuit with a repairable `PolicyBlocked` result,
- * status `rate_limited`, or (`onExceeded: "delay"`) wait for the window.
+ * window across all tools, and/or `perTool` per tool, counted across runs.
+ * Built on `effect/persistence`'s `RateLimiter`, taken from context: the
+ * store layer in force provides it (`tinyagents/stores`' SQLite and Postgres
+ * layers, `tinyagents/stores/redis`), so every process sharing that database
+ * shares the counts and together they never exceed a limit; {@link layerMemory}
+ * counts in this process only. Calls over a limit short-circuit with a
+ * repairable `PolicyBlocked` result, status `rate_limited`, or
+ * (`onExceeded: "delay"`) wait for the window. When the limiter's store fails
+ * (the database is unreachable), the call fails with `StoreFailed` (store
+ * `"rate_limit"`, operation `"consume"`) and its handler does not run.
  *
  * It does not count calls per run: that is `Executor` `limits` (`run`,
  * `tool`, `perTool`), enforced at admission before any middleware runs. The
@@ -14,7 +19,7 @@
 import { Duration, Effect, Layer } from "effect"
 import { RateLimiter } from "effect/persistence"
 import type { Middleware } from "../../runtime/Middleware.ts"
-import { PolicyBlocked } from "../../contract/ToolError.ts"
+import { PolicyBlocked, StoreFailed } from "../../contract/ToolError.ts"
 import * as AuditTrail from "./AuditTrail.ts"
 
 export interface Options {
@@ -32,12 +37,15 @@ export interface Options {
   readonly key?: string
 }
 
-/** An in-memory `RateLimiter` (one process). */
+/** An in-memory `RateLimiter`: counts in this process only (the store layers provide shared ones). */
 export const layerMemory: Layer.Layer<RateLimiter.RateLimiter> = RateLimiter.layer.pipe(
   Layer.provide(RateLimiter.layerStoreMemory)
 )
 
-/** Allows at most `maxCalls` calls per `window` (and `perTool` per tool); refuses or delays the rest. */
+/**
+ * Allows at most `maxCalls` calls per `window` (and `perTool` per tool); refuses or delays the rest.
+ * Needs a `RateLimiter.RateLimiter`: the store layer in force, or {@link layerMemory}.
+ */
 export const rateLimit = (options: Options): Middleware<RateLimiter.RateLimiter> => {
   const window = Duration.fromInputUnsafe(options.window)
   const per = Duration.format(window)
@@ -55,7 +63,9 @@ export const rateLimit = (options: Options): Middleware<RateLimiter.RateLimiter>
         limiter.consume({ key, limit, window, algorithm, onExceeded: delay ? "delay" : "fail" }).pipe(
           Effect.flatMap((result) => Duration.isZero(result.delay) ? Effect.succeed(true) : Effect.as(Effect.sleep(result.delay), true)),
           Effect.catchTag("RateLimiterError", (error) =>
-            error.reason._tag === "RateLimitExceeded" ? Effect.succeed(false) : Effect.die(error))
+            error.reason._tag === "RateLimitExceeded"
+              ? Effect.succeed(false)
+              : Effect.fail(new StoreFailed({ store: "rate_limit", operation: "consume", cause: error.reason.cause })))
         )
       const refuse = (reason: string) =>
         AuditTrail.refuse(invocation, new PolicyBlocked({ toolName: name, reason, status: "rate_limited", repairable: true }))

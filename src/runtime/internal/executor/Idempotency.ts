@@ -30,13 +30,32 @@
  *
  * Within one process, calls with the same key never overlap: a per-key lock
  * (per store, so it holds across executors sharing a `StoreRegistry`) makes the
- * second wait for the first and then read its stored result. Across processes
- * the store is the only coordination, and `KeyValueStore` has no
- * compare-and-set: two simultaneous *first* calls in two processes may both run.
+ * second wait for the first and then read its stored result.
+ *
+ * Across processes the key is claimed (`StoreRegistry.claims`): a call that
+ * finds no stored result takes the key's claim (an expiring lease, 30 s by default, owner
+ * unique to this attempt) before it runs, looks for a stored result once more
+ * (its winner may have just finished), runs, stores its result and releases
+ * the claim; the lease is renewed every third of its length while the handler
+ * runs. A call that finds the key claimed by another owner polls, with
+ * backoff on the `Clock` (5 ms doubling to at most 200 ms, never more than
+ * the lease), for the winner's stored result and replays it; when the
+ * winner's claim ends without a result (it failed, or its process died and
+ * the lease expired), the waiting call takes the claim and runs. A failure
+ * releases the claim, so a later call can try again; a release that fails is
+ * ignored (the lease expires). So with a backend whose claims are shared (SQL,
+ * Redis: every process on the same database), a key is applied at most once
+ * across every process, unless a holder stalls past its lease without
+ * renewing (its process frozen, the backend unreachable for a whole lease),
+ * in which case another process may run it too. The memory and file-system
+ * registries hold claims in this process's memory: there a key is applied at
+ * most once per process only, and two processes sharing a file-system
+ * directory may both run a key they both see unstored.
  */
-import { Cause, Deferred, Effect, Exit, Option, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
-import { StoreRegistry } from "../../StoreRegistry.ts"
+import { type Claims, StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
@@ -50,7 +69,20 @@ export interface Config {
   readonly store: string
   /** How long a stored result answers repeats, in milliseconds; `undefined`: for ever. */
   readonly ttl: number | undefined
+  /**
+   * How long a key's claim holds without renewal, in milliseconds (default {@link defaultLease}): how
+   * long other processes wait before taking over the key of a holder that died.
+   */
+  readonly lease?: number | undefined
 }
+
+/** The default lease of a key's claim: 30 seconds (renewed every 10 while the handler runs). */
+export const defaultLease = 30_000
+
+/** The first wait of a call that finds its key claimed elsewhere; it doubles up to {@link maxPoll}. */
+const firstPoll = 5
+/** The longest wait between two looks at a key claimed elsewhere. */
+const maxPoll = 200
 
 const Block = Schema.Union([
   Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
@@ -111,7 +143,6 @@ const withoutStoredSecrets = (
   return { content, ...(value === undefined ? {} : { value }) }
 }
 
-/** The storage key of `key` for the tool `toolName`. */
 /**
  * A call's idempotency key, computed once from its decoded input: the key, or (for a key
  * function that throws or returns no string) the defect that fails the call.
@@ -131,11 +162,15 @@ export const keyOf = (
   }
 }
 
+/** The storage key of `key` for the tool `toolName` (also its claim's key). */
 export const storageKey = (toolName: string, key: string): string => `${toolName}/${key}`
 
 export const make = (config: Config) => {
   const failed = (operation: string) => (cause: unknown) =>
     new ToolError.StoreFailed({ store: config.store, operation, cause })
+  const lease = Math.max(1, Math.ceil(config.lease ?? defaultLease))
+  const renewEvery = Math.max(1, Math.floor(lease / 3))
+  const pollCap = Math.min(maxPoll, lease)
 
   /**
    * `run` at most once per key: a stored result is answered again (`replayed`);
@@ -149,61 +184,105 @@ export const make = (config: Config) => {
     run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
     redaction?: Redaction
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> =>
-    Effect.flatMap(StoreRegistry.use((stores) => stores.store(config.store)), (store) => {
-      const { running, typed } = slotOf(store)
-      const id = storageKey(toolName, key)
-      const replay = (found: typeof Stored.Type): ToolResult.ToolResult => {
-        // the storing call's values under redacted keys go; this call's go in `Render.finalize`
-        const stored = withoutStoredSecrets(found, found.scrub ?? [])
-        return {
-          toolCallId: call.id,
-          name: toolName,
-          content: stored.content,
-          ...(stored.value === undefined ? {} : { value: stored.value }),
-          artifacts: [],
-          isError: false,
-          elapsed: 0,
-          ...(call.provider === undefined ? {} : { provider: call.provider }),
-          idempotency: { key, replayed: true }
+    Effect.flatMap(
+      StoreRegistry.use((stores) => Effect.zip(stores.store(config.store), stores.claims(config.store))),
+      ([store, claims]) => {
+        const { running, typed } = slotOf(store)
+        const id = storageKey(toolName, key)
+        const replay = (found: typeof Stored.Type): ToolResult.ToolResult => {
+          // the storing call's values under redacted keys go; this call's go in `Render.finalize`
+          const stored = withoutStoredSecrets(found, found.scrub ?? [])
+          return {
+            toolCallId: call.id,
+            name: toolName,
+            content: stored.content,
+            ...(stored.value === undefined ? {} : { value: stored.value }),
+            artifacts: [],
+            isError: false,
+            elapsed: 0,
+            ...(call.provider === undefined ? {} : { provider: call.provider }),
+            idempotency: { key, replayed: true }
+          }
         }
-      }
-      const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
-      const save = (result: ToolResult.ToolResult): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
-        result.isError ? Effect.succeed(result) : typed.set(id, {
-          storedAt: now(),
-          content: result.content,
-          ...(result.value === undefined ? {} : { value: result.value }),
-          ...(scrub.length === 0 ? {} : { scrub })
-        }).pipe(
-          Effect.mapError(failed("write")),
-          Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key, replayed: false } })
-        )
-      // Looking up and running can be interrupted; once the call succeeded, its result is stored uninterruptibly.
-      const apply = (restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>) =>
-        Effect.flatMap(
-          restore(typed.get(id)).pipe(
-            Effect.mapError((error) => failed(Schema.isSchemaError(error) ? "decode" : "read")(error))
-          ),
-          (found): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> =>
-            Option.isSome(found) && (config.ttl === undefined || now() - found.value.storedAt < config.ttl)
-              ? Effect.succeed(replay(found.value))
-              : Effect.flatMap(restore(run), save)
-        )
-      // Claim the key (or wait for its holder, then look again); a claim is always released.
-      const claim: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> = Effect.uninterruptibleMask((restore) =>
-        Effect.suspend(() => {
-          const holder = running.get(id)
-          if (holder !== undefined) return Effect.andThen(restore(Deferred.await(holder)), claim)
-          const mine = Deferred.makeUnsafe<void>()
-          running.set(id, mine)
-          return apply(restore).pipe(
-            Effect.ensuring(Effect.sync(() => {
-              running.delete(id)
-              Deferred.doneUnsafe(mine, Exit.void)
-            }))
+        const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+        const save = (result: ToolResult.ToolResult): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
+          result.isError ? Effect.succeed(result) : typed.set(id, {
+            storedAt: now(),
+            content: result.content,
+            ...(result.value === undefined ? {} : { value: result.value }),
+            ...(scrub.length === 0 ? {} : { scrub })
+          }).pipe(
+            Effect.mapError(failed("write")),
+            Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key, replayed: false } })
           )
-        })
-      )
-      return claim
-    })
+        /** The stored result that still answers repeats, if any. */
+        const lookup = typed.get(id).pipe(
+          Effect.mapError((error) => failed(Schema.isSchemaError(error) ? "decode" : "read")(error)),
+          Effect.map((found) =>
+            Option.isSome(found) && (config.ttl === undefined || now() - found.value.storedAt < config.ttl)
+              ? found.value
+              : undefined
+          )
+        )
+        // Looking up, waiting and running can be interrupted; once the call succeeded, its result is stored
+        // uninterruptibly, and a claim taken is always released.
+        const apply = (restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>) => {
+          const owner = randomUUID()
+          const release = Effect.ignore(claims.release(id, owner))
+          /** Runs under the claim, renewing it, and stores the result before the claim goes. */
+          const runClaimed = Effect.flatMap(
+            Effect.forkChild(Effect.interruptible(renew(claims, id, owner, lease, renewEvery))),
+            (renewal) =>
+              Effect.flatMap(restore(run), save).pipe(
+                Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), release))
+              )
+          )
+          const attempt = (wait: number): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> =>
+            Effect.flatMap(restore(lookup), (found) =>
+              found !== undefined ? Effect.succeed(replay(found)) : Effect.flatMap(
+                restore(claims.acquire(id, owner, lease)),
+                (mine) =>
+                  mine
+                    // the winner may have stored its result and released the claim since the lookup
+                    ? Effect.flatMap(
+                      Effect.onError(restore(lookup), () => release),
+                      (stored) => stored !== undefined ? Effect.as(release, replay(stored)) : runClaimed
+                    )
+                    : Effect.andThen(restore(Effect.sleep(wait)), attempt(Math.min(wait * 2, pollCap)))
+              ))
+          return attempt(Math.min(firstPoll, pollCap))
+        }
+        // The in-process lock: one call per key at a time (the others wait for it, then look again).
+        const claim: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> = Effect.uninterruptibleMask((restore) =>
+          Effect.suspend(() => {
+            const holder = running.get(id)
+            if (holder !== undefined) return Effect.andThen(restore(Deferred.await(holder)), claim)
+            const mine = Deferred.makeUnsafe<void>()
+            running.set(id, mine)
+            return apply(restore).pipe(
+              Effect.ensuring(Effect.sync(() => {
+                running.delete(id)
+                Deferred.doneUnsafe(mine, Exit.void)
+              }))
+            )
+          })
+        )
+        return claim
+      }
+    )
+}
+
+/**
+ * Renews `owner`'s claim on `key` every `every` milliseconds, for ever (the caller interrupts it); a renewal
+ * that fails is tried again at the next tick, one that finds the claim taken by another owner stops.
+ */
+const renew = (claims: Claims, key: string, owner: string, lease: number, every: number): Effect.Effect<void> => {
+  const tick: Effect.Effect<void> = Effect.andThen(
+    Effect.sleep(every),
+    Effect.flatMap(
+      Effect.orElseSucceed(claims.acquire(key, owner, lease), () => true),
+      (held) => held ? tick : Effect.void
+    )
+  )
+  return tick
 }

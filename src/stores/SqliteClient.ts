@@ -1,0 +1,187 @@
+/**
+ * An Effect `SqlClient` (`effect/sql`) on Node's built-in `node:sqlite` (`DatabaseSync`): no
+ * native module, no install step. One connection per client, shared through a semaphore (Effect's
+ * `SqlClient.makeSqliteAcquirers`), so statements and transactions of one process run one at a
+ * time; transactions begin with `BEGIN IMMEDIATE`, so a read-then-write transaction holds the write
+ * lock from its start and two processes never deadlock on a lock upgrade. A file database is put in
+ * WAL mode with a `busy_timeout`, so two processes on one file wait for each other instead of
+ * failing. Errors are `SqlError`s whose reason says whether a retry can help (`SQLITE_BUSY` is a
+ * retryable `LockTimeoutError`).
+ *
+ * This module owns the client only; the stores on it are in `Stores`.
+ */
+import { Context, Effect, Layer, Scope, Semaphore, Stream } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient, SqlConnection, SqlError, Statement } from "effect/sql"
+import { DatabaseSync } from "node:sqlite"
+import type { SQLInputValue } from "node:sqlite"
+
+/** How to open a SQLite database. */
+export interface SqliteClientConfig {
+  /** The database file (created when missing), or `":memory:"` for a private in-memory database. */
+  readonly filename: string
+  /** How long a statement waits for another process's lock before failing with `SQLITE_BUSY`. Default 5000 ms. */
+  readonly busyTimeout?: number | undefined
+  /** Open read-only. Default `false`. */
+  readonly readonly?: boolean | undefined
+  /** Rename result columns (e.g. snake_case to camelCase). */
+  readonly transformResultNames?: ((name: string) => string) | undefined
+  /** Rename identifiers in queries (e.g. camelCase to snake_case). */
+  readonly transformQueryNames?: ((name: string) => string) | undefined
+}
+
+/** The `SqlClient` of a SQLite database, with its configuration. */
+export interface SqliteClient extends SqlClient.SqlClient {
+  readonly config: SqliteClientConfig
+}
+
+/** The SQLite client in context (also provided as `SqlClient.SqlClient`). */
+export const SqliteClient: Context.Service<SqliteClient, SqliteClient> = Context.Service<SqliteClient>(
+  "tinyagents/stores/SqliteClient"
+)
+
+/** A parameter as `node:sqlite` accepts it (booleans as 0/1, dates as ISO text, `undefined` as NULL). */
+const toInput = (value: unknown): SQLInputValue => {
+  if (value === undefined || value === null) return null
+  if (typeof value === "boolean") return value ? 1 : 0
+  if (value instanceof Date) return value.toISOString()
+  if (typeof value === "number" || typeof value === "bigint" || typeof value === "string") return value
+  if (value instanceof Uint8Array) return value
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
+  return JSON.stringify(value)
+}
+
+/** A `node:sqlite` failure as a `SqlError` (its SQLite result code, `errcode`, says which reason). */
+const toSqlError = (cause: unknown, message: string, operation: string): SqlError.SqlError => {
+  if (typeof cause === "object" && cause !== null && "errcode" in cause && !("errno" in cause)) {
+    // `classifySqliteError` reads the numeric SQLite code from `errno`
+    Object.defineProperty(cause, "errno", { value: (cause as { errcode: unknown }).errcode, enumerable: false })
+  }
+  return new SqlError.SqlError({ reason: SqlError.classifySqliteError(cause, { message, operation }) })
+}
+
+/** Runs `f` on the database, as an Effect that fails with a `SqlError`. */
+const attempt = <A>(f: () => A, operation: string): Effect.Effect<A, SqlError.SqlError> =>
+  Effect.try({ try: f, catch: (cause) => toSqlError(cause, `SQLite ${operation} failed`, operation) })
+
+/** The `SqlConnection` of an open database. */
+const connectionOf = (db: DatabaseSync): SqlConnection.Connection & { readonly db: DatabaseSync } => {
+  const cache = new Map<string, ReturnType<DatabaseSync["prepare"]>>()
+  const prepared = (sql: string) => {
+    let statement = cache.get(sql)
+    if (statement === undefined) {
+      statement = db.prepare(sql)
+      if (cache.size >= 200) cache.delete(cache.keys().next().value!)
+      cache.set(sql, statement)
+    }
+    return statement
+  }
+  const rows = (sql: string, params: ReadonlyArray<unknown>, cached: boolean): ReadonlyArray<object> => {
+    const statement = cached ? prepared(sql) : db.prepare(sql)
+    statement.setReturnArrays(false)
+    const inputs = params.map(toInput)
+    // `all` runs any statement; one without result columns (INSERT without RETURNING) gives []
+    return statement.all(...inputs) as ReadonlyArray<object>
+  }
+  const run = (
+    sql: string,
+    params: ReadonlyArray<unknown>,
+    transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined,
+    cached: boolean
+  ) =>
+    attempt(() => {
+      const result = rows(sql, params, cached)
+      return transformRows === undefined ? result : transformRows(result)
+    }, "execute")
+  return {
+    db,
+    execute: (sql, params, transformRows) => run(sql, params, transformRows, true),
+    executeUnprepared: (sql, params, transformRows) => run(sql, params, transformRows, false),
+    executeRaw: (sql, params) =>
+      attempt(() => {
+        const statement = prepared(sql)
+        return statement.columns().length === 0
+          ? statement.run(...params.map(toInput))
+          : (statement.setReturnArrays(false), statement.all(...params.map(toInput)))
+      }, "execute"),
+    executeValues: (sql, params) =>
+      attempt(() => {
+        const statement = prepared(sql)
+        statement.setReturnArrays(true)
+        try {
+          return statement.all(...params.map(toInput)) as unknown as ReadonlyArray<ReadonlyArray<unknown>>
+        } finally {
+          statement.setReturnArrays(false)
+        }
+      }, "execute"),
+    executeValuesUnprepared: (sql, params) =>
+      attempt(() => {
+        const statement = db.prepare(sql)
+        statement.setReturnArrays(true)
+        return statement.all(...params.map(toInput)) as unknown as ReadonlyArray<ReadonlyArray<unknown>>
+      }, "execute"),
+    executeStream: (sql, params, transformRows) =>
+      Stream.suspend(() => {
+        const statement = db.prepare(sql)
+        statement.setReturnArrays(false)
+        const iterator = statement.iterate(...params.map(toInput)) as IterableIterator<object>
+        return Stream.fromIteratorSucceed(iterator, 128).pipe(
+          Stream.mapArray((chunk) => transformRows === undefined ? chunk : transformRows(chunk) as typeof chunk)
+        )
+      }).pipe(Stream.mapError((cause) => toSqlError(cause, "SQLite stream failed", "stream")))
+  }
+}
+
+/** Opens the database (WAL mode and a busy timeout for a file), closed with `scope`. */
+const open = (config: SqliteClientConfig): Effect.Effect<DatabaseSync, SqlError.SqlError, Scope.Scope> =>
+  Effect.acquireRelease(
+    attempt(() => {
+      const db = new DatabaseSync(config.filename, {
+        readOnly: config.readonly ?? false,
+        timeout: config.busyTimeout ?? 5_000
+      })
+      if (config.filename !== ":memory:" && config.filename !== "" && config.readonly !== true) {
+        db.exec("PRAGMA journal_mode = WAL")
+        db.exec("PRAGMA synchronous = NORMAL")
+      }
+      return db
+    }, "connect"),
+    (db) => Effect.sync(() => db.isOpen && db.close())
+  )
+
+/** A `SqliteClient` on the database `config` names, closed with the scope. */
+export const make = (
+  config: SqliteClientConfig
+): Effect.Effect<SqliteClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.gen(function*() {
+    const db = yield* open(config)
+    const connection = connectionOf(db)
+    const acquirers = SqlClient.makeSqliteAcquirers({
+      connection: Effect.succeed(connection),
+      semaphore: yield* Semaphore.make(1),
+      isTransaction: (conn) => conn.db.isTransaction
+    })
+    const compiler = Statement.makeCompilerSqlite(config.transformQueryNames)
+    const transformRows = config.transformResultNames === undefined
+      ? undefined
+      : Statement.defaultTransforms(config.transformResultNames).array
+    const client = yield* SqlClient.make({
+      ...acquirers,
+      compiler,
+      driver: "node:sqlite",
+      spanAttributes: [["db.system.name", "sqlite"]],
+      beginTransaction: "BEGIN IMMEDIATE",
+      transformRows
+    })
+    return Object.assign(client, { config }) as SqliteClient
+  })
+
+/** Provides `SqliteClient` and `SqlClient.SqlClient` for the database `config` names. */
+export const layer = (
+  config: SqliteClientConfig
+): Layer.Layer<SqliteClient | SqlClient.SqlClient, SqlError.SqlError> =>
+  Layer.effectContext(
+    Effect.map(make(config), (client) =>
+      Context.make(SqliteClient, client).pipe(Context.add(SqlClient.SqlClient, client))
+    )
+  ).pipe(Layer.provide(Reactivity.layer))

@@ -1,0 +1,117 @@
+/**
+ * Stores in a SQL database: one layer gives the `StoreRegistry` (every named store, claims, the
+ * artifacts store) and the `RateLimiter` (`effect/persistence`), all in one database, shared by every
+ * process that opens it. `layerSqlite` is the embedded default (Node's `node:sqlite`, one file, no
+ * set-up); `layerSql` takes any `SqlClient` layer (Postgres: see `Postgres.layer`).
+ *
+ * The database is opened on first use, not when the layer is built: a database that is down at
+ * start fails the calls that need it with a retryable `StoreFailed` (or `RateLimitStoreError`), and
+ * the next use tries again. Tables (`tinyagents_store`, `tinyagents_claims`, `tinyagents_artifacts`,
+ * `tinyagents_rate_limits`) are created when missing. Values are stored as bytes (BLOB / BYTEA).
+ *
+ * Artifacts (the store the executor writes large outputs to, `"artifacts"` by default) have their own
+ * table with a size cap and an expiry ({@link ArtifactPolicy}): a text artifact over the cap is kept
+ * truncated to the cap, with a note at its end; a binary one over the cap is refused (a
+ * `KeyValueStoreError`, so the write fails with `StoreFailed`); an expired artifact is not readable
+ * and is deleted by a sweep that runs on writes, at most once per `sweepEvery`.
+ */
+import { Cause, Context, Effect, Layer, Scope, Semaphore } from "effect"
+import { RateLimiter } from "effect/persistence"
+import { SqlClient } from "effect/sql"
+import { StoreRegistry } from "../runtime/StoreRegistry.ts"
+import * as Registry from "../runtime/StoreRegistry.ts"
+import { sqlBackend } from "./internal/sqlBackend.ts"
+import type { ArtifactPolicy as Policy } from "./internal/sqlBackend.ts"
+import * as SqliteClient from "./SqliteClient.ts"
+import * as SqlRateLimiter from "./SqlRateLimiter.ts"
+
+/**
+ * The size cap and expiry of the artifacts store. `store`: its name (default `"artifacts"`, the
+ * executor's default); `maxBytes`: the cap (default 16 MiB); `ttl`: how long an artifact lives
+ * (default: forever); `sweepEvery`: how often writes sweep out expired artifacts (default 10 minutes).
+ */
+export type ArtifactPolicy = Policy
+
+/** Options of the SQL store layers. */
+export interface Options {
+  /** The artifacts store's cap and expiry. */
+  readonly artifacts?: ArtifactPolicy | undefined
+}
+
+/** The services every store layer provides. */
+export type Services = StoreRegistry | RateLimiter.RateLimiter
+
+/**
+ * `build`, run at most once at a time and kept once it succeeds (in `scope`); a failure closes what it
+ * opened and is not kept, so the next use runs it again.
+ */
+export const lazily = <A, E>(
+  build: Effect.Effect<A, E, Scope.Scope>
+): Effect.Effect<Effect.Effect<A, E>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const lock = yield* Semaphore.make(1)
+    let value: { readonly a: A } | undefined
+    const attempt = Effect.gen(function*() {
+      const child = yield* Scope.fork(scope)
+      const exit = yield* Effect.exit(Scope.provide(build, child))
+      if (exit._tag === "Failure") {
+        yield* Scope.close(child, exit)
+        return yield* Effect.failCause(exit.cause)
+      }
+      value = { a: exit.value }
+      return exit.value
+    })
+    return Effect.suspend(() =>
+      value !== undefined ? Effect.succeed(value.a) : lock.withPermits(1)(
+        Effect.suspend(() => value !== undefined ? Effect.succeed(value.a) : attempt)
+      )
+    )
+  })
+
+/** A defect (e.g. `KeyValueStore.layerSql`'s table creation dies) as a failure, so it is not kept and is retried. */
+const defectsAsFailures = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R> =>
+  Effect.catchCause(effect, (cause) => Effect.fail(Cause.squash(cause)))
+
+/**
+ * `StoreRegistry` and `RateLimiter` in the database `client` connects to, opened on first use (see the
+ * module comment). Use it for any `SqlClient`; `layerSqlite` and `Postgres.layer` call it.
+ */
+export const layerSql = <E>(
+  client: Layer.Layer<SqlClient.SqlClient, E>,
+  options: Options = {}
+): Layer.Layer<Services> =>
+  Layer.effectContext(Effect.gen(function*() {
+    const opened = yield* lazily(defectsAsFailures(Effect.gen(function*() {
+      const context = yield* Layer.build(client)
+      const sql = Context.get(context, SqlClient.SqlClient).withoutTransforms()
+      const backend = yield* sqlBackend(sql, options.artifacts)
+      yield* SqlRateLimiter.createTable(sql)
+      return { sql, backend }
+    })))
+    const registry = yield* Registry.make(Effect.map(opened, (o) => o.backend))
+    const store = yield* SqlRateLimiter.makeStore(Effect.map(opened, (o) => o.sql))
+    const limiter = yield* RateLimiter.make.pipe(Effect.provideService(RateLimiter.RateLimiterStore, store))
+    return Context.make(StoreRegistry, registry).pipe(Context.add(RateLimiter.RateLimiter, limiter))
+  }))
+
+/** How to open the SQLite store file, and the artifacts policy. */
+export interface SqliteOptions extends Options {
+  /** The database file, created when missing (WAL mode: `<file>-wal` and `<file>-shm` beside it). */
+  readonly filename: string
+  /** How long a statement waits for another process's lock. Default 5000 ms. */
+  readonly busyTimeout?: number | undefined
+}
+
+/**
+ * The embedded default: every store, claim and rate limit in one SQLite file (Node's built-in
+ * `node:sqlite`), shared by every process that opens the file and kept across restarts.
+ */
+export const layerSqlite = (options: SqliteOptions): Layer.Layer<Services> =>
+  layerSql(SqliteClient.layer({ filename: options.filename, busyTimeout: options.busyTimeout }), options)
+
+/** Stores and rate limits in this process's memory (tests, one process): nothing survives a restart. */
+export const layerMemory: Layer.Layer<Services> = Layer.mergeAll(
+  Registry.layerMemory,
+  RateLimiter.layer.pipe(Layer.provide(RateLimiter.layerStoreMemory))
+)

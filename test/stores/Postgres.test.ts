@@ -1,0 +1,127 @@
+/**
+ * The Postgres store (`Postgres.layer`, `@effect/sql-pg`): the conformance suite against PGlite
+ * served on a loopback socket (always) and against a real `postgres` server when the machine has
+ * one; values as BYTEA of their own size; a server stopped and restarted mid-run fails the calls in
+ * between with a retryable `StoreFailed` and serves later calls.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Redacted, Schema } from "effect"
+import { RateLimiter } from "effect/persistence"
+import { Executor, Tool, ToolError, ToolRegistry, ToolServices } from "../../src/index.ts"
+import { StoreRegistry } from "../../src/runtime/StoreRegistry.ts"
+import * as Postgres from "../../src/stores/Postgres.ts"
+import type { PgliteServer, PostgresServer } from "../support/postgres.ts"
+import { postgresSkipReason, startPglite, startPostgres } from "../support/postgres.ts"
+import { storeConformance } from "../support/storeConformance.ts"
+
+let pglite: PgliteServer | undefined
+let real: PostgresServer | undefined
+beforeAll(async () => {
+  pglite = await startPglite()
+  if (postgresSkipReason === undefined) real = await startPostgres()
+}, 60_000)
+afterAll(async () => {
+  await pglite?.stop()
+  real?.destroy()
+})
+
+/** PGlite is one session behind its socket (connections interleave in it), so its pool has one connection. */
+const layerOf = (url: () => string | undefined, maxConnections: number) => () =>
+  Postgres.layer({ url: Redacted.make(url()!), maxConnections, connectTimeout: "2 seconds" })
+
+storeConformance("postgres via PGlite", layerOf(() => pglite?.url, 1), { largeValueBytes: 1024 * 1024 })
+storeConformance("postgres (real server)", layerOf(() => real?.url, 4), { skip: postgresSkipReason })
+
+const store = (name: string) => StoreRegistry.use((registry) => registry.store(name))
+
+
+const claimsOf = (name: string) => StoreRegistry.use((registry) => registry.claims(name))
+const SECRET = "sk-live-planted-secret-4242"
+
+/** A keyed write tool: the executor stores its result under its key (the `idempotency` store) and claims the key. */
+const makeCharge = () => {
+  const probe = { applied: 0 }
+  const charge = Tool.make("charge_card", {
+    description: "Charges a card once per request id.",
+    input: Schema.Struct({ requestId: Schema.String, cents: Schema.Int }),
+    output: Schema.Struct({ chargeId: Schema.String, note: Schema.String }),
+    safety: { access: "write" },
+    idempotency: ({ requestId }) => requestId,
+    handler: () => Effect.sync(() => ({ chargeId: `ch_${++probe.applied}`, note: SECRET }))
+  })
+  return { charge, probe }
+}
+const call = (id: string, requestId: string) => ({ id, name: "charge_card", arguments: { requestId, cents: 5 } })
+
+describe.skipIf(postgresSkipReason !== undefined)(
+  `a real Postgres server stopped and restarted mid-run${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`,
+  () => {
+    it.live("calls while it is down fail with a retryable StoreFailed; later calls succeed; no value leaks", () =>
+      Effect.gen(function*() {
+        const server = real!
+        const { charge, probe } = makeCharge()
+        const executor = yield* Executor.make(yield* ToolRegistry.make([charge]))
+        const first = yield* executor.run(call("c1", "r1"))
+        assert.strictEqual(probe.applied, 1)
+        const notes = yield* store("notes")
+        yield* notes.set("k", SECRET)
+
+        server.stop()
+        // a retryable error is the call's result (shown to the model) rather than a failure of the run
+        const outcome = yield* Effect.result(executor.run(call("c2", "r2")))
+        const failed = outcome._tag === "Failure" ? outcome.failure : outcome.success.error!
+        assert.strictEqual(failed._tag, "StoreFailed")
+        assert.strictEqual(failed.disposition, "retry")
+        assert.strictEqual(probe.applied, 1, "the handler does not run without the store")
+        const claims = yield* claimsOf("jobs")
+        const claimFailed = yield* Effect.flip(claims.acquire("j", "me", 60_000))
+        assert.strictEqual(claimFailed.disposition, "retry")
+        const writeFailed = yield* Effect.flip(notes.set("k2", SECRET))
+        const wrapped = new ToolError.StoreFailed({ store: "notes", operation: "write", cause: writeFailed })
+        assert.strictEqual(wrapped.disposition, "retry")
+        for (const error of [failed, claimFailed, wrapped]) {
+          const encoded = JSON.stringify(Schema.encodeUnknownSync(ToolError.ToolError)(error))
+          assert.notInclude(encoded, SECRET)
+          assert.notInclude(error.message, SECRET)
+          assert.include(encoded, '"disposition":"retry"')
+          assert.include(encoded, '"retryable":true')
+        }
+
+        server.start()
+        const replay = yield* executor.run(call("c3", "r1"))
+        assert.isTrue(replay.idempotency?.replayed, "the stored result is still there")
+        assert.deepStrictEqual(replay.value, first.value)
+        const fresh = yield* executor.run(call("c4", "r2"))
+        assert.strictEqual(probe.applied, 2)
+        assert.isFalse(fresh.idempotency?.replayed)
+        assert.strictEqual(yield* notes.get("k"), SECRET)
+        assert.isTrue(yield* claims.acquire("j", "me", 60_000))
+      }).pipe(
+        Effect.ensuring(Effect.sync(() => real!.start())),
+        // the Postgres stores inside the test services (which bring a memory registry)
+        Effect.provide(layerOf(() => real?.url, 4)()),
+        Effect.provide(ToolServices.layerTest({ runId: "run-restart", threadId: "t" }))
+      ), 60_000)
+
+    it.live("a server down when the layer is built: calls fail retryably (no defect) until it is up", () =>
+      Effect.gen(function*() {
+        const server = real!
+        server.stop()
+        try {
+          const opened = yield* Effect.exit(store("notes"))
+          assert.strictEqual(opened._tag, "Failure")
+          const error = yield* Effect.flip(store("notes"))
+          assert.strictEqual(error.operation, "open")
+          assert.strictEqual(error.disposition, "retry")
+          const limited = yield* Effect.flip(
+            RateLimiter.RateLimiter.use((limiter) => limiter.consume({ key: "k", limit: 1, window: "1 minute" }))
+          )
+          assert.strictEqual(limited.reason._tag, "RateLimitStoreError")
+        } finally {
+          server.start()
+        }
+        yield* (yield* store("notes")).set("after", "up")
+        assert.strictEqual(yield* (yield* store("notes")).get("after"), "up")
+      }).pipe(Effect.provide(layerOf(() => real?.url, 4)())), 60_000)
+  }
+)

@@ -1,0 +1,234 @@
+/**
+ * The store conformance suite: what every `StoreRegistry` backend must do, run by one call
+ * per backend (`storeConformance("sqlite", layer)`), so a new backend is one layer plus one
+ * line. Covers get/set/remove/has, isolation between store names, concurrency (parallel sets
+ * and modifies), large values, unicode keys (emoji, astral characters), binary values, and
+ * claims (atomic acquisition, expiry, renewal, release by a non-owner ignored).
+ *
+ * Every test uses fresh store names (a random suffix), so a backend whose data outlives the
+ * layer (a file, a server) can be shared by all tests and by earlier runs.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import type { Claims } from "../../src/runtime/StoreRegistry.ts"
+import { StoreRegistry } from "../../src/runtime/StoreRegistry.ts"
+
+/** How a backend runs the suite. */
+export interface ConformanceOptions {
+  /** Skip the whole suite, with this reason in its name (e.g. "no postgres on this machine"). */
+  readonly skip?: string | undefined
+  /**
+   * How claims expire: `"clock"` (on Effect's `Clock`, tested with `TestClock`) or `"real"` (on the
+   * backend's own time, tested by sleeping past a short lease). Default `"clock"`.
+   */
+  readonly claimsTime?: "clock" | "real" | undefined
+  /** The size of the large value, in bytes (default 5 MB). */
+  readonly largeValueBytes?: number | undefined
+  /** Per-test timeout in milliseconds (default 30 s). */
+  readonly timeout?: number | undefined
+}
+
+let counter = 0
+/** A store name no other test (or earlier run against the same database) has used. */
+const fresh = (base: string): string =>
+  `${base}-${Date.now().toString(36)}-${(counter++).toString(36)}-${Math.random().toString(36).slice(2, 8)}`
+
+const storeOf = (name: string) => StoreRegistry.use((registry) => registry.store(name))
+const claimsOf = (name: string): Effect.Effect<Claims, unknown, StoreRegistry> =>
+  StoreRegistry.use((registry) => registry.claims(name))
+
+/**
+ * Registers the conformance tests for the backend `backend`. `layer` is evaluated when a test runs
+ * (so it may use servers a `beforeAll` started); every test gets its own instance of it.
+ */
+export const storeConformance = (
+  backend: string,
+  layer: () => Layer.Layer<StoreRegistry, unknown>,
+  options: ConformanceOptions = {}
+): void => {
+  const title = options.skip === undefined
+    ? `store conformance: ${backend}`
+    : `store conformance: ${backend} (skipped: ${options.skip})`
+  const suite = options.skip === undefined ? describe : describe.skip
+  const timeout = options.timeout ?? 30_000
+  const large = options.largeValueBytes ?? 5 * 1024 * 1024
+  const provide = <A, E>(effect: Effect.Effect<A, E, StoreRegistry>) =>
+    Effect.provide(effect, Layer.suspend(layer))
+
+  suite(title, () => {
+    it.effect("get, set, remove and has", () =>
+      provide(Effect.gen(function*() {
+        const kv = yield* storeOf(fresh("basic"))
+        assert.strictEqual(yield* kv.get("missing"), undefined)
+        assert.strictEqual(yield* kv.has("missing"), false)
+        yield* kv.set("a", "one")
+        assert.strictEqual(yield* kv.get("a"), "one")
+        assert.strictEqual(yield* kv.has("a"), true)
+        yield* kv.set("a", "two")
+        assert.strictEqual(yield* kv.get("a"), "two")
+        assert.strictEqual(yield* kv.modify("a", (v) => `${v}!`), "two!")
+        assert.strictEqual(yield* kv.get("a"), "two!")
+        assert.strictEqual(yield* kv.modify("absent", (v) => `${v}!`), undefined)
+        assert.strictEqual(yield* kv.has("absent"), false)
+        yield* kv.set("empty", "")
+        assert.strictEqual(yield* kv.get("empty"), "")
+        yield* kv.remove("a")
+        assert.strictEqual(yield* kv.get("a"), undefined)
+        assert.strictEqual(yield* kv.has("a"), false)
+        yield* kv.remove("a") // removing a missing key is not an error
+      })), timeout)
+
+    it.effect("store names are isolated: keys, size, clear", () =>
+      provide(Effect.gen(function*() {
+        const first = fresh("iso")
+        const a = yield* storeOf(first)
+        const b = yield* storeOf(`${first}x`) // a name that is a prefix of another
+        assert.strictEqual(yield* storeOf(first), a, "the same object for every use of a name")
+        yield* a.set("k", "from a")
+        yield* a.set("only-a", "1")
+        yield* b.set("k", "from b")
+        assert.strictEqual(yield* a.get("k"), "from a")
+        assert.strictEqual(yield* b.get("k"), "from b")
+        assert.strictEqual(yield* b.get("only-a"), undefined)
+        assert.deepStrictEqual([...(yield* a.keys)].sort(), ["k", "only-a"])
+        assert.deepStrictEqual([...(yield* b.keys)], ["k"])
+        assert.strictEqual(yield* a.size, 2)
+        yield* a.clear
+        assert.strictEqual(yield* a.size, 0)
+        assert.strictEqual(yield* b.get("k"), "from b", "clearing one store leaves the other")
+      })), timeout)
+
+    it.effect("invalid store names fail with StoreFailed", () =>
+      provide(Effect.gen(function*() {
+        for (const name of ["", "a/b", "../x", " spaced"]) {
+          const error = yield* Effect.flip(storeOf(name))
+          assert.strictEqual(error._tag, "StoreFailed")
+          assert.strictEqual(error.disposition, "fatal")
+        }
+      })), timeout)
+
+    it.effect("concurrency: parallel sets of distinct keys and parallel modifies of one key", () =>
+      provide(Effect.gen(function*() {
+        const kv = yield* storeOf(fresh("conc"))
+        const n = 50
+        yield* Effect.forEach(
+          Array.from({ length: n }, (_, i) => i),
+          (i) => kv.set(`k${i}`, `v${i}`),
+          { concurrency: "unbounded", discard: true }
+        )
+        const values = yield* Effect.forEach(Array.from({ length: n }, (_, i) => i), (i) => kv.get(`k${i}`), {
+          concurrency: "unbounded"
+        })
+        assert.deepStrictEqual(values, Array.from({ length: n }, (_, i) => `v${i}`))
+        assert.strictEqual(yield* kv.size, n)
+        yield* kv.set("counter", "0")
+        yield* Effect.forEach(
+          Array.from({ length: 25 }),
+          () => kv.modify("counter", (v) => String(Number(v) + 1)),
+          { concurrency: "unbounded", discard: true }
+        )
+        assert.strictEqual(yield* kv.get("counter"), "25", "no modify is lost")
+      })), timeout)
+
+    it.effect("large values round-trip", () =>
+      provide(Effect.gen(function*() {
+        const kv = yield* storeOf(fresh("large"))
+        const bytes = new Uint8Array(large)
+        for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + 7) & 0xff
+        yield* kv.set("blob", bytes)
+        const back = yield* kv.getUint8Array("blob")
+        assert.isDefined(back)
+        assert.strictEqual(back!.length, large)
+        assert.isTrue(Buffer.from(back!).equals(Buffer.from(bytes)))
+        const text = "x".repeat(large)
+        yield* kv.set("text", text)
+        assert.strictEqual((yield* kv.get("text"))?.length, large)
+      })), timeout)
+
+    it.effect("unicode keys: emoji, astral characters, separators", () =>
+      provide(Effect.gen(function*() {
+        const kv = yield* storeOf(fresh("uni"))
+        const keys = ["café", "🦀 crab", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢", "中文/键", "a%2Fb", "line\nbreak", "👩‍👩‍👧‍👦", "%", "_", "'quote\""]
+        yield* Effect.forEach(keys, (key, i) => kv.set(key, `value ${i} ✓`), { discard: true })
+        for (const [i, key] of keys.entries()) assert.strictEqual(yield* kv.get(key), `value ${i} ✓`, key)
+        assert.deepStrictEqual([...(yield* kv.keys)].sort(), [...keys].sort())
+      })), timeout)
+
+    it.effect("binary values keep every byte", () =>
+      provide(Effect.gen(function*() {
+        const kv = yield* storeOf(fresh("bin"))
+        const bytes = Uint8Array.from({ length: 256 }, (_, i) => i)
+        yield* kv.set("all-bytes", bytes)
+        const back = yield* kv.getUint8Array("all-bytes")
+        assert.deepStrictEqual(Array.from(back!), Array.from(bytes))
+        assert.strictEqual(yield* kv.getUint8Array("missing"), undefined)
+        yield* kv.set("text", "héllo")
+        assert.deepStrictEqual(Array.from((yield* kv.getUint8Array("text"))!), Array.from(Buffer.from("héllo")))
+      })), timeout)
+
+    it.effect("claims: of concurrent acquisitions of one key exactly one succeeds", () =>
+      provide(Effect.gen(function*() {
+        const claims = yield* claimsOf(fresh("claims"))
+        const won = yield* Effect.forEach(
+          Array.from({ length: 20 }, (_, i) => `owner-${i}`),
+          (owner) => claims.acquire("job", owner, 60_000),
+          { concurrency: "unbounded" }
+        )
+        assert.strictEqual(won.filter(Boolean).length, 1)
+        const winner = `owner-${won.indexOf(true)}`
+        assert.isTrue(yield* claims.acquire("job", winner, 60_000), "the owner renews its claim")
+        assert.isFalse(yield* claims.acquire("job", "someone-else", 60_000))
+        assert.isTrue(yield* claims.acquire("other-job", "someone-else", 60_000), "keys are independent")
+      })), timeout)
+
+    it.effect("claims: release by a non-owner is ignored; release by the owner frees the key", () =>
+      provide(Effect.gen(function*() {
+        const claims = yield* claimsOf(fresh("release"))
+        assert.isTrue(yield* claims.acquire("k", "alice", 60_000))
+        yield* claims.release("k", "mallory")
+        assert.isFalse(yield* claims.acquire("k", "bob", 60_000), "still alice's")
+        yield* claims.release("k", "alice")
+        assert.isTrue(yield* claims.acquire("k", "bob", 60_000))
+        yield* claims.release("never-claimed", "bob") // nothing to release is not an error
+      })), timeout)
+
+    it.effect("claims of different store names are independent", () =>
+      provide(Effect.gen(function*() {
+        const base = fresh("cl")
+        const a = yield* claimsOf(base)
+        const b = yield* claimsOf(`${base}-b`)
+        assert.isTrue(yield* a.acquire("k", "alice", 60_000))
+        assert.isTrue(yield* b.acquire("k", "bob", 60_000))
+      })), timeout)
+
+    if ((options.claimsTime ?? "clock") === "clock") {
+      it.effect("claims expire on the Clock, and renewal extends them", () =>
+        provide(Effect.gen(function*() {
+          const claims = yield* claimsOf(fresh("expiry"))
+          assert.isTrue(yield* claims.acquire("k", "alice", 1_000))
+          yield* TestClock.adjust(600)
+          assert.isFalse(yield* claims.acquire("k", "bob", 1_000))
+          assert.isTrue(yield* claims.acquire("k", "alice", 1_000), "renewed until 1600")
+          yield* TestClock.adjust(600)
+          assert.isFalse(yield* claims.acquire("k", "bob", 1_000), "the renewal still holds at 1200")
+          yield* TestClock.adjust(500)
+          assert.isTrue(yield* claims.acquire("k", "bob", 1_000), "expired at 1600: bob takes it")
+          assert.isFalse(yield* claims.acquire("k", "alice", 1_000))
+        })), timeout)
+    } else {
+      it.live("claims expire in real time, and renewal extends them", () =>
+        provide(Effect.gen(function*() {
+          const claims = yield* claimsOf(fresh("expiry"))
+          assert.isTrue(yield* claims.acquire("k", "alice", 300))
+          assert.isFalse(yield* claims.acquire("k", "bob", 300))
+          assert.isTrue(yield* claims.acquire("k", "alice", 5_000), "renewed")
+          yield* Effect.sleep(400)
+          assert.isFalse(yield* claims.acquire("k", "bob", 300), "the renewal still holds")
+          assert.isTrue(yield* claims.acquire("k2", "alice", 150))
+          yield* Effect.sleep(400)
+          assert.isTrue(yield* claims.acquire("k2", "bob", 300), "expired: bob takes it")
+        })), timeout)
+    }
+  })
+}
