@@ -21,7 +21,8 @@ const readme = readFileSync(join(repo, "README.md"), "utf8")
 
 /** Files the README shows that need something only another test provides (a loopback model server). */
 const runElsewhere: Record<string, string> = {
-  "scratchpad/quickstart.ts": "test/Quickstart.test.ts"
+  "scratchpad/quickstart.ts": "test/Quickstart.test.ts",
+  "scratchpad/stores-redis.ts": "test/stores/Redis.test.ts"
 }
 
 interface Block {
@@ -192,7 +193,20 @@ describe("README names", () => {
         entry.isDirectory() ? files(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : []
       )
     // Upper-snake string literals are environment variables, except these wire-format constants.
-    const notVariables = new Set(["TYPE_UNSPECIFIED"])
+    const notVariables = new Set([
+      "TYPE_UNSPECIFIED",
+      // Gemini finish reasons and Google API statuses
+      "PROHIBITED_CONTENT",
+      "IMAGE_SAFETY",
+      "FINISH_REASON_UNSPECIFIED",
+      "MAX_TOKENS",
+      "RESOURCE_EXHAUSTED",
+      "DEADLINE_EXCEEDED",
+      // error codes: DNS, SQLite
+      "EAI_AGAIN",
+      "SQLITE_BUSY",
+      "SQLITE_LOCKED"
+    ])
     const variables = new Set<string>()
     for (const file of [...files("src"), ...files("scratchpad")]) {
       const text = readFileSync(join(repo, file), "utf8")

@@ -95,6 +95,11 @@ export interface Options<MR = never> {
     readonly store?: string
     /** How long a stored result answers repeats of its key. Default: for ever. */
     readonly ttl?: Duration.Input
+    /**
+     * How long a key's claim holds without renewal (it is renewed every third of it while the handler
+     * runs); a call in another process takes over a dead holder's key after it. Default 30 seconds.
+     */
+    readonly lease?: Duration.Input
   }
   /** `tool.progress` events: at most one per `interval` per call (default 100 ms; see `ToolProgress`). */
   readonly progress?: {
@@ -208,7 +213,10 @@ export const make = <R, MR = never>(
         store: options.idempotency?.store ?? "idempotency",
         ttl: options.idempotency?.ttl === undefined
           ? undefined
-          : Duration.toMillis(Duration.fromInputUnsafe(options.idempotency.ttl))
+          : Duration.toMillis(Duration.fromInputUnsafe(options.idempotency.ttl)),
+        lease: options.idempotency?.lease === undefined
+          ? undefined
+          : Duration.toMillis(Duration.fromInputUnsafe(options.idempotency.lease))
       }),
       runCancel,
       progress: {
