@@ -37,6 +37,9 @@ import { OpenAiChatModel } from "tinyagents/models"
 import { summary } from "tinyagents/middleware"
 import { McpConnect, McpServe } from "tinyagents/mcp"
 import { toToolkit } from "tinyagents/effect-ai"
+import { Stores } from "tinyagents/stores"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 const add = Tool.make("add", {
   description: "Adds two integers.",
@@ -44,6 +47,21 @@ const add = Tool.make("add", {
   safety: { access: "read", idempotent: true },
   handler: ({ a, b }) => Effect.succeed(a + b)
 })
+
+const keyed = Tool.make("keyed", {
+  description: "Applied once per key.",
+  input: Schema.Struct({ key: Schema.String }),
+  idempotency: ({ key }) => key,
+  handler: ({ key }) => Effect.succeed(key)
+})
+
+// the embedded default store (node:sqlite): a replay answers the second call
+const stored = Effect.gen(function*() {
+  const executor = yield* Executor.make(yield* ToolRegistry.make([keyed]))
+  yield* executor.run({ id: "k1", name: "keyed", arguments: { key: "once" } })
+  const again = yield* executor.run({ id: "k2", name: "keyed", arguments: { key: "once" } })
+  return again.idempotency?.replayed === true
+}).pipe(Effect.provide(Stores.layerSqlite({ filename: join(tmpdir(), \`tinyagents-consumer-\${process.pid}.db\`) })))
 
 const program = Effect.gen(function*() {
   const registry = yield* ToolRegistry.make([add, calc])
@@ -54,8 +72,9 @@ const program = Effect.gen(function*() {
     Effect.provide(ChatModel.scripted([ChatModel.callTools([["c1", "add", { a: 2, b: 3 }]]), ChatModel.answer("5")]))
   )
   const model = OpenAiChatModel.layerConfig()
+  const replayed = yield* stored
   const optional = [typeof McpConnect.stdio, typeof McpServe.serveHttp, typeof toToolkit] // loadable without their optional peers
-  console.log(JSON.stringify({ tools: definitions.map((d) => d.function.name), content: ToolResult.textOf(result), answer: agent.text, layer: Layer.isLayer(model), optional }))
+  console.log(JSON.stringify({ tools: definitions.map((d) => d.function.name), content: ToolResult.textOf(result), answer: agent.text, layer: Layer.isLayer(model), replayed, optional }))
 })
 
 Effect.runPromise(program.pipe(Effect.provide(ToolServices.layerTest()))).catch((error) => {
@@ -106,7 +125,7 @@ describe("the packed package", () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }))
 
   it("ships the build, its declarations and maps, the sources they map to, and the license", () => {
-    for (const entry of ["index", "tools/index", "providers/index", "agent/models/index", "governance/middleware/index", "mcp/index", "integrations/AiSdk", "integrations/LangChain", "integrations/EffectAi"]) {
+    for (const entry of ["index", "tools/index", "providers/index", "agent/models/index", "governance/middleware/index", "mcp/index", "integrations/AiSdk", "integrations/LangChain", "integrations/EffectAi", "stores/index", "stores/Postgres", "stores/Redis"]) {
       expect(files).toContain(`dist/${entry}.js`)
       expect(files).toContain(`dist/${entry}.d.ts`)
       expect(files).toContain(`dist/${entry}.d.ts.map`)
@@ -125,7 +144,7 @@ describe("the packed package", () => {
     for (const name of Object.keys(manifest.peerDependencies).filter((n) => n !== "effect")) {
       expect(manifest.peerDependenciesMeta?.[name]?.optional, name).toBe(true)
     }
-    for (const absent of ["@effect/platform-node", "redis", "ws", "undici", "ai", "@langchain/core", "@modelcontextprotocol/sdk"]) {
+    for (const absent of ["@effect/platform-node", "@effect/sql-pg", "redis", "ws", "undici", "ai", "@langchain/core", "@modelcontextprotocol/sdk"]) {
       expect(existsSync(join(consumer, "node_modules", absent)), absent).toBe(false)
     }
   })
@@ -147,6 +166,7 @@ describe("the packed package", () => {
       content: "5",
       answer: "5",
       layer: true,
+      replayed: true,
       optional: ["function", "function", "function"]
     })
   })

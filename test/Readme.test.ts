@@ -22,7 +22,8 @@ const readme = readFileSync(join(repo, "README.md"), "utf8")
 /** Files the README shows that need something only another test provides (a loopback model server). */
 const runElsewhere: Record<string, string> = {
   "scratchpad/quickstart.ts": "test/Quickstart.test.ts",
-  "scratchpad/stores-redis.ts": "test/stores/Redis.test.ts"
+  "scratchpad/stores-redis.ts": "test/stores/Redis.test.ts",
+  "scratchpad/stores-postgres.ts": "test/stores/Postgres.test.ts"
 }
 
 interface Block {

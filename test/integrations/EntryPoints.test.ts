@@ -26,6 +26,20 @@ const files = (entry: string) => [...graph(entry).keys()].map((f) => f.slice(roo
 const frameworks = (specifiers: Set<string>) =>
   [...specifiers].filter((s) => s === "ai" || s.startsWith("ai/") || s.startsWith("@langchain/") || s.startsWith("@ai-sdk/"))
 
+describe("store entry points", () => {
+  const peers = (specifiers: Set<string>) =>
+    [...specifiers].filter((s) => s === "redis" || s.startsWith("@effect/sql-pg") || s.startsWith("@effect/platform-node"))
+  it("the main entry and tinyagents/stores load no database driver (node:sqlite is built in)", () => {
+    expect(peers(bare("src/index.ts"))).toEqual([])
+    expect(peers(bare("src/stores/index.ts"))).toEqual([])
+    expect(bare("src/stores/index.ts").has("node:sqlite")).toBe(true)
+  })
+  it("Postgres and Redis load only their own drivers", () => {
+    expect(peers(bare("src/stores/Postgres.ts"))).toEqual(["@effect/sql-pg"])
+    expect(peers(bare("src/stores/Redis.ts")).sort()).toEqual(["@effect/platform-node/NodeRedis", "redis"])
+  })
+})
+
 describe("integration entry points", () => {
   it("the main entry loads no framework and no integration", () => {
     expect(files("src/index.ts").length).toBeGreaterThan(40) // the scan follows the whole graph

@@ -125,3 +125,34 @@ describe.skipIf(postgresSkipReason !== undefined)(
       }).pipe(Effect.provide(layerOf(() => real?.url, 4)())), 60_000)
   }
 )
+
+/** The README's Postgres example, run twice as its own process against `url`: the second run replays the first's result. */
+const runExampleTwice = async (url: string) => {
+  const { spawnSync } = await import("node:child_process")
+  const { fileURLToPath } = await import("node:url")
+  const repo = fileURLToPath(new URL("../..", import.meta.url))
+  const runExample = () =>
+    spawnSync(process.execPath, ["--conditions=tinyagents-source", "scratchpad/stores-postgres.ts"], {
+      cwd: repo,
+      encoding: "utf8",
+      timeout: 30_000,
+      env: { ...process.env, DATABASE_URL: url }
+    })
+  const first = runExample()
+  const second = runExample()
+  assert.strictEqual(first.status, 0, first.stderr)
+  assert.strictEqual(second.status, 0, second.stderr)
+  const pidOf = (out: string) => /"pid":(\d+)/.exec(out)?.[1]
+  assert.include(second.stdout, "replayed: true")
+  assert.isDefined(pidOf(second.stdout))
+  assert.strictEqual(pidOf(second.stdout), pidOf(first.stdout), "the second run answered with the first process's result")
+}
+
+// Not against PGlite: the example's pool has 10 connections, and PGlite is one session behind its socket.
+describe("the README's Postgres example (scratchpad/stores-postgres.ts)", () => {
+  it.skipIf(postgresSkipReason !== undefined)(
+    `run twice against a real Postgres server: the second process replays the first's result${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`,
+    () => runExampleTwice(real!.url),
+    60_000
+  )
+})

@@ -63,9 +63,14 @@ export const postgresBinDir = (): string | undefined => {
 }
 
 /** Why real-Postgres tests are skipped on this machine (`undefined`: they run). */
-export const postgresSkipReason: string | undefined = postgresBinDir() === undefined
-  ? "no postgres on this machine (set TINYAGENTS_PG_BIN to its bin directory)"
-  : undefined
+export const postgresSkipReason: string | undefined = (() => {
+  if (postgresBinDir() !== undefined) return undefined
+  // CI installs PostgreSQL and sets this: there a missing server fails the run instead of skipping tests.
+  if (process.env["TINYAGENTS_REQUIRE_POSTGRES"] === "1") {
+    throw new Error("TINYAGENTS_REQUIRE_POSTGRES=1 but no postgres, initdb and pg_ctl were found (set TINYAGENTS_PG_BIN)")
+  }
+  return "no postgres on this machine (set TINYAGENTS_PG_BIN to its bin directory)"
+})()
 
 /** A real Postgres cluster in a temporary directory; `stop` and `start` it to test a server restart (each a no-op when already so). */
 export interface PostgresServer {
