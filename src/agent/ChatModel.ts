@@ -19,11 +19,13 @@ export type Message =
   /** The answers to the previous assistant message's tool calls, in call order. */
   | { readonly role: "tool"; readonly results: ReadonlyArray<ToolResult> }
 
+/** Tokens one model call used: read (the request) and written (the answer), as the provider counts them. */
 export interface Usage {
   readonly inputTokens: number
   readonly outputTokens: number
 }
 
+/** What one model call is asked: the transcript so far and the tools it may call. */
 export interface Request {
   readonly messages: ReadonlyArray<Message>
   /** The tools advertised this turn (already selected; may be empty). */
@@ -33,6 +35,7 @@ export interface Request {
 /** Why the model stopped: `stop` (a final answer), `tool_calls`, `length` (output token limit), `content_filter`, or `other`. */
 export type FinishReason = "stop" | "tool_calls" | "length" | "content_filter" | "other"
 
+/** One whole answer: its text, the tool calls it makes (possibly none) and the tokens it used. */
 export interface Response {
   readonly text: string
   readonly toolCalls: ReadonlyArray<ToolCall>
@@ -72,6 +75,7 @@ export class ChatModelError extends Data.TaggedError("ChatModelError")<{
   readonly retryable: boolean
 }> {}
 
+/** What a `ChatModel` does: answer a request, whole or as a stream of parts. */
 export interface ChatModelShape {
   /** The whole answer. */
   readonly generate: (request: Request) => Effect.Effect<Response, ChatModelError>
@@ -82,6 +86,10 @@ export interface ChatModelShape {
   readonly stream: (request: Request) => Stream.Stream<StreamPart, ChatModelError>
 }
 
+/**
+ * The model an agent talks to (a service). Provide one from `src/agent/models/` (OpenAI, Anthropic,
+ * Gemini over HTTP) or a scripted model for tests and offline runs.
+ */
 export class ChatModel extends Context.Service<ChatModel, ChatModelShape>()("tinyagents/ChatModel") {}
 
 /**

@@ -31,7 +31,9 @@ import { createHash } from "node:crypto"
 import { Cause, Context, Effect, FileSystem, Layer, Path, Scope, Semaphore } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { StoreFailed } from "../contract/ToolError.ts"
+import { lazily } from "../stores/internal/lazily.ts"
 
+/** What the `StoreRegistry` service gives: named stores and their claims, from one backend. */
 export interface StoreRegistryShape {
   /** The store called `name` (the same object for every use of a name). */
   readonly store: (name: string) => Effect.Effect<KeyValueStore.KeyValueStore, StoreFailed>
@@ -78,6 +80,10 @@ export const memoryClaims = (): Claims => {
   }
 }
 
+/**
+ * The registry of named stores (a hidden service: handlers reach a store with `StoreRegistry.store(name)`).
+ * Its static layers are the backends in this module; SQL and Redis ones are in `tinyagents/stores`.
+ */
 export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryShape>()("tinyagents/StoreRegistry") {
   /** Stores in memory, in one map, for the life of the layer. */
   static readonly layerMemory: Layer.Layer<StoreRegistry> = Layer.effect(
@@ -198,35 +204,12 @@ export const make = <E>(
   open: Effect.Effect<Backend, E, Scope.Scope>
 ): Effect.Effect<StoreRegistryShape, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const scope = yield* Effect.scope
-    const opening = yield* Semaphore.make(1)
-    let backend: Backend | undefined
+    const opening = yield* lazily(open)
+    const opened = (name: string): Effect.Effect<Backend, StoreFailed> =>
+      Effect.catchCause(opening, (cause) =>
+        Effect.fail(new StoreFailed({ store: name, operation: "open", cause: Cause.squash(cause) })))
     const views = new Map<string, KeyValueStore.KeyValueStore>()
     const claimsByName = new Map<string, Claims>()
-    const attempt = Effect.gen(function*() {
-      const child = yield* Scope.fork(scope)
-      const built = yield* Effect.exit(Scope.provide(open, child))
-      if (built._tag === "Failure") {
-        yield* Scope.close(child, built)
-        return yield* Effect.failCause(built.cause)
-      }
-      return built.value
-    })
-    const opened = (name: string): Effect.Effect<Backend, StoreFailed> =>
-      Effect.suspend(() =>
-        backend !== undefined ? Effect.succeed(backend) : opening.withPermits(1)(
-          Effect.suspend(() =>
-            backend !== undefined
-              ? Effect.succeed(backend)
-              : attempt.pipe(
-                Effect.tap((built) => Effect.sync(() => void (backend = built))),
-                Effect.catchCause((cause) =>
-                  Effect.fail(new StoreFailed({ store: name, operation: "open", cause: Cause.squash(cause) }))
-                )
-              )
-          )
-        )
-      )
     const checked = <A>(name: string, f: () => Effect.Effect<A, StoreFailed>): Effect.Effect<A, StoreFailed> =>
       Effect.suspend(() =>
         storeName.test(name)

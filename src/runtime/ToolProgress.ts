@@ -22,7 +22,16 @@
  *   (`chunkDropped` counts the rest).
  * - Redaction: messages and partial output are redacted like results (the
  *   tool's `safety.redact` patterns, and the values the call's arguments hold
- *   under a redacted key), each event's text as a whole.
+ *   under a redacted key). A message is redacted as a whole; partial output is
+ *   redacted as one stream, so a consumer that joins the chunks of a call never
+ *   sees a secret value or a pattern match, even one the tool reported split
+ *   across several reports: the last characters reported wait for what follows
+ *   (as many as the longest secret value less one, and at least
+ *   {@link limits}.redactHoldChars when the tool has patterns) and are sent with
+ *   the next event that can send them, or before the terminal event (an event
+ *   that only sends held output of reports already counted has `reports: 0`). A pattern
+ *   match longer than `redactHoldChars + 1` characters split across reports is
+ *   redacted only when the text kept (twice `chunkChars`) still holds it whole.
  *
  * `report` waits while the event is with the sink (an event sink that applies
  * backpressure slows the reporting tool), never while it is being rate limited.
@@ -42,11 +51,16 @@ export interface Update {
   readonly chunk?: string
 }
 
+/** What a handler gets for `ToolProgress`: the one way to report progress of the call it runs. */
 export interface ToolProgressShape {
   /** Reports progress of the current call. Never fails. */
   readonly report: (update: Update) => Effect.Effect<void>
 }
 
+/**
+ * The progress service of the current call (hidden: provided by the executor per call, only to tools that
+ * list it in `services`). Its layers are for calling a handler directly, outside an executor.
+ */
 export class ToolProgress extends Context.Service<ToolProgress, ToolProgressShape>()("tinyagents/ToolProgress") {
   /** Drops every report: for handlers called directly (tests). */
   static readonly layerDiscard: Layer.Layer<ToolProgress> = Layer.succeed(ToolProgress, { report: () => Effect.void })
@@ -63,7 +77,9 @@ export const limits = {
   /** Characters of partial output an event carries (its last ones). */
   chunkChars: 8_000,
   /** Default milliseconds between two events of one call. */
-  intervalMillis: 100
+  intervalMillis: 100,
+  /** Characters of partial output held back for a redaction pattern to see a match whole (see the module comment). */
+  redactHoldChars: 256
 } as const
 
 /** Reports progress of the current call. */

@@ -18,12 +18,16 @@
  * and prefixes still match. Values are binary-safe: one type byte (`s`: the
  * rest is a string as UTF-8, `b`: the rest is bytes) then the value, so `get`
  * and `getUint8Array` answer exactly as the memory store does. `keys`, `size`
- * and `clearPrefix` use `SCAN` (never `KEYS`); `modify` is a read then a write,
- * one at a time within a process but not atomic across processes. Claims are the keys
+ * and `clearPrefix` use `SCAN` (never `KEYS`); `modify` is atomic across
+ * processes: a read, `f`, then a compare-and-set Lua script that writes only if
+ * the value is still the one read, retried (with a short random pause) when
+ * another writer came between. Claims are the keys
  * `<prefix>~claim/<name>/<key>` (`SET` when free or held by the same owner,
  * with `PX`, and a compare-and-delete release, both as Lua scripts); the rate
  * limiter's keys start with `<prefix>~rate/` (Effect's `RateLimiter.layerStoreRedis`).
- * Redis expiry is not used for stored values: they live until removed.
+ * Redis expiry is not used for stored values (they live until removed), except
+ * in the artifacts store, which has a size cap and an expiry like the SQL
+ * layers' (`Options.artifacts`; expiry is Redis's `PX`).
  *
  * A failure because Redis is unreachable, restarting or loading (the client
  * offline or closed, a dropped socket, a timeout, a `LOADING`/`BUSY`/`TRYAGAIN`
@@ -32,7 +36,7 @@
  */
 import * as NodeRedis from "@effect/platform-node/NodeRedis"
 import { createHash } from "node:crypto"
-import { Context, Data, Effect, Layer, Scope } from "effect"
+import { Context, Data, Duration, Effect, Layer, Schedule, Scope } from "effect"
 import { KeyValueStore, RateLimiter } from "effect/persistence"
 import {
   ClientClosedError,
@@ -45,7 +49,9 @@ import {
 } from "redis"
 import { StoreFailed } from "../contract/ToolError.ts"
 import * as StoreRegistry from "../runtime/StoreRegistry.ts"
-import * as Stores from "./Stores.ts"
+import { lazily } from "./internal/lazily.ts"
+import { checkArtifactPolicy, tooLarge, truncateText } from "./internal/sqlBackend.ts"
+import type * as Stores from "./Stores.ts"
 
 /** Where the Redis server is, and how its keys are named. */
 export interface Options {
@@ -59,6 +65,12 @@ export interface Options {
   readonly prefix?: string | undefined
   /** How long the first connection may take, in milliseconds. Default 5,000. */
   readonly connectTimeout?: number | undefined
+  /**
+   * The artifacts store's cap and expiry, as for the SQL layers (`Stores.ArtifactPolicy`): text over
+   * `maxBytes` (default 16 MiB, at least 1024) is kept truncated with a note, binary over it is
+   * refused; `ttl` makes every write expire (`SET ... PX`, Redis deletes it). `sweepEvery` is unused.
+   */
+  readonly artifacts?: Stores.ArtifactPolicy | undefined
 }
 
 /**
@@ -67,13 +79,15 @@ export interface Options {
  */
 export const layer = (
   options: Options = {}
-): Layer.Layer<Stores.Services> =>
-  Layer.effectContext(Effect.gen(function*() {
+): Layer.Layer<Stores.Services> => {
+  checkArtifactPolicy(options.artifacts)
+  return Layer.effectContext(Effect.gen(function*() {
     const connect = yield* connection(options)
     const registry = yield* StoreRegistry.make(connect)
     const limiter = yield* Effect.provideService(RateLimiter.make, RateLimiter.RateLimiterStore, lazyLimiterStore(connect))
     return Context.make(StoreRegistry.StoreRegistry, registry).pipe(Context.add(RateLimiter.RateLimiter, limiter))
   }))
+}
 
 /**
  * The cause of a store failure while Redis is unreachable, restarting or loading: transient
@@ -107,10 +121,10 @@ type Client = NodeRedis.NodeRedis["Service"]["client"]
 /** Replies with bulk strings as `Buffer`s (keys and values are bytes). */
 const binary = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } } as const
 
-/** Opens the connection on first use (at most one open at a time, see `Stores.lazily`); only a success is kept. */
+/** Opens the connection on first use (at most one open at a time, see `internal/lazily`); only a success is kept. */
 const connection = (options: Options): Effect.Effect<Effect.Effect<Connection, StoreFailed>, never, Scope.Scope> => {
   const prefix = Buffer.from(options.prefix ?? "tinyagents:", "utf8")
-  return Stores.lazily(Effect.gen(function*() {
+  return lazily(Effect.gen(function*() {
     // node-redis calls this after every drop; before the first `ready` a failure ends the open attempt.
     const state = { ready: false }
     const context = yield* Layer.build(NodeRedis.layer({
@@ -128,8 +142,15 @@ const connection = (options: Options): Effect.Effect<Effect.Effect<Connection, S
     const limiterStore = yield* RateLimiter.makeStoreRedis({ prefix: `${prefix.toString("utf8")}~rate/` }).pipe(
       Effect.provideContext(context)
     )
+    const artifacts = options.artifacts ?? {}
+    const artifactName = artifacts.store ?? "artifacts"
+    const artifactStore = makeKeyValueStore(client, Buffer.concat([prefix, Buffer.from(`${artifactName}/`, "utf8")]), {
+      maxBytes: artifacts.maxBytes ?? 16 * 1024 * 1024,
+      ttl: artifacts.ttl === undefined ? undefined : Math.max(1, Math.ceil(Duration.toMillis(Duration.fromInputUnsafe(artifacts.ttl))))
+    })
     return {
       store: makeKeyValueStore(client, prefix),
+      view: (name: string) => name === artifactName ? artifactStore : undefined,
       claims: (name: string) => makeClaims(client, Buffer.concat([prefix, Buffer.from(`~claim/${name}/`, "utf8")]), name),
       limiterStore
     } satisfies Connection
@@ -202,8 +223,34 @@ const startsWithPattern = (bytes: Buffer): Buffer => {
 const stringType = 0x73 // "s"
 const bytesType = 0x62 // "b"
 
-/** A `KeyValueStore` on the Redis keys that start with `prefix` (see the module comment). */
-export const makeKeyValueStore = (client: Client, prefix: Uint8Array): KeyValueStore.KeyValueStore => {
+/** Writes only when the key still holds `ARGV[1]`: `ARGV[2]`, with expiry `ARGV[3]` ms when given. 1 when written. */
+const compareAndSetLua = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+if ARGV[3] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+return 1`
+const compareAndSetSha = createHash("sha1").update(compareAndSetLua).digest("hex")
+
+/** How many times a `modify` retries its compare-and-set before it fails. */
+const modifyAttempts = 10_000
+
+/** A cap and an expiry for every write of a store (the artifacts store). */
+interface WritePolicy {
+  readonly maxBytes: number
+  /** Milliseconds. */
+  readonly ttl: number | undefined
+}
+
+/** A `KeyValueStore` on the Redis keys that start with `prefix` (see the module comment); `policy` caps writes. */
+export const makeKeyValueStore = (
+  client: Client,
+  prefix: Uint8Array,
+  policy?: WritePolicy
+): KeyValueStore.KeyValueStore => {
   const base = Buffer.from(prefix)
   const redisKey = (key: string) => Buffer.concat([base, encodeKey(key)])
   const send = <A>(method: string, key: string | undefined, args: ReadonlyArray<string | Buffer>) =>
@@ -233,24 +280,73 @@ export const makeKeyValueStore = (client: Client, prefix: Uint8Array): KeyValueS
     })
   const keyOf = (redis: Buffer) => decodeKey(redis.subarray(base.length))
   const keys = Effect.map(scan("keys", base), (found) => found.map(keyOf))
+  /** The stored form of `value` (type byte, then bytes), under the policy's cap. */
+  const encodeValue = (key: string, value: string | Uint8Array): Effect.Effect<Buffer, KeyValueStore.KeyValueStoreError> => {
+    if (typeof value === "string") {
+      const bytes = Buffer.from(value, "utf8")
+      const kept = policy !== undefined && bytes.length > policy.maxBytes ? truncateText(value, policy.maxBytes) : bytes
+      return Effect.succeed(Buffer.concat([Buffer.of(stringType), kept]))
+    }
+    if (policy !== undefined && value.length > policy.maxBytes) return Effect.fail(tooLarge(key, value.length, policy.maxBytes))
+    return Effect.succeed(Buffer.concat([Buffer.of(bytesType), value]))
+  }
+  const expiry: ReadonlyArray<string> = policy?.ttl === undefined ? [] : ["PX", String(policy.ttl)]
+  /** `SET` of the stored form (with the policy's expiry). */
+  const write = (key: string, value: string | Uint8Array) =>
+    Effect.flatMap(encodeValue(key, value), (stored) => send<unknown>("set", key, ["SET", redisKey(key), stored, ...expiry]))
+  /** Writes `next` only when `key` still holds `current`: `true` when written. */
+  const compareAndSet = (key: string, current: Buffer, next: Buffer) =>
+    Effect.tryPromise({
+      try: async () => {
+        const args = [redisKey(key), current, next, ...expiry.slice(1)]
+        try {
+          return await client.sendCommand(["EVALSHA", compareAndSetSha, "1", ...args]) as number
+        } catch (error) {
+          if (!String(error).includes("NOSCRIPT")) throw error
+          return await client.sendCommand(["EVAL", compareAndSetLua, "1", ...args]) as number
+        }
+      },
+      catch: (cause) =>
+        new KeyValueStore.KeyValueStoreError({
+          method: "modify",
+          key,
+          message: `Redis compare-and-set failed for ${JSON.stringify(key)}`,
+          cause: classify(cause)
+        })
+    }).pipe(Effect.map((written) => written === 1))
+  class Conflict extends Data.TaggedError("Conflict")<{}> {}
+  /** Read, `f`, compare-and-set; again when another writer came between (atomic across processes). */
+  const modify = <A extends string | Uint8Array>(key: string, f: (stored: Buffer) => A) =>
+    Effect.gen(function*() {
+      const current = yield* raw(key)
+      if (current === null) return undefined
+      const next = f(current)
+      if (!(yield* compareAndSet(key, current, yield* encodeValue(key, next)))) return yield* Effect.fail(new Conflict())
+      return next
+    }).pipe(
+      Effect.retry({
+        while: (error) => error._tag === "Conflict",
+        schedule: Schedule.spaced(Duration.millis(1)).pipe(Schedule.jittered),
+        times: modifyAttempts
+      }),
+      Effect.catchTag("Conflict", () =>
+        Effect.fail(
+          new KeyValueStore.KeyValueStoreError({
+            method: "modify",
+            key,
+            message: `modify of ${JSON.stringify(key)} lost ${modifyAttempts} races with other writers`
+          })
+        ))
+    )
+  const asString = (value: Buffer) =>
+    value[0] === bytesType ? value.subarray(1).toString("base64") : value.subarray(1).toString("utf8")
   return KeyValueStore.make({
-    get: (key) =>
-      Effect.map(raw(key), (value) =>
-        value === null
-          ? undefined
-          : value[0] === bytesType
-          ? value.subarray(1).toString("base64")
-          : value.subarray(1).toString("utf8")),
+    get: (key) => Effect.map(raw(key), (value) => value === null ? undefined : asString(value)),
     getUint8Array: (key) =>
       Effect.map(raw(key), (value) => value === null ? undefined : new Uint8Array(value.subarray(1))),
-    set: (key, value) =>
-      send<unknown>("set", key, [
-        "SET",
-        redisKey(key),
-        typeof value === "string"
-          ? Buffer.concat([Buffer.of(stringType), Buffer.from(value, "utf8")])
-          : Buffer.concat([Buffer.of(bytesType), value])
-      ]).pipe(Effect.asVoid),
+    set: (key, value) => Effect.asVoid(write(key, value)),
+    modify: (key, f) => modify(key, (stored) => f(asString(stored))),
+    modifyUint8Array: (key, f) => modify(key, (stored) => f(new Uint8Array(stored.subarray(1)))),
     remove: (key) => Effect.asVoid(send<number>("remove", key, ["DEL", redisKey(key)])),
     has: (key) => Effect.map(send<number>("has", key, ["EXISTS", redisKey(key)]), (n) => n > 0),
     keys,

@@ -3,13 +3,17 @@
  * database shares the limits. Each consumption is one transaction that locks its key's row (`FOR
  * UPDATE` on Postgres; `BEGIN IMMEDIATE` on SQLite holds the write lock), reads the counter, applies
  * the same fixed-window or token-bucket arithmetic as Effect's memory store and writes it back: atomic
- * across processes. Time is Effect's `Clock` of the consuming process.
+ * across processes. Time is Effect's `Clock` of the consuming process (unlike claims, which expire
+ * on the database's clock): processes on several machines sharing one database should have
+ * synchronized clocks (NTP); a process whose clock is off by `d` sees windows and refills shifted by
+ * `d` (a window may let through up to twice its limit, or reset late), never a corrupted counter.
  *
  * The adaptive limiter (`adaptiveConsume`/`adaptiveFeedback`) stays in this process's memory.
  */
 import { Clock, Duration, Effect, Layer } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { SqlClient } from "effect/sql"
+import { encodeId } from "./internal/sqlBackend.ts"
 
 /** The table of counters. */
 export const table = "tinyagents_rate_limits"
@@ -38,7 +42,7 @@ export const makeStore = <E>(
     const memory = yield* Effect.provide(RateLimiter.RateLimiterStore, RateLimiter.layerStoreMemory)
     /** Runs `step` on the row `id` (`[amount, stamp]`, undefined when new) in one transaction, writing back what it returns. */
     const update = <A>(
-      id: string,
+      key: string,
       operation: string,
       step: (
         row: readonly [amount: number, stamp: number] | undefined,
@@ -48,6 +52,7 @@ export const makeStore = <E>(
       Effect.gen(function*() {
         const sql = yield* client
         const t = sql(table)
+        const id = encodeId(key) // a key that SQL text cannot hold as itself (a lone surrogate, NUL)
         const now = yield* Clock.currentTimeMillis
         const lock = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
         return yield* sql.withTransaction(Effect.gen(function*() {

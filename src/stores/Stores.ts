@@ -7,7 +7,10 @@
  * The database is opened on first use, not when the layer is built: a database that is down at
  * start fails the calls that need it with a retryable `StoreFailed` (or `RateLimitStoreError`), and
  * the next use tries again. Tables (`tinyagents_store`, `tinyagents_claims`, `tinyagents_artifacts`,
- * `tinyagents_rate_limits`) are created when missing. Values are stored as bytes (BLOB / BYTEA).
+ * `tinyagents_rate_limits`) are created when missing. Values are stored as bytes (BLOB / BYTEA). Any
+ * string is a key: one SQL text cannot hold (a lone surrogate, NUL) is stored escaped, so distinct
+ * keys stay distinct. Claims expire on the database's clock; rate limits use each process's `Clock`,
+ * so processes on several machines sharing one database should have synchronized clocks (NTP).
  *
  * Artifacts (the store the executor writes large outputs to, `"artifacts"` by default) have their own
  * table with a size cap and an expiry ({@link ArtifactPolicy}): a text artifact over the cap is kept
@@ -15,19 +18,21 @@
  * `KeyValueStoreError`, so the write fails with `StoreFailed`); an expired artifact is not readable
  * and is deleted by a sweep that runs on writes, at most once per `sweepEvery`.
  */
-import { Cause, Context, Effect, Layer, Scope, Semaphore } from "effect"
+import { Cause, Context, Effect, Layer } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { StoreRegistry } from "../runtime/StoreRegistry.ts"
 import * as Registry from "../runtime/StoreRegistry.ts"
-import { sqlBackend } from "./internal/sqlBackend.ts"
+import { lazily } from "./internal/lazily.ts"
+import { checkArtifactPolicy, sqlBackend } from "./internal/sqlBackend.ts"
 import type { ArtifactPolicy as Policy } from "./internal/sqlBackend.ts"
 import * as SqliteClient from "./SqliteClient.ts"
 import * as SqlRateLimiter from "./SqlRateLimiter.ts"
 
 /**
  * The size cap and expiry of the artifacts store. `store`: its name (default `"artifacts"`, the
- * executor's default); `maxBytes`: the cap (default 16 MiB); `ttl`: how long an artifact lives
+ * executor's default); `maxBytes`: the cap (default 16 MiB; at least 1024, a smaller one is a
+ * `RangeError` when the layer is made: the truncation note must fit); `ttl`: how long an artifact lives
  * (default: forever); `sweepEvery`: how often writes sweep out expired artifacts (default 10 minutes).
  */
 export type ArtifactPolicy = Policy
@@ -41,34 +46,6 @@ export interface Options {
 /** The services every store layer provides. */
 export type Services = StoreRegistry | RateLimiter.RateLimiter
 
-/**
- * `build`, run at most once at a time and kept once it succeeds (in `scope`); a failure closes what it
- * opened and is not kept, so the next use runs it again.
- */
-export const lazily = <A, E>(
-  build: Effect.Effect<A, E, Scope.Scope>
-): Effect.Effect<Effect.Effect<A, E>, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const scope = yield* Effect.scope
-    const lock = yield* Semaphore.make(1)
-    let value: { readonly a: A } | undefined
-    const attempt = Effect.gen(function*() {
-      const child = yield* Scope.fork(scope)
-      const exit = yield* Effect.exit(Scope.provide(build, child))
-      if (exit._tag === "Failure") {
-        yield* Scope.close(child, exit)
-        return yield* Effect.failCause(exit.cause)
-      }
-      value = { a: exit.value }
-      return exit.value
-    })
-    return Effect.suspend(() =>
-      value !== undefined ? Effect.succeed(value.a) : lock.withPermits(1)(
-        Effect.suspend(() => value !== undefined ? Effect.succeed(value.a) : attempt)
-      )
-    )
-  })
-
 /** A defect (e.g. `KeyValueStore.layerSql`'s table creation dies) as a failure, so it is not kept and is retried. */
 const defectsAsFailures = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R> =>
   Effect.catchCause(effect, (cause) => Effect.fail(Cause.squash(cause)))
@@ -80,8 +57,9 @@ const defectsAsFailures = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effe
 export const layerSql = <E>(
   client: Layer.Layer<SqlClient.SqlClient, E>,
   options: Options = {}
-): Layer.Layer<Services> =>
-  Layer.effectContext(Effect.gen(function*() {
+): Layer.Layer<Services> => {
+  checkArtifactPolicy(options.artifacts)
+  return Layer.effectContext(Effect.gen(function*() {
     const opened = yield* lazily(defectsAsFailures(Effect.gen(function*() {
       const context = yield* Layer.build(client)
       const sql = Context.get(context, SqlClient.SqlClient).withoutTransforms()
@@ -94,6 +72,7 @@ export const layerSql = <E>(
     const limiter = yield* RateLimiter.make.pipe(Effect.provideService(RateLimiter.RateLimiterStore, store))
     return Context.make(StoreRegistry, registry).pipe(Context.add(RateLimiter.RateLimiter, limiter))
   }))
+}
 
 /** How to open the SQLite store file, and the artifacts policy. */
 export interface SqliteOptions extends Options {

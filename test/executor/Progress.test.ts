@@ -11,6 +11,7 @@ import { Effect, Fiber, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { EventSink, Executor, Tool, ToolProgress, ToolRegistry, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
+import { random } from "../support/random.ts"
 
 const call = (id: string, name: string, args: unknown = {}) => ({ id, name, arguments: args })
 const events = EventSink.EventLog.use((log) => log.all)
@@ -233,10 +234,70 @@ describe("ToolProgress", () => {
       })
       const executor = yield* Executor.make(yield* ToolRegistry.make([login]))
       yield* executor.run(call("c1", "login", { user: "ada", password: "hunter22" }))
-      const [event] = progressOf(yield* events)
-      assert.strictEqual(event!.message, "logging in ada with [redacted]")
-      assert.strictEqual(event!.chunk, "token [redacted] for [redacted]")
+      const progress = progressOf(yield* events)
+      assert.strictEqual(progress[0]!.message, "logging in ada with [redacted]")
+      assert.strictEqual(progress.map((e) => e.chunk ?? "").join(""), "token [redacted] for [redacted]")
       assert.notInclude(JSON.stringify(yield* events), "hunter22")
+    })))
+
+  /** Reports `pieces` as chunks, each followed by a sleep of `gaps[i]` ms; its password is redacted. */
+  const splitter = Tool.make("splitter", {
+    description: "Reports partial output in pieces.",
+    input: Schema.Struct({
+      password: Schema.String,
+      pieces: Schema.Array(Schema.String),
+      gaps: Schema.Array(Schema.Int)
+    }),
+    safety: { redact: { keys: ["password"], patterns: [/sk-[A-Za-z0-9]{16}/g] } },
+    services: [ToolProgress.ToolProgress],
+    handler: ({ gaps, pieces }) =>
+      Effect.gen(function*() {
+        for (const [i, piece] of pieces.entries()) {
+          yield* ToolProgress.chunk(piece)
+          if ((gaps[i] ?? 0) > 0) yield* Effect.sleep(gaps[i]!)
+        }
+        return "ok"
+      })
+  })
+  const joinedChunks = (all: ReadonlyArray<ToolEvent.Event>) => progressOf(all).map((e) => e.chunk ?? "").join("")
+
+  it.effect("redacted as one stream: a secret or a pattern match split across events never appears in the joined chunks", () =>
+    run(Effect.gen(function*() {
+      const pw = "hunter2-SECRET-value"
+      const executor = yield* Executor.make(yield* ToolRegistry.make([splitter]))
+      const pieces = [`using pw=${pw.slice(0, 6)}`, `${pw.slice(6)} key=sk-ABCDEFGH`, "IJKLMNOP done"]
+      const result = yield* driven(executor.run(call("c1", "splitter", { password: pw, pieces, gaps: [150, 150, 0] })))
+      assert.strictEqual(result.value, "ok")
+      const all = yield* events
+      const joined = joinedChunks(all)
+      assert.strictEqual(joined, "using pw=[redacted] key=[redacted] done")
+      // (the arguments, in tool.started, hold the pieces: only the progress events are checked)
+      assert.notInclude(JSON.stringify(progressOf(all)), "hunter2")
+      assert.notInclude(JSON.stringify(progressOf(all)), "IJKLMNOP")
+      assert.isAtLeast(progressOf(all).length, 1)
+      assert.strictEqual(tagsOf(all).at(-1), "tool.completed", "the held text is sent before the terminal event")
+    })))
+
+  it.effect("redacted as one stream: random split points and timings (seeded)", () =>
+    run(Effect.gen(function*() {
+      const seed = Number(process.env["TINYAGENTS_PROGRESS_SEED"] ?? 1315)
+      const runs = Number(process.env["TINYAGENTS_PROGRESS_RUNS"] ?? 25)
+      const rng = random(seed)
+      const executor = yield* Executor.make(yield* ToolRegistry.make([splitter]))
+      for (let n = 0; n < runs; n++) {
+        const pw = `pw-${n}-${"Zq".repeat(rng.int(2, 40))}`
+        const key = `sk-${Array.from({ length: 16 }, () => rng.pick([..."ABCDEFGHijklmnop0123456789"])).join("")}`
+        const filler = () => "lorem ipsum ".repeat(rng.int(0, 40))
+        const text = `${filler()}pw=${pw} ${filler()}key=${key}${filler()}${pw}${pw}${filler()}`
+        const cuts = Array.from({ length: rng.int(1, 12) }, () => rng.int(0, text.length)).sort((a, b) => a - b)
+        const bounds = [0, ...cuts, text.length]
+        const pieces = bounds.slice(1).map((end, i) => text.slice(bounds[i], end)).filter((p) => p !== "")
+        const gaps = pieces.map(() => rng.pick([0, 0, 50, 150]))
+        yield* driven(executor.run(call(`r${n}`, "splitter", { password: pw, pieces, gaps })))
+        const joined = joinedChunks((yield* events).filter((e) => "toolCallId" in e && e.toolCallId === `r${n}`))
+        const expected = text.replaceAll(pw, "[redacted]").replaceAll(key, "[redacted]")
+        assert.strictEqual(joined, expected, `seed ${seed} run ${n}: ${JSON.stringify(pieces)}`)
+      }
     })))
 
   it.effect("out-of-range values are clamped or ignored; an empty report is no event", () =>

@@ -33,10 +33,35 @@ const index = Tool.make("index_documents", {
     })
 })
 
+/** Reports a message, counts, a fraction and repeats, 120 ms apart: not every report increases progress. */
+const mixed = Tool.make("mixed_progress", {
+  description: "Reports progress of every kind.",
+  input: Schema.Struct({}),
+  safety: { access: "read", idempotent: true },
+  services: [ToolProgress.ToolProgress],
+  handler: () =>
+    Effect.gen(function*() {
+      const reports: ReadonlyArray<ToolProgress.Update> = [
+        { message: "starting" },
+        { message: "counted", count: 5, total: 10 },
+        { message: "still going" },
+        { message: "a fraction", fraction: 0.6 },
+        { count: 7, total: 10 },
+        { message: "the same count", count: 7, total: 10 },
+        { message: "done", count: 10, total: 10 }
+      ]
+      for (const update of reports) {
+        yield* ToolProgress.report(update)
+        yield* Effect.sleep(120)
+      }
+      return "mixed"
+    })
+})
+
 const withServer = <A>(test: (client: Client, events: () => Promise<ReadonlyArray<Event>>) => Promise<A>): Promise<A> =>
   Effect.runPromise(
     Effect.gen(function*() {
-      const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([index]), { port: 0 })
+      const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([index, mixed]), { port: 0 })
       const log = yield* EventLog
       return yield* Effect.promise(async () => {
         const client = new Client({ name: "progress-test", version: "1.0.0" })
@@ -72,6 +97,23 @@ describe("McpServe: tool progress as notifications/progress", () => {
       // The same reports are tool.progress events of the call, between its start and its end.
       const tags = (await events()).map((e) => e._tag)
       expect(tags).toEqual(["tool.started", "tool.progress", "tool.progress", "tool.progress", "tool.completed"])
+    }), 30_000)
+
+  it("progress increases with each notification: reports with no higher value are not sent", () =>
+    withServer(async (client, events) => {
+      const received: Array<Progress> = []
+      const result = await client.callTool({ name: "mixed_progress", arguments: {} }, undefined, {
+        onprogress: (progress) => received.push(progress)
+      })
+      expect(textOf(result)).toBe("mixed")
+      expect(received).toEqual([
+        { progress: 1, message: "starting" },
+        { progress: 5, total: 10, message: "counted" },
+        { progress: 7, total: 10 },
+        { progress: 10, total: 10, message: "done" }
+      ])
+      // Every report is still a tool.progress event of the server.
+      expect((await events()).filter((e) => e._tag === "tool.progress")).toHaveLength(7)
     }), 30_000)
 
   it("a client that did not ask for progress gets the same result and no notification", () =>

@@ -5,7 +5,8 @@
  * between with a retryable `StoreFailed` and serves later calls.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Redacted, Schema } from "effect"
+import { Effect, Layer, Redacted, Schema } from "effect"
+import { TestClock } from "effect/testing"
 import { RateLimiter } from "effect/persistence"
 import { Executor, Tool, ToolError, ToolRegistry, ToolServices } from "../../src/index.ts"
 import { StoreRegistry } from "../../src/runtime/StoreRegistry.ts"
@@ -29,8 +30,11 @@ afterAll(async () => {
 const layerOf = (url: () => string | undefined, maxConnections: number) => () =>
   Postgres.layer({ url: Redacted.make(url()!), maxConnections, connectTimeout: "2 seconds" })
 
-storeConformance("postgres via PGlite", layerOf(() => pglite?.url, 1), { largeValueBytes: 1024 * 1024 })
-storeConformance("postgres (real server)", layerOf(() => real?.url, 4), { skip: postgresSkipReason })
+storeConformance("postgres via PGlite", layerOf(() => pglite?.url, 1), {
+  largeValueBytes: 1024 * 1024,
+  claimsTime: "real"
+})
+storeConformance("postgres (real server)", layerOf(() => real?.url, 4), { skip: postgresSkipReason, claimsTime: "real" })
 
 const store = (name: string) => StoreRegistry.use((registry) => registry.store(name))
 
@@ -52,6 +56,20 @@ const makeCharge = () => {
   return { charge, probe }
 }
 const call = (id: string, requestId: string) => ({ id, name: "charge_card", arguments: { requestId, cents: 5 } })
+
+describe("Postgres.layer claims", () => {
+  it.effect("claims expire on the database's clock: processes whose clocks disagree agree on a claim", () =>
+    Effect.gen(function*() {
+      const claims = yield* StoreRegistry.use((r) => r.claims(`skew-${Math.random().toString(36).slice(2)}`))
+      // The TestClock starts at 0 (1970): this process's clock is decades behind the database's.
+      assert.isTrue(yield* claims.acquire("k", "alice", 60_000))
+      // 61 s later on the process clock alice's lease would have run out; not on the database's.
+      yield* TestClock.adjust("61 seconds")
+      assert.isFalse(yield* claims.acquire("k", "bob", 60_000), "alice still holds it on the database's clock")
+      yield* claims.release("k", "alice")
+      assert.isTrue(yield* claims.acquire("k", "bob", 60_000))
+    }).pipe(Effect.provide(Layer.suspend(layerOf(() => pglite?.url, 1)))))
+})
 
 describe.skipIf(postgresSkipReason !== undefined)(
   `a real Postgres server stopped and restarted mid-run${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`,

@@ -12,7 +12,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { Effect, Layer, Result, Schema } from "effect"
+import { Context, Effect, Layer, Result, Schema } from "effect"
 import { RateLimiter } from "effect/persistence"
 import {
   EventSink,
@@ -26,6 +26,7 @@ import {
 } from "../../src/index.ts"
 import { rateLimit } from "../../src/governance/middleware/index.ts"
 import * as RedisStores from "../../src/stores/Redis.ts"
+import type * as Stores from "../../src/stores/Stores.ts"
 import { redisRequiredButMissing, redisSkip, startRedis, type RedisServer } from "../support/redis.ts"
 import { storeConformance } from "../support/storeConformance.ts"
 
@@ -100,6 +101,59 @@ suite(`Redis stores${skipped}`, () => {
         yield* Effect.provide(consume, other)
       ]
       assert.deepStrictEqual(allowed, [true, true, true, false, true])
+    }))
+
+  it.live("modify is atomic across connections: 2 × 100 concurrent increments make 200", () =>
+    Effect.gen(function*() {
+      const prefix = freshPrefix()
+      const connections = [yield* Layer.build(redisLayer(prefix)), yield* Layer.build(redisLayer(prefix))]
+      const n = Number(process.env["TINYAGENTS_REDIS_MODIFY_COUNT"] ?? 100)
+      yield* Effect.provide(Effect.flatMap(StoreRegistry.store("counters"), (kv) => kv.set("c", "0")), connections[0]!)
+      yield* Effect.provide(Effect.flatMap(StoreRegistry.store("counters"), (kv) => kv.set("b", Uint8Array.of(0, 0))), connections[0]!)
+      const increments = (context: Context.Context<Stores.Services>) =>
+        Effect.provide(
+          Effect.flatMap(StoreRegistry.store("counters"), (kv) =>
+            Effect.forEach(Array.from({ length: n }), (_, i) =>
+              i % 2 === 0
+                ? Effect.asVoid(kv.modify("c", (v) => String(Number(v) + 1)))
+                : Effect.asVoid(kv.modifyUint8Array("b", (v) => {
+                  const next = (v[0]! << 8 | v[1]!) + 1
+                  return Uint8Array.of(next >> 8, next & 0xff)
+                })), { concurrency: "unbounded", discard: true })),
+          context
+        )
+      yield* Effect.all(connections.map(increments), { concurrency: "unbounded", discard: true })
+      const kv = yield* Effect.provide(StoreRegistry.store("counters"), connections[1]!)
+      const bytes = (yield* kv.getUint8Array("b"))!
+      assert.strictEqual(Number(yield* kv.get("c")) + (bytes[0]! << 8 | bytes[1]!), 2 * n, "no modify is lost")
+      assert.strictEqual(Number(yield* kv.get("c")), n)
+      assert.isUndefined(yield* kv.modify("absent", (v) => `${v}!`))
+    }))
+
+  it.live("artifacts: text over the cap is truncated with a note, binary over it refused, every write expires", () =>
+    Effect.gen(function*() {
+      const prefix = freshPrefix()
+      const context = yield* Layer.build(RedisStores.layer({ port: server!.port, prefix, artifacts: { maxBytes: 1_024, ttl: "300 millis" } }))
+      const [artifacts, notes] = yield* Effect.provide(
+        Effect.all([StoreRegistry.store("artifacts"), StoreRegistry.store("notes")]),
+        context
+      )
+      yield* artifacts.set("big", "😀".repeat(1_000))
+      const kept = (yield* artifacts.get("big"))!
+      assert.isAtMost(Buffer.byteLength(kept), 1_024)
+      assert.match(kept, /^(?:😀)+\n\[truncated by the artifact store: 4000 bytes, cap 1024\]\n$/u)
+      const refused = yield* Effect.flip(artifacts.set("bin", new Uint8Array(1_025)))
+      assert.strictEqual(refused._tag, "KeyValueStoreError")
+      assert.match(refused.message, /over the cap of 1024 bytes/)
+      assert.isFalse(yield* artifacts.has("bin"))
+      yield* artifacts.set("small", new Uint8Array(1_024))
+      assert.strictEqual((yield* artifacts.getUint8Array("small"))?.length, 1_024)
+      yield* notes.set("kept", "other stores do not expire")
+      yield* Effect.sleep("600 millis")
+      assert.isUndefined(yield* artifacts.get("big"), "expired")
+      assert.isFalse(yield* artifacts.has("small"))
+      assert.strictEqual(yield* notes.get("kept"), "other stores do not expire")
+      assert.throws(() => RedisStores.layer({ port: server!.port, artifacts: { maxBytes: 20 } }), RangeError)
     }))
 
   it.live("a server that is not there yet: the open fails with StoreFailed, and the next use after it starts works", () =>

@@ -69,6 +69,17 @@ for (const [name, make] of backends) {
         assert.strictEqual(again.remaining, 6)
       })))
 
+    it.effect("keys with lone surrogates or NUL are distinct limits", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const [a] = yield* twoClients(make)
+        const base = `odd-${Math.random()}`
+        for (const key of [`${base}\uD800`, `${base}\uDC00`, `${base}\u0000`, base]) {
+          assert.strictEqual((yield* a.consume({ key, limit: 1, window: "1 minute" })).remaining, 0, JSON.stringify(key))
+        }
+        const refused = yield* Effect.flip(a.consume({ key: `${base}\uD800`, limit: 1, window: "1 minute" }))
+        assert.strictEqual(refused.reason._tag, "RateLimitExceeded")
+      })))
+
     it.effect("token bucket: two clients share the bucket; tokens refill over time", () =>
       Effect.scoped(Effect.gen(function*() {
         const [a, b] = yield* twoClients(make)

@@ -13,13 +13,15 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { StoreRegistry } from "../../src/runtime/StoreRegistry.ts"
 import { SqliteClient, Stores } from "../../src/stores/index.ts"
+import { truncateText } from "../../src/stores/internal/sqlBackend.ts"
 import { storeConformance } from "../support/storeConformance.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "tinyagents-sqlite-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const shared = join(dir, "conformance.db")
 
-storeConformance("sqlite (file)", () => Stores.layerSqlite({ filename: shared }))
+// claims expire on the database's clock: tested in real time
+storeConformance("sqlite (file)", () => Stores.layerSqlite({ filename: shared }), { claimsTime: "real" })
 
 const store = (name: string) => StoreRegistry.use((registry) => registry.store(name))
 
@@ -70,6 +72,17 @@ describe("SqliteClient", () => {
 })
 
 describe("Stores.layerSqlite", () => {
+  it.effect("claims expire on the database's clock: processes whose clocks disagree agree on a claim", () =>
+    Effect.gen(function*() {
+      const claims = yield* StoreRegistry.use((r) => r.claims(`skew-${Math.random().toString(36).slice(2)}`))
+      // The TestClock starts at 0 (1970): this process's clock is decades behind the database's.
+      assert.isTrue(yield* claims.acquire("k", "alice", 60_000))
+      // 61 s later on the process clock alice's lease would have run out; not on the database's.
+      yield* TestClock.adjust("61 seconds")
+      assert.isFalse(yield* claims.acquire("k", "bob", 60_000), "alice still holds it on the database's clock")
+      yield* claims.release("k", "alice")
+      assert.isTrue(yield* claims.acquire("k", "bob", 60_000))
+    }).pipe(Effect.provide(Stores.layerSqlite({ filename: shared }))))
   it.effect("what is written survives closing and reopening the file", () =>
     Effect.gen(function*() {
       const filename = join(dir, "restart.db")
@@ -118,7 +131,7 @@ describe("artifacts policy", () => {
   const layer = () =>
     Stores.layerSqlite({
       filename: join(dir, `artifacts-${Math.random().toString(36).slice(2)}.db`),
-      artifacts: { maxBytes: 1_000, ttl: "1 hour", sweepEvery: "1 minute" }
+      artifacts: { maxBytes: 1_024, ttl: "1 hour", sweepEvery: "1 minute" }
     })
 
   it.effect("text over the cap is kept truncated to the cap, with a note; bytes over the cap are refused", () =>
@@ -126,15 +139,34 @@ describe("artifacts policy", () => {
       const artifacts = yield* store("artifacts")
       yield* artifacts.set("big", "😀".repeat(1_000))
       const kept = (yield* artifacts.get("big"))!
-      assert.isAtMost(Buffer.byteLength(kept), 1_000)
-      assert.match(kept, /^(?:😀)+\n\[truncated by the artifact store: 4000 bytes, cap 1000\]\n$/u)
-      const refused = yield* Effect.flip(artifacts.set("bin", new Uint8Array(1_001)))
+      assert.isAtMost(Buffer.byteLength(kept), 1_024)
+      assert.match(kept, /^(?:😀)+\n\[truncated by the artifact store: 4000 bytes, cap 1024\]\n$/u)
+      const refused = yield* Effect.flip(artifacts.set("bin", new Uint8Array(1_025)))
       assert.strictEqual(refused._tag, "KeyValueStoreError")
-      assert.match(refused.message, /over the cap of 1000 bytes/)
+      assert.match(refused.message, /over the cap of 1024 bytes/)
       assert.isFalse(yield* artifacts.has("bin"))
-      yield* artifacts.set("small", new Uint8Array(1_000))
-      assert.strictEqual((yield* artifacts.getUint8Array("small"))?.length, 1_000)
+      yield* artifacts.set("small", new Uint8Array(1_024))
+      assert.strictEqual((yield* artifacts.getUint8Array("small"))?.length, 1_024)
     }).pipe(Effect.provide(layer())))
+
+  it("a cap below the minimum (room for the truncation note) is refused when the layer is made", () => {
+    for (const maxBytes of [20, 0, -1, 1_023, 1.5, Number.NaN]) {
+      assert.throws(
+        () => Stores.layerSqlite({ filename: join(dir, "never.db"), artifacts: { maxBytes } }),
+        RangeError,
+        /at least 1024 bytes/
+      )
+    }
+    assert.doesNotThrow(() => Stores.layerSqlite({ filename: join(dir, "never.db"), artifacts: { maxBytes: 1_024 } }))
+  })
+
+  it("truncated text never exceeds the cap, even a cap smaller than the note", () => {
+    for (const cap of [0, 1, 20, 54, 80, 1_024]) {
+      const out = truncateText("é".repeat(2_000), cap)
+      assert.isAtMost(out.length, cap, `cap ${cap}`)
+    }
+    assert.match(new TextDecoder().decode(truncateText("x".repeat(2_000), 1_024)), /\[truncated by the artifact store: 2000 bytes, cap 1024\]\n$/)
+  })
 
   it.effect("expired artifacts are not readable, and a later write sweeps them out", () =>
     Effect.gen(function*() {
@@ -159,7 +191,7 @@ describe("artifacts policy", () => {
     }).pipe(Effect.provide(Layer.unwrap(Effect.sync(() => {
       const filename = join(dir, `sweep-${Math.random().toString(36).slice(2)}.db`)
       return Layer.merge(
-        Stores.layerSqlite({ filename, artifacts: { maxBytes: 1_000, ttl: "1 hour", sweepEvery: "1 minute" } }),
+        Stores.layerSqlite({ filename, artifacts: { maxBytes: 1_024, ttl: "1 hour", sweepEvery: "1 minute" } }),
         SqliteClient.layer({ filename })
       )
     })))))

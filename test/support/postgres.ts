@@ -3,6 +3,12 @@
  * socket, always available; and a real `postgres` cluster in a temporary directory on a free
  * loopback port, when the machine has the binaries (`postgresSkipReason` says why not otherwise).
  * As root, the real server runs as the `postgres` (or `nobody`) user, since postgres refuses root.
+ *
+ * Limitation: PGlite is ONE Postgres session behind its socket: the statements of several client
+ * connections interleave in it, so two transactions at once (concurrent `modify`s, each a
+ * `SELECT ... FOR UPDATE` then a write in one transaction) break each other. Tests against PGlite
+ * use a pool of one connection (`maxConnections: 1`); what needs real concurrent transactions (the
+ * conformance suite's parallel modifies of one key, with a pool of 4) is tested on the real server.
  */
 import { execFileSync } from "node:child_process"
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"

@@ -2,8 +2,10 @@
  * The store conformance suite: what every `StoreRegistry` backend must do, run by one call
  * per backend (`storeConformance("sqlite", layer)`), so a new backend is one layer plus one
  * line. Covers get/set/remove/has, isolation between store names, concurrency (parallel sets
- * and modifies), large values, unicode keys (emoji, astral characters), binary values, and
- * claims (atomic acquisition, expiry, renewal, release by a non-owner ignored).
+ * and modifies), large values, unicode keys (emoji, astral characters; keys that are not well-formed
+ * UTF-16 or hold NUL, each its own key), `clearPrefix` with astral characters (in a plain store and
+ * in the `artifacts` store), binary values, and claims (atomic acquisition, expiry, renewal, release
+ * by a non-owner ignored, distinct keys distinct).
  *
  * Every test uses fresh store names (a random suffix), so a backend whose data outlives the
  * layer (a file, a server) can be shared by all tests and by earlier runs.
@@ -25,6 +27,11 @@ export interface ConformanceOptions {
   readonly claimsTime?: "clock" | "real" | undefined
   /** The size of the large value, in bytes (default 5 MB). */
   readonly largeValueBytes?: number | undefined
+  /**
+   * How `keys` lists a key that is not well-formed UTF-16: `"exact"` (as itself, the default) or
+   * `"named"` (under another name, as the file system does: only their number is checked).
+   */
+  readonly oddKeysListed?: "exact" | "named" | undefined
   /** Per-test timeout in milliseconds (default 30 s). */
   readonly timeout?: number | undefined
 }
@@ -155,6 +162,52 @@ export const storeConformance = (
         assert.deepStrictEqual([...(yield* kv.keys)].sort(), [...keys].sort())
       })), timeout)
 
+    it.effect("keys with lone surrogates or NUL are distinct keys: get, set, has, remove, modify, keys", () =>
+      provide(Effect.gen(function*() {
+        const kv = yield* storeOf(fresh("odd"))
+        const keys = ["k\uD800", "k\uDC00", "k\uFFFD", "k", "k\u0000", "k\u0000x", "\u0000", "k\uFFFF", "k\uDC00\uD800", "k\uD83E\uDD80"]
+        yield* Effect.forEach(keys, (key, i) => kv.set(key, `v${i}`), { discard: true })
+        for (const [i, key] of keys.entries()) {
+          assert.strictEqual(yield* kv.get(key), `v${i}`, JSON.stringify(key))
+          assert.isTrue(yield* kv.has(key), JSON.stringify(key))
+        }
+        if ((options.oddKeysListed ?? "exact") === "exact") {
+          assert.deepStrictEqual([...(yield* kv.keys)].sort(), [...keys].sort())
+        } else assert.strictEqual(new Set(yield* kv.keys).size, keys.length)
+        assert.strictEqual(yield* kv.modify("k\uD800", (v) => `${v}!`), "v0!")
+        assert.strictEqual(yield* kv.get("k\uDC00"), "v1", "modifying one leaves the other")
+        yield* kv.remove("k\u0000")
+        assert.isFalse(yield* kv.has("k\u0000"))
+        assert.strictEqual(yield* kv.get("k"), "v3")
+        assert.strictEqual(yield* kv.get("k\u0000x"), "v5")
+        yield* kv.clearPrefix("k\u0000")
+        assert.isFalse(yield* kv.has("k\u0000x"))
+        assert.strictEqual(yield* kv.get("\u0000"), "v6")
+        assert.strictEqual(yield* kv.get("k\uD800"), "v0!")
+      })), timeout)
+
+    for (const kind of ["a plain store", "the artifacts store"] as const) {
+      it.effect(`clearPrefix with astral characters, in ${kind}`, () =>
+        provide(Effect.gen(function*() {
+          const base = fresh("astral")
+          const kv = yield* storeOf(kind === "a plain store" ? base : "artifacts")
+          const at = kind === "a plain store" ? "" : `${base}/`
+          yield* kv.set(`${at}🦀/one`, "1")
+          yield* kv.set(`${at}🦀/two`, "2")
+          yield* kv.set(`${at}🦀x`, "3")
+          yield* kv.set(`${at}𝔘/one`, "4")
+          yield* kv.clearPrefix(`${at}🦀/`)
+          assert.isFalse(yield* kv.has(`${at}🦀/one`))
+          assert.isFalse(yield* kv.has(`${at}🦀/two`))
+          assert.strictEqual(yield* kv.get(`${at}🦀x`), "3")
+          assert.strictEqual(yield* kv.get(`${at}𝔘/one`), "4")
+          yield* kv.clearPrefix(`${at}𝔘`)
+          assert.isFalse(yield* kv.has(`${at}𝔘/one`))
+          const left = (yield* kv.keys).filter((key) => key.startsWith(at))
+          assert.deepStrictEqual(left, [`${at}🦀x`])
+        })), timeout)
+    }
+
     it.effect("binary values keep every byte", () =>
       provide(Effect.gen(function*() {
         const kv = yield* storeOf(fresh("bin"))
@@ -191,6 +244,20 @@ export const storeConformance = (
         yield* claims.release("k", "alice")
         assert.isTrue(yield* claims.acquire("k", "bob", 60_000))
         yield* claims.release("never-claimed", "bob") // nothing to release is not an error
+      })), timeout)
+
+    it.effect("claims of keys with lone surrogates or NUL are distinct", () =>
+      provide(Effect.gen(function*() {
+        const claims = yield* claimsOf(fresh("oddclaims"))
+        assert.isTrue(yield* claims.acquire("k\uD800", "alice", 60_000))
+        assert.isTrue(yield* claims.acquire("k\uDC00", "bob", 60_000))
+        assert.isTrue(yield* claims.acquire("k\uFFFD", "carol", 60_000))
+        assert.isTrue(yield* claims.acquire("k\u0000", "dave", 60_000))
+        assert.isTrue(yield* claims.acquire("k", "erin", 60_000))
+        assert.isFalse(yield* claims.acquire("k\uD800", "bob", 60_000), "still alice's")
+        yield* claims.release("k\uDC00", "bob")
+        assert.isTrue(yield* claims.acquire("k\uDC00", "frank", 60_000))
+        assert.isFalse(yield* claims.acquire("k\u0000", "frank", 60_000), "still dave's")
       })), timeout)
 
     it.effect("claims of different store names are independent", () =>

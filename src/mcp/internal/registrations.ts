@@ -101,9 +101,12 @@ const progressTokenOf = Effect.map(Effect.serviceOption(McpSchema.McpRequestCont
 
 /**
  * `sink`, also sending each `tool.progress` of call `callId` as a `notifications/progress` for `token`,
- * in `request` (the request's context, which routes the notification). `progress` is the count when
- * the tool reports one (with its total), else the fraction (of 1), else the last value sent (or the
- * number of the notification); `message` is the tool's message.
+ * in `request` (the request's context, which routes the notification). The value of a report is its
+ * count when it has one (with the total), else its fraction (of 1); a call that has reported neither
+ * yet counts its notifications (1, 2, ...). The MCP spec requires `progress` to increase with each
+ * notification, so a report is sent only when its value is above the last one sent: a report with no
+ * new value (a message only, or the same count again) or a smaller one (a fraction after a count) is
+ * not sent to the client (it is still a `tool.progress` event of the server). `message` is the tool's.
  */
 const withProgress = (
   sink: EventSink["Service"],
@@ -113,13 +116,23 @@ const withProgress = (
   server: McpServer.McpServer["Service"]
 ): EventSink["Service"] => {
   let sent = 0
-  let last: { progress: number; total?: number } | undefined
+  let numeric = false
+  let highest = Number.NEGATIVE_INFINITY
+  let total: number | undefined
   const notify = (event: ToolEvent.ToolProgress): Effect.Effect<void> => {
-    sent++
+    let progress: number | undefined
     if (event.count !== undefined) {
-      last = event.total === undefined ? { progress: event.count } : { progress: event.count, total: event.total }
-    } else if (event.fraction !== undefined) last = { progress: event.fraction, total: 1 }
-    const { progress, total } = last ?? { progress: sent, total: undefined }
+      numeric = true
+      progress = event.count
+      total = event.total
+    } else if (event.fraction !== undefined) {
+      numeric = true
+      progress = event.fraction
+      total = 1
+    } else if (!numeric) progress = sent + 1
+    if (progress === undefined || !(progress > highest)) return Effect.void
+    highest = progress
+    sent++
     return server.notifications["notifications/progress"]({
       progressToken: token,
       progress,

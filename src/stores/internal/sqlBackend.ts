@@ -3,6 +3,14 @@
  * the key-value store (Effect's `KeyValueStore.layerSql`, with a `modify` that is atomic across
  * processes and prefixed views that list only their own keys), claims as one atomic upsert, and the
  * artifacts table with its size cap and expiry. The public surface is `Stores` and `Postgres`.
+ *
+ * Ids: SQL text cannot hold every JS string (a lone surrogate becomes U+FFFD, so two keys would share
+ * a row; Postgres refuses NUL). A key with a lone surrogate, a NUL or U+FFFF is stored as its start up
+ * to the first such code unit, then U+FFFF, then every remaining UTF-16 code unit as 4 hex digits
+ * ({@link encodeId}): reversible, never equal to a key stored as itself (those have no U+FFFF), and
+ * prefix-preserving (`encodeId(p + r)` starts with `encodeId(p)`), so prefix queries stay exact.
+ *
+ * Claims expire on the database's clock (one clock for every process sharing it), not the `Clock`.
  */
 import { Clock, Duration, Effect, Layer, Semaphore } from "effect"
 import { KeyValueStore } from "effect/persistence"
@@ -62,12 +70,62 @@ const kvError = (method: string, key: string | undefined, cause: unknown): KeyVa
   })
 const { KeyValueStoreError } = KeyValueStore
 
-/** Keys of `table` that start with `prefix` (compared exactly, not with LIKE). */
+/** Starts the hex rest of an id that SQL text could not hold as itself (see the module comment). */
+const escapeUnit = 0xffff
+
+/** Index of the first code unit SQL text cannot hold faithfully (a lone surrogate, NUL) or U+FFFF; -1 when none. */
+const firstUnsafe = (key: string): number => {
+  for (let i = 0; i < key.length; i++) {
+    const code = key.charCodeAt(i)
+    if (code === 0 || code === escapeUnit) return i
+    if (code >= 0xd800 && code <= 0xdbff) {
+      const next = key.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        i++
+        continue
+      }
+      return i
+    }
+    if (code >= 0xdc00 && code <= 0xdfff) return i
+  }
+  return -1
+}
+
+/** The id a key is stored under: itself, or its safe start, U+FFFF and hex code units (module comment). */
+export const encodeId = (key: string): string => {
+  const at = firstUnsafe(key)
+  if (at < 0) return key
+  let out = `${key.slice(0, at)}${String.fromCharCode(escapeUnit)}`
+  for (let i = at; i < key.length; i++) out += key.charCodeAt(i).toString(16).padStart(4, "0")
+  return out
+}
+
+/** The key stored under `id` (the inverse of {@link encodeId}). */
+export const decodeId = (id: string): string => {
+  const at = id.indexOf(String.fromCharCode(escapeUnit))
+  if (at < 0) return id
+  let out = id.slice(0, at)
+  for (let i = at + 1; i + 4 <= id.length; i += 4) out += String.fromCharCode(parseInt(id.slice(i, i + 4), 16))
+  return out
+}
+
+/** `id` starts with the (encoded) `prefix`: compared exactly (not with LIKE), counting characters as SQL does. */
+const startsWith = (sql: SqlClient.SqlClient, prefix: string) =>
+  sql`substr(id, 1, ${Array.from(prefix).length}) = ${prefix}`
+
+/** Keys (decoded) of `table` that start with `prefix`. */
 const keysWithPrefix = (sql: SqlClient.SqlClient, table: string, prefix: string) =>
   Effect.map(
-    sql<{ id: string }>`SELECT id FROM ${sql(table)} WHERE substr(id, 1, ${prefix.length}) = ${prefix}`,
-    (rows) => rows.map((row) => row.id)
+    sql<{ id: string }>`SELECT id FROM ${sql(table)} WHERE ${startsWith(sql, encodeId(prefix))}`,
+    (rows) => rows.map((row) => decodeId(row.id))
   )
+
+/** The database's time in milliseconds, as an SQL expression (claims expire on it). */
+const databaseMillis = (sql: SqlClient.SqlClient) =>
+  sql.onDialectOrElse({
+    pg: () => sql.literal("(extract(epoch from clock_timestamp()) * 1000)::bigint"),
+    orElse: () => sql.literal("CAST(unixepoch('subsec') * 1000 AS INTEGER)")
+  })
 
 /**
  * `modify` in one transaction: the row is locked (`FOR UPDATE` on pg; on sqlite the transaction
@@ -83,10 +141,10 @@ const atomicModify = (sql: SqlClient.SqlClient, kv: KeyValueStore.KeyValueStore)
   const lock = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
   return sql.withTransaction(Effect.gen(function*() {
     const rows = yield* sql<{ value: Uint8Array; value_type: number }>`
-      SELECT value, value_type FROM ${table} WHERE id = ${key} ${lock}`
+      SELECT value, value_type FROM ${table} WHERE id = ${encodeId(key)} ${lock}`
     if (rows.length === 0) return undefined
     const next = f(rows[0]!.value, Number(rows[0]!.value_type))
-    yield* kv.set(key, next)
+    yield* kv.set(encodeId(key), next)
     return next
   })).pipe(Effect.mapError((cause) => cause._tag === "KeyValueStoreError" ? cause : kvError("modify", key, cause)))
 }
@@ -101,6 +159,15 @@ const keyValueStore = (sql: SqlClient.SqlClient) =>
     const modify = atomicModify(sql, kv)
     return {
       ...kv,
+      get: (key) => kv.get(encodeId(key)),
+      getUint8Array: (key) => kv.getUint8Array(encodeId(key)),
+      set: (key, value) => kv.set(encodeId(key), value),
+      remove: (key) => kv.remove(encodeId(key)),
+      has: (key) => kv.has(encodeId(key)),
+      clearPrefix: (prefix) => kv.clearPrefix(encodeId(prefix)),
+      keys: Effect.map(kv.keys, (ids) => ids.map(decodeId)),
+      size: kv.size,
+      isEmpty: kv.isEmpty,
       modify: (key, f) =>
         Effect.map(
           modify(key, (bytes, type) => f(type === ValueTypeString ? decoder.decode(bytes) : Buffer.from(bytes).toString("base64"))),
@@ -130,26 +197,28 @@ const prefixedView = (
   }
 }
 
-/** Claims of store `name`: one upsert that takes a free, expired or own row, atomic in the database. */
+/**
+ * Claims of store `name`: one upsert that takes a free, expired or own row, atomic in the database,
+ * with expiry on the database's clock (so processes on machines whose clocks differ agree).
+ */
 const sqlClaims = (sql: SqlClient.SqlClient, name: string): Claims => {
   const table = sql(tables.claims)
+  const now = databaseMillis(sql)
   const failed = (operation: string) => (cause: unknown) => new StoreFailed({ store: name, operation, cause })
   return {
-    acquire: (key, owner, lease) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const id = `${name}/${key}`
-        const until = Math.floor(now + lease)
-        return sql<{ owner: string }>`
-          INSERT INTO ${table} (id, owner, expires_at) VALUES (${id}, ${owner}, ${until})
-          ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-          WHERE ${table}.owner = excluded.owner OR ${table}.expires_at <= ${Math.floor(now)}
-          RETURNING owner`.pipe(
-          Effect.map((rows) => rows.length === 1 && rows[0]!.owner === owner),
-          Effect.mapError(failed("claim"))
-        )
-      }),
+    acquire: (key, owner, lease) => {
+      const id = encodeId(`${name}/${key}`)
+      return sql<{ owner: string }>`
+        INSERT INTO ${table} (id, owner, expires_at) VALUES (${id}, ${owner}, ${now} + ${Math.max(0, Math.floor(lease))})
+        ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+        WHERE ${table}.owner = excluded.owner OR ${table}.expires_at <= ${now}
+        RETURNING owner`.pipe(
+        Effect.map((rows) => rows.length === 1 && rows[0]!.owner === owner),
+        Effect.mapError(failed("claim"))
+      )
+    },
     release: (key, owner) =>
-      sql`DELETE FROM ${table} WHERE id = ${`${name}/${key}`} AND owner = ${owner}`.pipe(
+      sql`DELETE FROM ${table} WHERE id = ${encodeId(`${name}/${key}`)} AND owner = ${owner}`.pipe(
         Effect.asVoid,
         Effect.mapError(failed("release"))
       )
@@ -164,10 +233,22 @@ export const tooLarge = (key: string, size: number, maxBytes: number): KeyValueS
     message: `artifact ${key} is ${size} bytes, over the cap of ${maxBytes} bytes`
   })
 
-/** `text` cut to at most `maxBytes` UTF-8 bytes, on a character boundary, with a note saying so. */
-const truncateText = (text: string, maxBytes: number): Uint8Array => {
+/** The smallest artifact cap a layer accepts: room for the truncation note and some text. */
+export const minArtifactBytes = 1024
+
+/** Throws a `RangeError` when `policy.maxBytes` is not an integer of at least {@link minArtifactBytes}. */
+export const checkArtifactPolicy = (policy: ArtifactPolicy | undefined): void => {
+  const maxBytes = policy?.maxBytes
+  if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes >= minArtifactBytes)) {
+    throw new RangeError(`artifacts.maxBytes must be an integer of at least ${minArtifactBytes} bytes, got ${maxBytes}`)
+  }
+}
+
+/** `text` cut to at most `maxBytes` UTF-8 bytes, on a character boundary, with a note saying so (never over `maxBytes`). */
+export const truncateText = (text: string, maxBytes: number): Uint8Array => {
   const bytes = encoder.encode(text)
-  const note = encoder.encode(`\n[truncated by the artifact store: ${bytes.length} bytes, cap ${maxBytes}]\n`)
+  let note = encoder.encode(`\n[truncated by the artifact store: ${bytes.length} bytes, cap ${maxBytes}]\n`)
+  if (note.length > maxBytes) note = note.subarray(0, Math.max(0, maxBytes)) // ASCII: any cut is a boundary
   let end = Math.max(0, maxBytes - note.length)
   while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end-- // not inside a UTF-8 sequence
   const out = new Uint8Array(end + note.length)
@@ -203,7 +284,7 @@ const artifactStore = (
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
       sql<{ value: Uint8Array; value_type: number }>`
         SELECT value, value_type FROM ${table}
-        WHERE id = ${`${prefix}${key}`} AND (expires_at IS NULL OR expires_at > ${Math.floor(now)})`).pipe(
+        WHERE id = ${encodeId(`${prefix}${key}`)} AND (expires_at IS NULL OR expires_at > ${Math.floor(now)})`).pipe(
       Effect.map((rows) => rows[0]),
       Effect.mapError((cause) => kvError("get", key, cause))
     )
@@ -217,7 +298,7 @@ const artifactStore = (
       const expires = ttl === undefined ? null : Math.floor(now + ttl)
       yield* sql`
         INSERT INTO ${table} (id, value, value_type, size, created_at, expires_at)
-        VALUES (${`${prefix}${key}`}, ${bytes}, ${text ? ValueTypeString : ValueTypeBytes}, ${bytes.length}, ${
+        VALUES (${encodeId(`${prefix}${key}`)}, ${bytes}, ${text ? ValueTypeString : ValueTypeBytes}, ${bytes.length}, ${
         Math.floor(now)
       }, ${expires})
         ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
@@ -227,13 +308,13 @@ const artifactStore = (
       yield* sweep.pipe(Effect.ignore)
     })
   const keys = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    sql<{ id: string }>`SELECT id FROM ${table} WHERE substr(id, 1, ${prefix.length}) = ${prefix}
+    sql<{ id: string }>`SELECT id FROM ${table} WHERE ${startsWith(sql, encodeId(prefix))}
       AND (expires_at IS NULL OR expires_at > ${Math.floor(now)})`).pipe(
-    Effect.map((rows) => rows.map((row) => row.id.slice(prefix.length))),
+    Effect.map((rows) => rows.map((row) => decodeId(row.id).slice(prefix.length))),
     Effect.mapError((cause) => kvError("keys", undefined, cause))
   )
   const clearPrefix = (more: string) =>
-    sql`DELETE FROM ${table} WHERE substr(id, 1, ${prefix.length + more.length}) = ${prefix + more}`.pipe(
+    sql`DELETE FROM ${table} WHERE ${startsWith(sql, encodeId(prefix + more))}`.pipe(
       Effect.asVoid,
       Effect.mapError((cause) => kvError("clearPrefix", more, cause))
     )
@@ -248,7 +329,7 @@ const artifactStore = (
     getUint8Array: (key) => Effect.map(read(key), (row) => row?.value),
     set: write,
     remove: (key) =>
-      sql`DELETE FROM ${table} WHERE id = ${`${prefix}${key}`}`.pipe(
+      sql`DELETE FROM ${table} WHERE id = ${encodeId(`${prefix}${key}`)}`.pipe(
         Effect.asVoid,
         Effect.mapError((cause) => kvError("remove", key, cause))
       ),

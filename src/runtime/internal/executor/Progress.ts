@@ -10,11 +10,16 @@
  * the reporter comes (`Reporter.emitLazy`), and `close` (run by `Call` before
  * the terminal event) refuses further reports, sends what is pending, stops the
  * timer and seals the channel, so an event made after that is never emitted.
+ *
+ * Partial output is redacted as one stream, not event by event: the call's
+ * reported text not yet sent (`held`) is redacted together with what comes
+ * next, and only a start of it that later text cannot change is sent; the last
+ * {@link holdCharsOf} characters wait for more text, or for `close`.
  */
 import { type Clock, Effect, Fiber } from "effect"
 import type * as Tool from "../../../contract/Tool.ts"
 import type * as ToolEvent from "../../../contract/ToolEvent.ts"
-import { type Scrubber, scrubberOf } from "../../../internal/redact.ts"
+import { type Scrubber, scrubberOf, secretsOf } from "../../../internal/redact.ts"
 import { limits, ToolProgress, type ToolProgressShape, type Update } from "../../ToolProgress.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 
@@ -51,6 +56,45 @@ const cutMessage = (text: string): string =>
 /** Partial output kept while pending: enough that redacting then cutting to the cap sees whole values. */
 const pendingChunkChars = limits.chunkChars * 2
 
+/**
+ * How many of the last characters of partial output wait for what follows before they are sent: enough
+ * that a secret value (or a pattern match of at most {@link limits}.redactHoldChars + 1 characters) that
+ * starts in them is whole before it is redacted. 0 without a redaction policy.
+ */
+const holdCharsOf = (spec: Tool.ToolSpec, input: unknown): number => {
+  const policy = spec.safety.redact
+  const longest = secretsOf(policy, input).reduce((max, secret) => Math.max(max, secret.length), 0)
+  const patterns = (policy?.patterns?.length ?? 0) > 0 ? limits.redactHoldChars : 0
+  return Math.max(longest - 1, patterns, 0)
+}
+
+/**
+ * `raw` (partial output not sent yet) split into what can be sent, redacted, and the raw rest to keep:
+ * the longest start, short of the last `hold` characters, whose redaction joined to the rest's equals
+ * the redaction of the whole (no secret or match crosses the cut). `final` sends everything.
+ */
+export const splitRedacted = (
+  raw: string,
+  hold: number,
+  scrub: (text: string) => string,
+  final: boolean
+): { readonly out: string; readonly rest: string } => {
+  if (final) return { out: scrub(raw), rest: "" }
+  let cut = raw.length - hold
+  if (cut <= 0) return { out: "", rest: raw }
+  const whole = scrub(raw)
+  for (let tries = 0; cut > 0 && tries <= hold + 1; tries++, cut--) {
+    const code = raw.charCodeAt(cut - 1)
+    if (code >= 0xd800 && code <= 0xdbff) continue // not between the halves of a surrogate pair
+    const head = scrub(raw.slice(0, cut))
+    if (head + scrub(raw.slice(cut)) === whole) return { out: head, rest: raw.slice(cut) }
+  }
+  // A match longer than the hold: wait for more text, unless the text kept is already too long.
+  if (raw.length <= pendingChunkChars + hold) return { out: "", rest: raw }
+  cut = raw.length - hold
+  return { out: scrub(raw.slice(0, cut)), rest: raw.slice(cut) }
+}
+
 export class Channel implements ToolProgressShape {
   private pending: {
     message?: string
@@ -68,6 +112,9 @@ export class Channel implements ToolProgressShape {
   /** No more events are made (set once the last one is out). */
   private sealed = false
   private scrubber: Scrubber | undefined | null = null
+  /** Partial output reported but not sent yet (raw): its redaction may depend on what follows. */
+  private held = ""
+  private hold: number | undefined = undefined
 
   private readonly config: Config
   private readonly env: Env
@@ -124,8 +171,27 @@ export class Channel implements ToolProgressShape {
     const pending = this.pending
     if (pending === undefined || this.sealed) return undefined
     this.pending = undefined
-    let chunk = pending.chunk === undefined ? undefined : this.text(pending.chunk)
     let dropped = pending.dropped
+    let chunk: string | undefined
+    if (pending.chunk !== undefined || (this.closing && this.held !== "")) {
+      // Text dropped before this chunk went after the held text: the held text is dropped too.
+      if (dropped > 0) {
+        dropped += this.held.length
+        this.held = ""
+      }
+      const hold = this.hold ??= holdCharsOf(this.spec, this.input)
+      const { out, rest } = splitRedacted(this.held + (pending.chunk ?? ""), hold, (text) => this.text(text), this.closing)
+      this.held = rest
+      chunk = out === "" ? undefined : out
+    }
+    if (
+      chunk === undefined && dropped === 0 && pending.message === undefined && pending.fraction === undefined &&
+      pending.count === undefined && pending.total === undefined
+    ) {
+      // Only held partial output: nothing to send yet; the reports count on.
+      this.pending = { dropped: 0, reports: pending.reports }
+      return undefined
+    }
     if (chunk !== undefined && chunk.length > limits.chunkChars) {
       dropped += chunk.length - limits.chunkChars
       chunk = chunk.slice(chunk.length - limits.chunkChars)
@@ -182,11 +248,13 @@ export class Channel implements ToolProgressShape {
     this.closing = true
     const timer = this.timer
     this.timer = undefined
+    if (this.pending === undefined && this.held !== "") this.pending = { dropped: 0, reports: 0 }
     const flush = this.pending === undefined ? Effect.void : this.config.reporter.emitMasked(this.env, this.take)
     const stopped = timer === undefined ? flush : Effect.andThen(flush, Fiber.interrupt(timer))
     return Effect.andThen(stopped, Effect.sync(() => {
       this.sealed = true
       this.pending = undefined
+      this.held = ""
     }))
   })
 }
