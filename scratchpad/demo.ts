@@ -170,6 +170,8 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
       return `${at}  model text: ${JSON.stringify(event.text)}`
     case "agent.tool_call":
       return `${at}  model calls ${event.toolName} ${event.toolCallId}`
+    case "agent.approval_requested":
+      return `${at}  approval needed for ${event.toolName} ${event.toolCallId}`
     case "tool.started":
       return `${at}    ${pad("started", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${JSON.stringify(event.arguments)}`
     case "tool.completed":

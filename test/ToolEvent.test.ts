@@ -124,6 +124,8 @@ const produceEvents = Effect.gen(function*() {
       ChatModel.answer("5")
     ]))
   )
+  // A durable run's pending approval (`tinyagents/durable`), as its executor emits it.
+  yield* executor.emit({ _tag: "agent.approval_requested", turn: 0, toolCallId: "a2", toolName: "add", arguments: { a: 1, b: 2 } })
   return yield* EventSink.EventLog.use((log) => log.all)
 }).pipe(Effect.provide(ToolServices.layerTest({ runId: "run-1", threadId: "thread-1" })))
 

@@ -17,6 +17,10 @@
  * (`agent.tool_call`), which a streamed run also sends to the sink. A bounded
  * buffer sits between the loop and the consumer: a slow consumer slows the
  * loop (the event sink waits), nothing is dropped.
+ *
+ * The loop's two steps, asking the model and running a turn's calls, are parameters
+ * ({@link loopWith}, {@link Steps}): `tinyagents/durable` runs the same loop with steps that
+ * journal each model turn and each call as workflow activities.
  */
 import { type Cause, Data, Effect, Fiber, Queue, Stream } from "effect"
 import * as ChatModel from "./ChatModel.ts"
@@ -99,47 +103,35 @@ const redactCalls = <R>(
 }
 
 /**
- * The loop. With `live`, it also reports the model's text deltas and each decided tool call
- * (for {@link stream}); otherwise it reports exactly the lifecycle events.
+ * The two steps of a turn that the loop delegates: asking the model (`ask`) and running the turn's
+ * calls (`batch`). {@link run} and {@link stream} use {@link directSteps}; the durable agent
+ * (`tinyagents/durable`) passes steps that journal each model turn and each call as workflow
+ * activities. `X`: what the steps need besides the loop's own services.
  */
-const loop = <R, MR>(
+export interface Steps<X> {
+  /** The model's whole answer to `request` (turn `turn`, from 0). */
+  readonly ask: (
+    request: ChatModel.Request,
+    turn: number
+  ) => Effect.Effect<ChatModel.Response, ChatModel.ChatModelError, RunContext | EventSink | X>
+  /** Runs the turn's calls: every call answered, in call order; `BatchFailed` for fatal errors. */
+  readonly batch: (
+    calls: ReadonlyArray<ToolCall>,
+    context: { readonly turn: number; readonly advertised: ToolRegistry.Advertised<unknown> }
+  ) => Effect.Effect<ReadonlyArray<ToolResult.ToolResult>, Executor.BatchFailed, X>
+}
+
+/**
+ * The plain steps: the model's answer read from its stream (with `live`, reporting its text deltas
+ * and each decided call as they arrive), and the executor's `runBatch`.
+ */
+export const directSteps = <R, MR>(
   options: RunOptions<R, MR>,
+  executor: Executor.Executor<R | MR>,
   live: boolean
-): Effect.Effect<AgentResult, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
-  Effect.gen(function*() {
-    const model = yield* ChatModel.ChatModel
-    const base = yield* RunContext
-    yield* Effect.annotateCurrentSpan({ "gen_ai.conversation.id": base.threadId, "tinyagents.run.id": base.runId })
-    const executor = yield* Executor.make(options.tools, options)
-    const maxTurns = options.maxTurns ?? 10
-    const transcript: Array<ChatModel.Message> = [
-      ...(options.system === undefined ? [] : [{ role: "system" as const, content: options.system }]),
-      ...options.messages
-    ]
-    const results: Array<ToolResult.ToolResult> = []
-    let usage = ChatModel.noUsage
-    if (options.cancelWhen !== undefined) {
-      yield* Effect.forkScoped(Effect.andThen(options.cancelWhen, executor.runCancel.cancel("cancelled by the caller")))
-    }
-
-    const finish = (reason: StopReason, turns: number, text: string) =>
-      Effect.suspend(() =>
-        Effect.as(
-          executor.emit({ _tag: "agent.finished", turns, reason, text, usage }),
-          { text, reason, turns, transcript, results, usage } satisfies AgentResult
-        )
-      )
-    const fail = (reason: "tool" | "model", error: ToolError | ChatModel.ChatModelError, turns: number) =>
-      Effect.suspend(() => executor.emit({ _tag: "agent.finished", turns, reason: "failed", text: "", usage })).pipe(
-        Effect.andThen(Effect.fail(new AgentFailed({ reason, error, turns, transcript, results })))
-      )
-
-    /** The model's answer, read from its stream; live events as its parts arrive. */
-    const ask = (request: ChatModel.Request, turn: number): Effect.Effect<
-      ChatModel.Response,
-      ChatModel.ChatModelError,
-      RunContext | EventSink
-    > => {
+): Effect.Effect<Steps<Executor.Requirements<R | MR>>, never, ChatModel.ChatModel> =>
+  Effect.map(ChatModel.ChatModel, (model): Steps<Executor.Requirements<R | MR>> => ({
+    ask: (request, turn) => {
       let response: ChatModel.Response | undefined
       const onPart = (part: ChatModel.StreamPart): Effect.Effect<void, never, RunContext | EventSink> => {
         switch (part._tag) {
@@ -177,7 +169,47 @@ const loop = <R, MR>(
             : Effect.succeed(response)
         )
       )
+    },
+    batch: (calls, { advertised }) => executor.runBatch(calls, { advertised })
+  }))
+
+/**
+ * The loop, with its two steps made by `steps` from the run's executor: the one loop behind
+ * {@link run}, {@link stream} (both with {@link directSteps}) and the durable agent. It reports the
+ * lifecycle events itself; whatever else is reported (text deltas, decided calls) is up to the steps.
+ */
+export const loopWith = <R, MR, X, Y>(
+  options: RunOptions<R, MR>,
+  steps: (executor: Executor.Executor<R | MR>) => Effect.Effect<Steps<X>, never, Y>
+): Effect.Effect<AgentResult, AgentFailed, Executor.Requirements<R | MR> | X | Y> =>
+  Effect.gen(function*() {
+    const base = yield* RunContext
+    yield* Effect.annotateCurrentSpan({ "gen_ai.conversation.id": base.threadId, "tinyagents.run.id": base.runId })
+    const executor = yield* Executor.make(options.tools, options)
+    const maxTurns = options.maxTurns ?? 10
+    const transcript: Array<ChatModel.Message> = [
+      ...(options.system === undefined ? [] : [{ role: "system" as const, content: options.system }]),
+      ...options.messages
+    ]
+    const results: Array<ToolResult.ToolResult> = []
+    let usage = ChatModel.noUsage
+    if (options.cancelWhen !== undefined) {
+      yield* Effect.forkScoped(Effect.andThen(options.cancelWhen, executor.runCancel.cancel("cancelled by the caller")))
     }
+
+    const finish = (reason: StopReason, turns: number, text: string) =>
+      Effect.suspend(() =>
+        Effect.as(
+          executor.emit({ _tag: "agent.finished", turns, reason, text, usage }),
+          { text, reason, turns, transcript, results, usage } satisfies AgentResult
+        )
+      )
+    const fail = (reason: "tool" | "model", error: ToolError | ChatModel.ChatModelError, turns: number) =>
+      Effect.suspend(() => executor.emit({ _tag: "agent.finished", turns, reason: "failed", text: "", usage })).pipe(
+        Effect.andThen(Effect.fail(new AgentFailed({ reason, error, turns, transcript, results })))
+      )
+
+    const step = yield* steps(executor)
 
     for (let turn = 0; turn < maxTurns; turn++) {
       if (yield* executor.runCancel.isCancelled) return yield* finish("cancelled", turn, "")
@@ -192,7 +224,7 @@ const loop = <R, MR>(
           Effect.provideService(effect, RunContext, { ...base, turn })
         yield* inTurn(executor.emit({ _tag: "agent.turn_started", turn, advertised: advertised.names }))
         const response = yield* Effect.result(
-          Tracing.chat(inTurn(ask({ messages: transcript, tools: advertised.specs }, turn)))
+          Tracing.chat(inTurn(step.ask({ messages: transcript, tools: advertised.specs }, turn)))
         )
         if (response._tag === "Failure") return yield* inTurn(fail("model", response.failure, turn + 1))
         const reply = response.success
@@ -208,7 +240,7 @@ const loop = <R, MR>(
         if (reply.toolCalls.length === 0) return yield* inTurn(finish("final_answer", turn + 1, reply.text))
 
         const batch = yield* Effect.result(
-          inTurn(executor.runBatch(reply.toolCalls, { advertised }))
+          inTurn(step.batch(reply.toolCalls, { turn, advertised }))
         )
         const answered = batch._tag === "Success" ? batch.success : batch.failure.results
         results.push(...answered)
@@ -226,8 +258,15 @@ const loop = <R, MR>(
   }).pipe(Effect.scoped, (effect) => Tracing.agent(options.name, effect)) as Effect.Effect<
     AgentResult,
     AgentFailed,
-    ChatModel.ChatModel | Executor.Requirements<R | MR>
+    Executor.Requirements<R | MR> | X | Y
   >
+
+/** The plain loop (see {@link loopWith}). */
+const loop = <R, MR>(
+  options: RunOptions<R, MR>,
+  live: boolean
+): Effect.Effect<AgentResult, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
+  loopWith(options, (executor) => directSteps(options, executor, live))
 
 /** Runs the loop to the end. Requires a `ChatModel`, the run's `RunContext`, an `EventSink`, stores, and the tools' services. */
 export const run = <R, MR = never>(

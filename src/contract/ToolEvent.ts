@@ -72,6 +72,11 @@ export interface ToolFailed extends CallStamp {
   readonly reason: "error" | "cancelled" | "timeout"
   readonly error: ToolError
   readonly disposition: Disposition
+  /**
+   * `"unknown"`: a durable run re-ran this call after a crash and did not run it again, since the
+   * first run may have applied it (see `tinyagents/durable`); the call may or may not have completed.
+   */
+  readonly outcome?: "unknown"
   /** The full cause, for the application; never shown to a model. */
   readonly cause?: Cause.Cause<unknown>
 }
@@ -154,6 +159,20 @@ export interface AgentToolCall extends Stamp {
   readonly arguments: unknown
 }
 
+/**
+ * A durable run (`tinyagents/durable`) waits for a person to decide this call (approve it from any
+ * process on the same database); the tool runs after the decision.
+ */
+export interface AgentApprovalRequested extends Stamp {
+  readonly _tag: "agent.approval_requested"
+  readonly turn: number
+  readonly toolCallId: string
+  /** The name as the model sent it. */
+  readonly toolName: string
+  /** The arguments as the model sent them, redacted per the tool's `safety.redact`. */
+  readonly arguments: unknown
+}
+
 export interface AgentFinished extends Stamp {
   readonly _tag: "agent.finished"
   readonly turns: number
@@ -174,7 +193,13 @@ export type ToolEvent =
   | ToolArtifactStored
   | ToolAudit
 
-export type AgentEvent = AgentTurnStarted | AgentTextDelta | AgentToolCall | AgentModelResponded | AgentFinished
+export type AgentEvent =
+  | AgentTurnStarted
+  | AgentTextDelta
+  | AgentToolCall
+  | AgentModelResponded
+  | AgentApprovalRequested
+  | AgentFinished
 
 /** Everything that goes through an `EventSink`. */
 export type Event = ToolEvent | AgentEvent
@@ -225,7 +250,8 @@ export const ToolFailed = Schema.TaggedStruct("tool.failed", {
   reason: Schema.Literals(["error", "cancelled", "timeout"]),
   error: ToolError,
   disposition: Disposition,
-  cause: Schema.optionalKey(CauseFromText)
+  cause: Schema.optionalKey(CauseFromText),
+  outcome: Schema.optionalKey(Schema.Literal("unknown"))
 })
 
 export const ToolRejected = Schema.TaggedStruct("tool.rejected", {
@@ -292,6 +318,14 @@ export const AgentToolCall = Schema.TaggedStruct("agent.tool_call", {
   arguments: JsonData
 })
 
+export const AgentApprovalRequested = Schema.TaggedStruct("agent.approval_requested", {
+  ...stamp,
+  turn: Schema.Number,
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  arguments: JsonData
+})
+
 export const AgentFinished = Schema.TaggedStruct("agent.finished", {
   ...stamp,
   turns: Schema.Number,
@@ -318,6 +352,7 @@ export const AgentEvent = Schema.Union([
   AgentTextDelta,
   AgentToolCall,
   AgentModelResponded,
+  AgentApprovalRequested,
   AgentFinished
 ]).pipe(
   Schema.toTaggedUnion("_tag")

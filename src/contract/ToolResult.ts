@@ -4,7 +4,7 @@
  * error, and timing. Provider modules turn results into their tool messages.
  */
 import { Schema } from "effect"
-import { JsonData, type ToolError } from "./ToolError.ts"
+import { JsonData, ToolError } from "./ToolError.ts"
 
 /** A block of model-facing content: text, or an image (base64 `data`). */
 export type ContentBlock =
@@ -160,3 +160,28 @@ export const Audit: Schema.Codec<Audit, Omit<Audit, "metadata"> & { readonly met
     layers: Schema.Array(AuditLayer),
     metadata: Schema.optionalKey(Schema.Record(Schema.String, JsonData))
   })
+
+/** The schema of a {@link ContentBlock}. */
+export const ContentBlock: Schema.Codec<ContentBlock> = Schema.Union([
+  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("image"), data: Schema.String, mimeType: Schema.String })
+])
+
+/**
+ * The schema of a whole {@link ToolResult}, for journaling and sending results: JSON as it is;
+ * `value` and `provider` values as JSON (`ToolError.JsonData`); `error` as in events (it decodes
+ * to an instance of its class).
+ */
+export const ToolResult = Schema.Struct({
+  toolCallId: Schema.String,
+  name: Schema.String,
+  content: Schema.Array(ContentBlock),
+  value: Schema.optionalKey(JsonData),
+  artifacts: Schema.Array(ArtifactRef),
+  isError: Schema.Boolean,
+  error: Schema.optionalKey(ToolError),
+  provider: Schema.optionalKey(Schema.Record(Schema.String, JsonData)),
+  elapsed: Schema.Number,
+  audit: Schema.optionalKey(Audit),
+  idempotency: Schema.optionalKey(Schema.Struct({ key: Schema.String, replayed: Schema.Boolean }))
+})

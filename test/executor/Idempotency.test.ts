@@ -385,6 +385,35 @@ describe("idempotency keys", () => {
       assert.strictEqual(probe.handlerRuns, 0)
     }).pipe(Effect.provide(test)))
 
+  it.effect("a result that cannot be stored after the handler succeeded is fatal even for a transient cause: never 'retry later'", () =>
+    Effect.gen(function*() {
+      const { charge, probe } = makeCharge({ retry: false })
+      const registry = yield* ToolRegistry.make([charge])
+      let writesFail = true
+      const memory = yield* Effect.gen(function*() {
+        return yield* KeyValueStore.KeyValueStore
+      }).pipe(Effect.provide(KeyValueStore.layerMemory))
+      const flaky: KeyValueStore.KeyValueStore = {
+        ...memory,
+        set: (key, value) =>
+          writesFail
+            ? Effect.fail(new KeyValueStore.KeyValueStoreError({ method: "set", key, message: "reset", cause: { code: "ECONNRESET" } }))
+            : memory.set(key, value)
+      }
+      const stores = StoreRegistry.layerBackend(Effect.succeed({ store: flaky, claims: () => StoreRegistry.memoryClaims() }))
+      const error = yield* Effect.flip(
+        Effect.flatMap(Executor.make(registry), (e) => e.run(call("c1", "charge_card", { requestId: "order-17", cents: 5 }))).pipe(
+          Effect.provide(stores)
+        )
+      )
+      assert.strictEqual(probe.handlerRuns, 1)
+      assert.strictEqual(error._tag, "StoreFailed")
+      assert.strictEqual((error as ToolError.StoreFailed).operation, "write")
+      assert.strictEqual(error.disposition, "fatal")
+      assert.notInclude(error.message, "retry later")
+      writesFail = false
+    }).pipe(Effect.provide(test)))
+
   it.effect("a key function that throws is a ToolDefect; the handler never runs", () =>
     Effect.gen(function*() {
       let runs = 0

@@ -51,9 +51,15 @@
  * registries hold claims in this process's memory: there a key is applied at
  * most once per process only, and two processes sharing a file-system
  * directory may both run a key they both see unstored.
+ *
+ * In a durable run (`tinyagents/durable`) the call runs inside a workflow activity, which the
+ * engine re-runs after a crash. There {@link DurableClaim} is set: the claim's owner is the
+ * activity's stable key (the same in every re-run, so a re-run never waits out its own dead
+ * lease), and a re-run (`resumed`) that finds no stored result does not run the handler again: the
+ * first run may have applied the key before it died, so it fails with {@link outcomeUnknown}.
  */
 import { randomUUID } from "node:crypto"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { type Claims, StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../../contract/Tool.ts"
@@ -144,6 +150,32 @@ const withoutStoredSecrets = (
 }
 
 /**
+ * Set by a durable run for the call it runs: the claim owner to use (the activity's stable key), and
+ * whether this is a re-run of an activity that started before (a "started" marker was found).
+ */
+export const DurableClaim = Context.Reference<{ readonly owner: string; readonly resumed: boolean } | undefined>(
+  "tinyagents/executor/DurableClaim",
+  { defaultValue: () => undefined }
+)
+
+/**
+ * The error of a call whose outcome is unknown: a durable re-run of a call that started before a
+ * crash and left no result. Like a non-idempotent tool's timeout, the model reads that it may or
+ * may not have completed; `detail.outcome` is `"unknown"`.
+ */
+export const outcomeUnknown = (toolName: string): ToolError.ToolFailure =>
+  new ToolError.ToolFailure({
+    message: `${toolName}: the process running this call stopped before its result was recorded; ` +
+      `it may or may not have completed`,
+    detail: { outcome: "unknown" }
+  })
+
+/** True for the error of {@link outcomeUnknown}. */
+export const isOutcomeUnknown = (error: ToolError.ToolError | undefined): boolean =>
+  error?._tag === "ToolFailure" && typeof error.detail === "object" && error.detail !== null &&
+  (error.detail as { readonly outcome?: unknown }).outcome === "unknown"
+
+/**
  * A call's idempotency key, computed once from its decoded input: the key, or (for a key
  * function that throws or returns no string) the defect that fails the call.
  */
@@ -212,7 +244,11 @@ export const make = (config: Config) => {
             ...(result.value === undefined ? {} : { value: result.value }),
             ...(scrub.length === 0 ? {} : { scrub })
           }).pipe(
-            Effect.mapError(failed("write")),
+            // The handler succeeded: its effect is applied but not recorded, so asking again could apply it
+            // twice. Fatal whatever the cause, never "retry later".
+            Effect.mapError((cause) =>
+              new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
+            ),
             Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key, replayed: false } })
           )
         /** The stored result that still answers repeats, if any. */
@@ -226,8 +262,11 @@ export const make = (config: Config) => {
         )
         // Looking up, waiting and running can be interrupted; once the call succeeded, its result is stored
         // uninterruptibly, and a claim taken is always released.
-        const apply = (restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>) => {
-          const owner = randomUUID()
+        const apply = (
+          restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
+          durable: { readonly owner: string; readonly resumed: boolean } | undefined
+        ) => {
+          const owner = durable?.owner ?? randomUUID()
           const release = Effect.ignore(claims.release(id, owner))
           /** Runs under the claim, renewing it, and stores the result before the claim goes. */
           const runClaimed = Effect.flatMap(
@@ -246,7 +285,13 @@ export const make = (config: Config) => {
                     // the winner may have stored its result and released the claim since the lookup
                     ? Effect.flatMap(
                       Effect.onError(restore(lookup), () => release),
-                      (stored) => stored !== undefined ? Effect.as(release, replay(stored)) : runClaimed
+                      (stored) =>
+                        stored !== undefined
+                          ? Effect.as(release, replay(stored))
+                          // a durable re-run: the first run may have applied the key, so it is not run again
+                          : durable?.resumed === true
+                          ? Effect.fail(outcomeUnknown(toolName))
+                          : runClaimed
                     )
                     : Effect.andThen(restore(Effect.sleep(wait)), attempt(Math.min(wait * 2, pollCap)))
               ))
@@ -259,7 +304,7 @@ export const make = (config: Config) => {
             if (holder !== undefined) return Effect.andThen(restore(Deferred.await(holder)), claim)
             const mine = Deferred.makeUnsafe<void>()
             running.set(id, mine)
-            return apply(restore).pipe(
+            return Effect.flatMap(DurableClaim, (durable) => apply(restore, durable)).pipe(
               Effect.ensuring(Effect.sync(() => {
                 running.delete(id)
                 Deferred.doneUnsafe(mine, Exit.void)

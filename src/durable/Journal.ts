@@ -1,0 +1,119 @@
+/**
+ * The data a durable agent run journals, as Schemas: the workflow's payload (the run id and its
+ * opening messages), each model turn's answer, each tool call's outcome (its `ToolResult` and the
+ * events it emitted), an approval decision, and the run's end. Everything here round-trips through
+ * JSON (`Schema.toCodecJson`), which is how `effect/workflow` stores activity results and the
+ * workflow's result in SQL. This module owns the shapes only; `DurableAgent` uses them.
+ */
+import { Schema } from "effect"
+import * as ChatModel from "../agent/ChatModel.ts"
+import type * as Agent from "../agent/Agent.ts"
+import * as ToolError from "../contract/ToolError.ts"
+import * as ToolEvent from "../contract/ToolEvent.ts"
+import * as ToolResult from "../contract/ToolResult.ts"
+
+/** A tool call as the model sent it (arguments as JSON). */
+export const ToolCall = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  arguments: ToolError.JsonData,
+  provider: Schema.optionalKey(Schema.Record(Schema.String, ToolError.JsonData))
+})
+
+/** One transcript entry (`ChatModel.Message`). */
+export const Message = Schema.Union([
+  Schema.Struct({ role: Schema.Literal("system"), content: Schema.String }),
+  Schema.Struct({ role: Schema.Literal("user"), content: Schema.String }),
+  Schema.Struct({ role: Schema.Literal("assistant"), content: Schema.String, toolCalls: Schema.Array(ToolCall) }),
+  Schema.Struct({ role: Schema.Literal("tool"), results: Schema.Array(ToolResult.ToolResult) })
+])
+
+/** Token usage (`ChatModel.Usage`). */
+export const Usage = Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number })
+
+/** The model's whole answer to one turn (`ChatModel.Response`, without provider passthrough items). */
+export const Response = Schema.Struct({
+  text: Schema.String,
+  toolCalls: Schema.Array(ToolCall),
+  usage: Usage,
+  finishReason: Schema.optionalKey(Schema.Literals(["stop", "tool_calls", "length", "content_filter", "other"]))
+})
+
+/** A `ChatModel.ChatModelError` as data. */
+export const ModelError = Schema.Struct({
+  _tag: Schema.Literal("ChatModelError"),
+  reason: Schema.Literals(["http", "rate_limited", "timeout", "decode", "provider", "script_exhausted", "transport"]),
+  message: Schema.String,
+  status: Schema.optionalKey(Schema.Number),
+  retryable: Schema.Boolean
+})
+
+/** The journaled outcome of a `turn/<n>` activity: the answer, or the model's failure. */
+export const Turn = Schema.Union([
+  Schema.TaggedStruct("Answered", { response: Response }),
+  Schema.TaggedStruct("Failed", { error: ModelError })
+])
+
+/**
+ * The journaled outcome of a `tool/<n>/<callId>` activity: the call's result, the events it emitted
+ * (re-numbered when the workflow appends them to the run's event journal), and the fatal error that
+ * ends the run, if any.
+ */
+export const Call = Schema.Struct({
+  result: ToolResult.ToolResult,
+  events: Schema.Array(ToolEvent.Event),
+  fatal: Schema.optionalKey(ToolError.ToolError)
+})
+
+/** An `Approval.Decision` (an edit's arguments as JSON). */
+export const Decision = Schema.Union([
+  Schema.TaggedStruct("Approve", { decidedBy: Schema.String }),
+  Schema.TaggedStruct("Deny", { reason: Schema.String, decidedBy: Schema.String }),
+  Schema.TaggedStruct("Edit", { arguments: ToolError.JsonData, decidedBy: Schema.String })
+])
+
+/** An `Agent.AgentResult` as data: what a finished durable run returns. */
+export const Result = Schema.Struct({
+  text: Schema.String,
+  reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled"]),
+  turns: Schema.Number,
+  transcript: Schema.Array(Message),
+  results: Schema.Array(ToolResult.ToolResult),
+  usage: Usage
+})
+
+/** How a durable run ended: its result, or the fields of its `Agent.AgentFailed`. */
+export const Outcome = Schema.Union([
+  Schema.TaggedStruct("Finished", { result: Result }),
+  Schema.TaggedStruct("Failed", {
+    reason: Schema.Literals(["tool", "model"]),
+    error: Schema.Union([ToolError.ToolError, ModelError]),
+    turns: Schema.Number,
+    transcript: Schema.Array(Message),
+    results: Schema.Array(ToolResult.ToolResult)
+  })
+])
+
+/** The workflow's payload: the run id (its idempotency key) and the conversation it starts from. */
+export const Payload = Schema.Struct({
+  runId: Schema.String,
+  messages: Schema.Array(Message)
+})
+
+/** A model failure as journaled data. */
+export const modelErrorData = (error: ChatModel.ChatModelError): typeof ModelError.Type => ({
+  _tag: "ChatModelError",
+  reason: error.reason,
+  message: error.message,
+  ...(error.status === undefined ? {} : { status: error.status }),
+  retryable: error.retryable
+})
+
+/** A journaled model failure as the `ChatModelError` it was. */
+export const modelErrorOf = (data: typeof ModelError.Type): ChatModel.ChatModelError => {
+  const { _tag, ...fields } = data
+  return new ChatModel.ChatModelError(fields)
+}
+
+/** The `AgentResult` type, as journaled (the same shape). */
+export type Result = Agent.AgentResult

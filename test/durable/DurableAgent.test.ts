@@ -1,0 +1,320 @@
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Layer, Option, Redacted, Scope, Stream } from "effect"
+import { consent } from "../../src/governance/middleware/index.ts"
+import { Agent, Approval } from "../../src/index.ts"
+import { DurableAgent, Runner } from "../../src/durable/index.ts"
+import * as Core from "./support/core.ts"
+
+afterAll(Core.cleanup)
+
+const user = (content: string) => [{ role: "user" as const, content }]
+const sqliteRunner = (filename: string) =>
+  Runner.layerSqlite({ filename, pollInterval: "50 millis", lockExpiration: "2 seconds", shutdownTimeout: "50 millis" })
+const sqliteClient = (filename: string) => Runner.layerSqliteClient({ filename, pollInterval: "50 millis" })
+
+describe("DurableAgent on the memory engine", () => {
+  it.live("a full run: tools run once, the model answers each turn once, result and journaled events", () => {
+    const counters = Core.makeCounters()
+    const agent = DurableAgent.make({ name: "full", tools: Core.makeTools(counters), pollInterval: "10 millis" })
+    return Effect.gen(function*() {
+      yield* agent.start("r1", user("plan: plain_write,read_value;keyed_write"))
+      const result = yield* agent.result("r1")
+      assert.strictEqual(result.reason, "final_answer")
+      assert.strictEqual(result.turns, 3)
+      assert.strictEqual(result.text, "done: wrote k1")
+      assert.deepStrictEqual(result.results.map((r) => r.toolCallId), ["0-0", "0-1", "1-0"])
+      assert.deepStrictEqual(result.transcript.map((m) => m.role), ["user", "assistant", "tool", "assistant", "tool", "assistant"])
+      assert.deepStrictEqual(result.usage, { inputTokens: 0, outputTokens: 0 })
+      assert.strictEqual(counters.get("model"), 3)
+      assert.strictEqual(counters.get("plain_write:0-0"), 1)
+      assert.strictEqual(counters.get("keyed_write:k1"), 1)
+      const events = Array.from(yield* Stream.runCollect(agent.events("r1")))
+      assert.deepStrictEqual(events.map((e) => e.sequence), events.map((_, i) => i))
+      assert.deepStrictEqual(events.map((e) => e._tag), [
+        "agent.turn_started",
+        "agent.model_responded",
+        "tool.started",
+        "tool.completed",
+        "tool.started",
+        "tool.completed",
+        "agent.turn_started",
+        "agent.model_responded",
+        "tool.started",
+        "tool.completed",
+        "agent.turn_started",
+        "agent.model_responded",
+        "agent.finished"
+      ])
+      assert.isTrue(events.every((e) => e.runId === "r1"))
+      // poll: finished
+      const polled = yield* agent.poll("r1")
+      assert.isTrue(Option.isSome(polled) && Exit.isSuccess(polled.value))
+      // the same runId again is the same run: nothing runs again
+      yield* agent.start("r1", user("plan: plain_write"))
+      assert.strictEqual((yield* agent.result("r1")).text, "done: wrote k1")
+      assert.strictEqual(counters.get("model"), 3)
+    }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+  })
+
+  it.live("events resume after a sequence number", () => {
+    const counters = Core.makeCounters()
+    const agent = DurableAgent.make({ name: "since", tools: Core.makeTools(counters), pollInterval: "10 millis" })
+    return Effect.gen(function*() {
+      yield* agent.start("r", user("plan: read_value;read_value"))
+      yield* agent.result("r")
+      const all = Array.from(yield* Stream.runCollect(agent.events("r")))
+      const tail = Array.from(yield* Stream.runCollect(agent.events("r", { since: 4 })))
+      assert.deepStrictEqual(tail, all.slice(5))
+      assert.strictEqual(tail.at(-1)?._tag, "agent.finished")
+    }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+  })
+
+  it.live("a live reader sees events as they are journaled, up to agent.finished", () => {
+    const counters = Core.makeCounters()
+    const agent = DurableAgent.make({ name: "live", tools: Core.makeTools(counters), pollInterval: "10 millis" })
+    return Effect.gen(function*() {
+      const reader = yield* Effect.forkChild(Stream.runCollect(agent.events("r")))
+      yield* agent.start("r", user("plan: read_value"))
+      const events = Array.from(yield* Fiber.join(reader))
+      assert.deepStrictEqual(events.map((e) => e._tag), [
+        "agent.turn_started",
+        "agent.model_responded",
+        "tool.started",
+        "tool.completed",
+        "agent.turn_started",
+        "agent.model_responded",
+        "agent.finished"
+      ])
+    }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+  })
+
+  it.live("a model failure ends the run with AgentFailed (from the journal)", () => {
+    const counters = Core.makeCounters()
+    const agent = DurableAgent.make({ name: "fails", tools: Core.makeTools(counters), pollInterval: "10 millis" })
+    return Effect.gen(function*() {
+      yield* agent.start("r", user("model fails"))
+      const error = yield* Effect.flip(agent.result("r"))
+      assert.instanceOf(error, Agent.AgentFailed)
+      assert.strictEqual(error.reason, "model")
+      assert.strictEqual(error.error._tag, "ChatModelError")
+      assert.strictEqual(error.error.message, "no model today")
+      const events = Array.from(yield* Stream.runCollect(agent.events("r")))
+      const last = events.at(-1)
+      assert.strictEqual(last?._tag === "agent.finished" ? last.reason : undefined, "failed")
+    }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+  })
+})
+
+describe("DurableAgent on a SQLite runner", () => {
+  it.live("a fatal tool error ends the run with AgentFailed; a restarted runner does not run anything again", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({ name: "fatal", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+      const filename = Core.tempFile("fatal")
+      const run = Effect.flip(Effect.andThen(agent.start("r", user("plan: read_value,crash")), agent.result("r")))
+      const first = yield* Effect.provide(run, Core.runner(agent, sqliteRunner(filename), counters))
+      assert.instanceOf(first, Agent.AgentFailed)
+      assert.strictEqual(first.reason, "tool")
+      assert.strictEqual(first.error._tag, "ToolDefect")
+      assert.deepStrictEqual(first.results.map((r) => r.toolCallId), ["0-0", "0-1"])
+      const second = yield* Effect.provide(run, Core.runner(agent, sqliteRunner(filename), counters))
+      assert.strictEqual(second.error._tag, "ToolDefect")
+      assert.strictEqual(counters.get("crash"), 1)
+      assert.strictEqual(counters.get("read_value"), 1)
+      assert.strictEqual(counters.get("model"), 1)
+    }), 30_000)
+
+  it.live("journal replay: a restarted runner answers a finished run from the journal; nothing runs again", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({ name: "replay", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+      const filename = Core.tempFile("replay")
+      const first = yield* Effect.provide(
+        Effect.andThen(agent.start("r", user("plan: plain_write,keyed_write;read_value")), agent.result("r")),
+        Core.runner(agent, sqliteRunner(filename), counters)
+      )
+      const counts = new Map(counters.counts)
+      const second = yield* Effect.provide(
+        Effect.andThen(agent.start("r", user("plan: plain_write,keyed_write;read_value")), agent.result("r")),
+        Core.runner(agent, sqliteRunner(filename), counters)
+      )
+      assert.deepStrictEqual(second, first)
+      assert.deepStrictEqual(counters.counts, counts)
+      assert.strictEqual(counters.get("model"), 3)
+      assert.strictEqual(counters.get("plain_write:0-0"), 1)
+    }), 30_000)
+
+  it.live("an approval: pending, approved from a client on the same file, the tool runs once", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "approve",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const filename = Core.tempFile("approve")
+      const result = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: plain_write"))
+        const pending = yield* agent.events("r").pipe(
+          Stream.filter((e) => e._tag === "agent.approval_requested"),
+          Stream.runHead
+        )
+        assert.isTrue(Option.isSome(pending))
+        assert.strictEqual(counters.get("plain_write:0-0"), 0, "not run before the decision")
+        assert.isTrue(Option.isNone(yield* agent.poll("r")), "unfinished while the approval is pending")
+        yield* Effect.provide(agent.approve("r", "0-0", Approval.approve("alice")), sqliteClient(filename))
+        return yield* agent.result("r")
+      }).pipe(Effect.provide(Core.runner(agent, sqliteRunner(filename), counters)))
+      assert.strictEqual(result.text, "done: appended 0-0")
+      assert.strictEqual(counters.get("plain_write:0-0"), 1)
+    }), 30_000)
+
+  it.live("an approval survives a restart: approved while no runner runs, the restarted runner finishes", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "approve-restart",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name !== "read_value"
+      })
+      const filename = Core.tempFile("approve-restart")
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(Core.runner(agent, sqliteRunner(filename), counters), scope)
+      // the first process's reader got as far as the approval request
+      const delivered = yield* Effect.provide(
+        Effect.andThen(
+          agent.start("r", user("plan: read_value,plain_write")),
+          Stream.runCollect(Stream.takeUntil(agent.events("r"), (e) => e._tag === "agent.approval_requested"))
+        ),
+        context
+      ).pipe(Effect.map((chunk) => Array.from(chunk)))
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual(counters.get("plain_write:0-1"), 0)
+      yield* Effect.provide(agent.approve("r", "0-1", Approval.approve("bob")), sqliteClient(filename))
+      const { rest, result, all } = yield* Effect.provide(
+        Effect.gen(function*() {
+          // a reader resuming after the restart from the last sequence number it delivered
+          const rest = Array.from(yield* Stream.runCollect(agent.events("r", { since: delivered.at(-1)!.sequence })))
+          return { rest, result: yield* agent.result("r"), all: Array.from(yield* Stream.runCollect(agent.events("r"))) }
+        }),
+        Core.runner(agent, sqliteRunner(filename), counters)
+      )
+      assert.deepStrictEqual([...delivered, ...rest], all)
+      assert.deepStrictEqual(all.map((e) => e.sequence), all.map((_, i) => i))
+      assert.deepStrictEqual(rest.map((e) => e._tag), [
+        "tool.started",
+        "tool.completed",
+        "tool.started",
+        "tool.completed",
+        "agent.turn_started",
+        "agent.model_responded",
+        "agent.finished"
+      ])
+      assert.strictEqual(result.text, "done: value of 0-0 | appended 0-1")
+      assert.strictEqual(counters.get("plain_write:0-1"), 1)
+      assert.strictEqual(counters.get("read_value"), 1)
+    }), 30_000)
+
+  it.live("a denied call is answered ApprovalDenied and never runs", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "deny",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: () => true
+      })
+      const filename = Core.tempFile("deny")
+      const result = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: plain_write"))
+        yield* Stream.runHead(Stream.filter(agent.events("r"), (e) => e._tag === "agent.approval_requested"))
+        yield* agent.approve("r", "0-0", Approval.deny("not today", "carol"))
+        return yield* agent.result("r")
+      }).pipe(Effect.provide(Core.runner(agent, sqliteRunner(filename), counters)))
+      assert.strictEqual(result.results[0]?.error?._tag, "ApprovalDenied")
+      assert.strictEqual(counters.get("plain_write:0-0"), 0)
+    }), 30_000)
+})
+
+
+describe("DurableAgent approvals with the consent middleware", () => {
+  it.live("consent reads the journaled decision: an edit runs the call with the edited arguments, once", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "consent",
+        tools: Core.makeTools(counters),
+        middleware: [consent({ when: (invocation) => invocation.spec.name === "plain_write" })],
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const filename = Core.tempFile("consent")
+      const result = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: plain_write"))
+        const pending = yield* Stream.runHead(
+          Stream.filter(agent.events("r"), (e) => e._tag === "agent.approval_requested")
+        )
+        assert.isTrue(Option.isSome(pending))
+        if (Option.isSome(pending) && pending.value._tag === "agent.approval_requested") {
+          assert.strictEqual(pending.value.toolCallId, "0-0")
+          assert.strictEqual(pending.value.toolName, "plain_write")
+          assert.deepStrictEqual(pending.value.arguments, { line: "0-0" })
+        }
+        yield* Effect.provide(
+          agent.approve("r", "0-0", Approval.edit({ line: "edited" }, "dave")),
+          sqliteClient(filename)
+        )
+        return yield* agent.result("r")
+      }).pipe(
+        // no Approval layer at all: the only answer consent can get is the journaled decision
+        Effect.provide(Core.runner(agent, sqliteRunner(filename), counters))
+      )
+      assert.strictEqual(result.text, "done: appended edited")
+      assert.strictEqual(counters.get("plain_write:edited"), 1)
+      assert.strictEqual(counters.get("plain_write:0-0"), 0)
+      assert.strictEqual(result.results[0]?.audit?.consent?.decidedBy, "dave")
+    }), 30_000)
+})
+
+const pgUrl = process.env["TINYAGENTS_PG_URL"]
+
+describe.skipIf(pgUrl === undefined)("DurableAgent on Postgres (TINYAGENTS_PG_URL)", () => {
+  it.live("a runner and a client on Postgres: a run with an approval decided by the client", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "pg",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const url = Redacted.make(pgUrl!)
+      const runId = `pg-${Date.now()}`
+      const port = 40_000 + Math.floor(Math.random() * 10_000)
+      const runner = Runner.layerPostgres({
+        url,
+        address: { host: "127.0.0.1", port },
+        pollInterval: "50 millis",
+        lockExpiration: "3 seconds",
+        shutdownTimeout: "50 millis"
+      })
+      const result = yield* Effect.gen(function*() {
+        yield* agent.start(runId, user("plan: keyed_write,plain_write;read_value"))
+        yield* Stream.runHead(Stream.filter(agent.events(runId), (e) => e._tag === "agent.approval_requested"))
+        yield* Effect.provide(
+          agent.approve(runId, "0-1", Approval.approve("erin")),
+          Runner.layerPostgresClient({ url, pollInterval: "50 millis" })
+        )
+        const result = yield* agent.result(runId)
+        const events = Array.from(yield* Stream.runCollect(agent.events(runId)))
+        return { result, events }
+      }).pipe(Effect.provide(Core.runner(agent, runner, counters)))
+      assert.strictEqual(result.result.text, "done: value of 1-0")
+      assert.strictEqual(counters.get("plain_write:0-1"), 1)
+      assert.strictEqual(counters.get("keyed_write:k0"), 1)
+      assert.strictEqual(result.events.at(-1)?._tag, "agent.finished")
+      assert.deepStrictEqual(result.events.map((e) => e.sequence), result.events.map((_, i) => i))
+    }), 60_000)
+})
