@@ -125,7 +125,7 @@ describe("the packed package", () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }))
 
   it("ships the build, its declarations and maps, the sources they map to, and the license", () => {
-    for (const entry of ["index", "tools/index", "providers/index", "agent/models/index", "governance/middleware/index", "mcp/index", "integrations/AiSdk", "integrations/LangChain", "integrations/EffectAi", "stores/index", "stores/Postgres", "stores/Redis"]) {
+    for (const entry of ["index", "tools/index", "providers/index", "agent/models/index", "governance/middleware/index", "mcp/index", "integrations/AiSdk", "integrations/LangChain", "integrations/EffectAi", "stores/index", "stores/Postgres", "stores/Redis", "durable/index"]) {
       expect(files).toContain(`dist/${entry}.js`)
       expect(files).toContain(`dist/${entry}.d.ts`)
       expect(files).toContain(`dist/${entry}.d.ts.map`)

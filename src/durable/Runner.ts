@@ -21,7 +21,8 @@
  * runner or a surviving Postgres runner takes over the runs of one that died.
  * `@effect/platform-node` is required; `@effect/sql-pg` only by the Postgres layers (loaded on use).
  */
-import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import { Duration, Effect, Layer, Option, type Redacted } from "effect"
 import {
   ClusterWorkflowEngine,
