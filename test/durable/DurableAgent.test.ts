@@ -1,9 +1,10 @@
-import { afterAll, assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Option, Redacted, Scope, Stream } from "effect"
 import { consent } from "../../src/governance/middleware/index.ts"
 import { Agent, Approval } from "../../src/index.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import * as Core from "./support/core.ts"
+import { type PostgresServer, postgresSkipReason, startPostgres } from "../support/postgres.ts"
 
 afterAll(Core.cleanup)
 
@@ -278,9 +279,14 @@ describe("DurableAgent approvals with the consent middleware", () => {
     }), 30_000)
 })
 
-const pgUrl = process.env["TINYAGENTS_PG_URL"]
+// A real Postgres server started for this file (PGlite cannot host a runner: one session behind its socket).
+let pg: PostgresServer | undefined
+beforeAll(async () => {
+  if (postgresSkipReason === undefined) pg = await startPostgres()
+}, 60_000)
+afterAll(() => pg?.destroy())
 
-describe.skipIf(pgUrl === undefined)("DurableAgent on Postgres (TINYAGENTS_PG_URL)", () => {
+describe.skipIf(postgresSkipReason !== undefined)(`DurableAgent on Postgres${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`, () => {
   it.live("a runner and a client on Postgres: a run with an approval decided by the client", () =>
     Effect.gen(function*() {
       const counters = Core.makeCounters()
@@ -290,7 +296,7 @@ describe.skipIf(pgUrl === undefined)("DurableAgent on Postgres (TINYAGENTS_PG_UR
         pollInterval: "20 millis",
         approval: (call) => call.name === "plain_write"
       })
-      const url = Redacted.make(pgUrl!)
+      const url = Redacted.make(pg!.url)
       const runId = `pg-${Date.now()}`
       const port = 40_000 + Math.floor(Math.random() * 10_000)
       const runner = Runner.layerPostgres({
