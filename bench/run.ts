@@ -37,6 +37,10 @@
  * the executor per `StoreRegistry` backend (memory, file system, SQLite, Redis
  * when `redis-server` is on PATH), µs per call next to memory.
  * `TINYAGENTS_BENCH=stores` runs only that case, `TINYAGENTS_BENCH=executor` only the first.
+ *
+ * `TINYAGENTS_BENCH=durable` runs only the durable-agents simulation (bench/durable.ts: 1,000
+ * concurrent durable agents on SQLite, then on Postgres with 1, 2 and 4 runner processes when the
+ * machine has Postgres); it is not part of the default run, which stays short.
  */
 import { Effect, Layer, Result, Schema } from "effect"
 import * as v8 from "node:v8"
@@ -242,6 +246,15 @@ const cases: ReadonlyArray<Case> = [
 ]
 
 const only = process.env["TINYAGENTS_BENCH"]
+if (only === "durable") {
+  const { durableRows } = await import("./durable.ts")
+  console.log(
+    "Durable agents: each 2 model turns (scripted) and 2 tool calls of 50 ms; all started at once.",
+    "journal rows/call: cluster_messages + cluster_replies + durable events and markers, per tool call."
+  )
+  console.table(await durableRows())
+  process.exit(0)
+}
 const rows: Array<Record<string, string | number>> = []
 for (const c of only === "stores" ? [] : cases) {
   const [floorTime, time] = await timePair(c.runs, c.warmup, c.floor, c.full)

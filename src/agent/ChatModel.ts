@@ -133,9 +133,9 @@ export const make = (
     | { readonly generate: ChatModelShape["generate"]; readonly stream?: ChatModelShape["stream"] }
     | { readonly generate?: ChatModelShape["generate"]; readonly stream: ChatModelShape["stream"] }
 ): ChatModelShape => {
-  const generate = operations.generate ?? ((request: Request) => collect(operations.stream!(request)))
+  const generate = operations.generate ?? ((request: Request) => Effect.suspend(() => collect(operations.stream!(request))))
   const stream = operations.stream ??
-    ((request: Request) => Stream.fromIterableEffect(Effect.map(generate(request), partsOf)))
+    ((request: Request) => Stream.fromIterableEffect(Effect.map(Effect.suspend(() => generate(request)), partsOf)))
   return { generate, stream }
 }
 

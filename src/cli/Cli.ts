@@ -12,7 +12,10 @@
  * - `tinyagents mcp serve <module> [--http <port>]`: serve the tools over MCP (`McpServe`), on stdio
  *   or Streamable HTTP;
  * - `tinyagents mcp tools -- <command> [args...]` / `--url <url>`: list an MCP server's tools as they
- *   are imported (`McpConnect`).
+ *   are imported (`McpConnect`);
+ * - `tinyagents durable approve <runId> <callId> --db <file> | --postgres <url> --workflow <name>
+ *   [--deny --reason ...]`: decide a durable run's pending approval from another process;
+ *   `tinyagents durable status <runId> ...`: whether the run is running, finished or failed.
  *
  * Exit codes: 0 success, 1 a failed call (or definitions that cannot be exported, or a module layer
  * that fails), 2 a usage error (bad flags or arguments, unknown tool, a module that cannot be loaded
@@ -21,9 +24,11 @@
  * provides what `effect/cli` needs on Node without `@effect/platform-node`. `bin.ts` wires them to
  * the process.
  */
-import { Cause, Console, Context, Data, Effect, Exit, FileSystem, Layer, Logger, Option, Path, Result, Runtime, Sink, Stdio, Stream, Terminal } from "effect"
+import { Cause, Console, Context, Data, Effect, Exit, FileSystem, Layer, Logger, Option, Path, Redacted, Result, Runtime, Sink, Stdio, Stream, Terminal } from "effect"
 import { Argument, CliConfig, CliError, CliOutput, Command, Flag, GlobalFlag, TerminalCapabilities } from "effect/cli"
 import { ChildProcessSpawner } from "effect/process"
+import type { WorkflowEngine } from "effect/workflow"
+import type { DurableAgent } from "../durable/DurableAgent.ts"
 import { randomUUID } from "node:crypto"
 import { statSync } from "node:fs"
 import { resolve } from "node:path"
@@ -427,6 +432,8 @@ export const formatEvent = (event: ToolEvent.Event): string => {
     case "agent.model_responded":
     case "agent.finished":
       return event._tag
+    case "agent.approval_requested":
+      return `approval  ${event.toolName} ${event.toolCallId} ${JSON.stringify(event.arguments)} waits for a decision`
   }
 }
 
@@ -659,6 +666,106 @@ const mcpCommand = Command.make("mcp").pipe(
 )
 
 // ---------------------------------------------------------------------------
+// durable
+// ---------------------------------------------------------------------------
+
+const noTools: ToolRegistry.ToolRegistry<never> = Result.getOrThrow(ToolRegistry.makeResult([]))
+
+/** Where a durable agent's journal is: a SQLite file or a Postgres URL (exactly one). */
+const journalFlags = {
+  db: Flag.String("db").pipe(Flag.withDescription("The journal's SQLite file (Runner.layerSqlite)"), Flag.optional),
+  postgres: Flag.String("postgres").pipe(
+    Flag.withDescription("The journal's Postgres URL (Runner.layerPostgres)"),
+    Flag.optional
+  ),
+  workflow: Flag.String("workflow").pipe(
+    Flag.withAlias("w"),
+    Flag.withDescription("The durable agent's name (DurableAgent.make({ name }))")
+  )
+}
+
+/**
+ * Runs `f` with a client of the durable journal the flags name (`Runner.layerSqliteClient` or
+ * `Runner.layerPostgresClient`: it owns no runs) and a handle on the durable agent `workflow` (made
+ * with no tools: a client only needs the workflow's name). `tinyagents/durable` is loaded on use, so
+ * the other commands never load `@effect/platform-node`.
+ */
+const withDurable = <A, E>(
+  flags: { readonly db: Option.Option<string>; readonly postgres: Option.Option<string>; readonly workflow: string },
+  f: (agent: DurableAgent<never, never>) => Effect.Effect<A, E, WorkflowEngine.WorkflowEngine>
+): Effect.Effect<A, E | UsageError | CommandFailed> =>
+  Effect.gen(function*() {
+    if (Option.isSome(flags.db) === Option.isSome(flags.postgres)) {
+      return yield* new UsageError({ detail: "name one journal: --db <sqlite file> or --postgres <url>" })
+    }
+    const db = Option.getOrUndefined(flags.db)
+    if (db !== undefined && !(yield* Effect.sync(() => statSync(resolve(db), { throwIfNoEntry: false })?.isFile() === true))) {
+      return yield* new UsageError({ detail: `--db: no such journal file: ${db}` })
+    }
+    const durable = yield* Effect.tryPromise({
+      try: () => import("../durable/index.ts"),
+      catch: (error) => new CommandFailed({ detail: `cannot load tinyagents/durable (is @effect/platform-node installed?): ${errorText(error)}` })
+    })
+    const agent = durable.DurableAgent.make<never>({ name: flags.workflow, tools: noTools })
+    const client = db !== undefined
+      ? durable.Runner.layerSqliteClient({ filename: resolve(db) })
+      : durable.Runner.layerPostgresClient({ url: Redacted.make(Option.getOrThrow(flags.postgres)) })
+    return yield* Effect.scoped(f(agent).pipe(Effect.provide(client)))
+  })
+
+const durableApproveCommand = Command.make("approve", {
+  ...journalFlags,
+  runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)")),
+  callId: Argument.String("call-id").pipe(Argument.withDescription("The tool call waiting for approval (its call id)")),
+  deny: Flag.Boolean("deny").pipe(Flag.withDescription("Refuse the call instead (the model reads --reason)"), Flag.withDefault(false)),
+  reason: Flag.String("reason").pipe(Flag.withDescription("Why the call is refused (with --deny)"), Flag.optional),
+  by: Flag.String("by").pipe(Flag.withDescription("Who decides (recorded as decidedBy)"), Flag.withDefault("cli"))
+}, ({ by, callId, deny, reason, runId, ...flags }) =>
+  Effect.gen(function*() {
+    if (!deny && Option.isSome(reason)) return yield* new UsageError({ detail: "--reason goes with --deny" })
+    const decision = deny
+      ? { _tag: "Deny" as const, reason: Option.getOrElse(reason, () => "denied from the command line"), decidedBy: by }
+      : { _tag: "Approve" as const, decidedBy: by }
+    yield* withDurable(flags, (agent) => agent.approve(runId, callId, decision))
+    yield* Console.log(`${deny ? "denied" : "approved"} ${callId} of run ${runId}`)
+  })).pipe(
+    Command.withDescription(
+      "Decide a durable run's pending approval from any process connected to its journal: the decision is journaled, and the runner that owns the run (now, or once restarted) resumes it. The call then runs once (or, with --deny, is answered as refused)."
+    ),
+    Command.withExamples([
+      { command: "tinyagents durable approve run-1 call_7 --db journal.db --workflow mailer", description: "Approve on a SQLite journal" },
+      {
+        command: "tinyagents durable approve run-1 call_7 --postgres postgres://localhost/agents -w mailer --deny --reason 'not today'",
+        description: "Refuse on a Postgres journal"
+      }
+    ])
+  )
+
+const durableStatusCommand = Command.make("status", {
+  ...journalFlags,
+  runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)"))
+}, ({ runId, ...flags }) =>
+  Effect.gen(function*() {
+    const exit = yield* withDurable(flags, (agent) => agent.poll(runId))
+    if (Option.isNone(exit)) return yield* Console.log(`${runId}: running (or unknown)`)
+    if (Exit.isSuccess(exit.value)) {
+      const result = exit.value.value
+      return yield* Console.log(`${runId}: finished (${result.reason}, ${result.turns} turns): ${result.text}`)
+    }
+    yield* Console.log(`${runId}: failed: ${Cause.pretty(exit.value.cause).split("\n")[0]}`)
+  })).pipe(
+    Command.withDescription("Print whether a durable run is running, finished (with its answer) or failed."),
+    Command.withExamples([
+      { command: "tinyagents durable status run-1 --db journal.db --workflow mailer", description: "A run on a SQLite journal" }
+    ])
+  )
+
+const durableCommand = Command.make("durable").pipe(
+  Command.withDescription("Durable agents (tinyagents/durable): decide a pending approval, or see a run's status"),
+  Command.withSubcommands([durableApproveCommand, durableStatusCommand])
+)
+
+// ---------------------------------------------------------------------------
 // the command line
 // ---------------------------------------------------------------------------
 
@@ -667,7 +774,7 @@ export const command = Command.make("tinyagents").pipe(
   Command.withDescription(
     "Inspect and run the tools of a tools module: a .ts or .js file whose default export is a ToolRegistry or an array of tools, and which may export `layer` (the services its tools need). Exit codes: 0 success, 1 a failed call, 2 a usage error."
   ),
-  Command.withSubcommands([toolsCommand, schemaCommand, callCommand, mcpCommand])
+  Command.withSubcommands([toolsCommand, schemaCommand, callCommand, mcpCommand, durableCommand])
 )
 
 /** Built-in flags: `--help`/`-h`, `--version`/`-v`, `--completions`, `--log-level` (no `--wizard`: it needs a terminal). */

@@ -268,7 +268,7 @@ const durableSteps = <R, MR>(options: Options<R, MR>, executor: Executor.Executo
         Activity.make({
           name: `turn/${turn}`,
           success: Journal.Turn,
-          execute: ChatModel.collect(model.stream(request)).pipe(
+          execute: Effect.suspend(() => ChatModel.collect(model.stream(request))).pipe(
             Effect.map((response): typeof Journal.Turn.Type => ({
               _tag: "Answered",
               response: {

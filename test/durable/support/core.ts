@@ -72,16 +72,17 @@ const toolTurns = (request: ChatModel.Request) => request.messages.filter((m) =>
  * `done: <the last tool results' texts>`. Counts its answers under `model`.
  */
 export const model = (counters: Counters): Layer.Layer<ChatModel.ChatModel> =>
-  ChatModel.fromFunction((request) =>
-    Effect.suspend(() => {
-      counters.bump("model")
+  ChatModel.fromFunction((request) => {
+    // counted synchronously, when the function is called: a durable run must call it only inside its turn's activity
+    counters.bump("model")
+    return Effect.suspend(() => {
       const user = request.messages.find((m) => m.role === "user")
       if (user?.role === "user" && user.content === "model fails") {
         return Effect.fail(new ChatModel.ChatModelError({ reason: "http", message: "no model today", status: 503, retryable: true }))
       }
       return Effect.succeed(answerFor(request))
     })
-  )
+  })
 
 const answerFor = (request: ChatModel.Request): ChatModel.Response => {
   {

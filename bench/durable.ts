@@ -1,0 +1,226 @@
+/**
+ * The durable-agents simulation (`TINYAGENTS_BENCH=durable`): `TINYAGENTS_BENCH_AGENTS` (default
+ * 1,000) durable agents started at once, each two model turns (a scripted model: turn 0 calls two
+ * tools, turn 1 answers) and two tool calls that take 50 ms (`Effect.sleep`). Measured:
+ *
+ * - on SQLite, one runner in this process (`Runner.layerSqlite`);
+ * - on Postgres, when the machine has it (a fresh server per case, from `test/support/postgres.ts`),
+ *   with 1, 2 and 4 runner processes (`TINYAGENTS_BENCH_RUNNERS`, default `1,2,4`), each this file
+ *   run as `runner` (`Runner.layerPostgres`), and a client process (this file as `client`,
+ *   `Runner.layerPostgresClient`) that starts the runs and waits for them.
+ *
+ * Each case first runs 100 agents untimed (so that the runners hold their shards). Per case: wall
+ * time from the first start to the last result of the 1,000, runs/s and tool calls/s; journal
+ * rows per tool call (`cluster_messages` + `cluster_replies` + the durable agent's event journal and
+ * started markers, counted after the case, divided by the calls); the RSS of each runner at the end
+ * (MB), and the runners' RSS growth from serving to the end, per agent (KB).
+ */
+import { Effect, Layer, Redacted, Result, Schema } from "effect"
+import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { SqlClient } from "effect/sql"
+import { ChatModel, Tool, ToolRegistry } from "../src/index.ts"
+import { Stores } from "../src/stores/index.ts"
+import { DurableAgent, Runner } from "../src/durable/index.ts"
+
+const agents = Number(process.env["TINYAGENTS_BENCH_AGENTS"] ?? 1000)
+/** The Postgres cases: runner counts (`TINYAGENTS_BENCH_RUNNERS`, default `1,2,4`; empty: none). */
+const postgresRunners = (process.env["TINYAGENTS_BENCH_RUNNERS"] ?? "1,2,4").split(",").filter(Boolean).map(Number)
+const toolMs = 50
+
+const work = Tool.make("lookup", {
+  description: "Looks something up (50 ms).",
+  input: Schema.Struct({ q: Schema.String }),
+  safety: { access: "read", idempotent: true },
+  handler: ({ q }) => Effect.as(Effect.sleep(toolMs), `found ${q}`)
+})
+
+const model = ChatModel.fromFunction((request) =>
+  Effect.succeed(
+    request.messages.some((m) => m.role === "tool")
+      ? ChatModel.answer("done")
+      : ChatModel.callTools([["a", "lookup", { q: "a" }], ["b", "lookup", { q: "b" }]])
+  )
+)
+
+const agent = DurableAgent.make({
+  name: "bench-agent",
+  tools: Result.getOrThrow(ToolRegistry.makeResult([work])),
+  maxTurns: 4,
+  pollInterval: "100 millis"
+})
+const callsPerRun = 2
+/** Agents run (untimed) before each case, so that the runners hold their shards when the clock starts. */
+const warmup = 100
+const poll = "100 millis"
+
+/** Runs `warmup` agents (prefix `prefix`w), then starts `ids` and waits for each result; the elapsed milliseconds of the latter. */
+const startAndWait = (ids: ReadonlyArray<string>, prefix: string) =>
+  Effect.gen(function*() {
+    const warm = Array.from({ length: warmup }, (_, i) => `${prefix}w${i}`)
+    yield* Effect.forEach(warm, (id) => agent.start(id, [{ role: "user", content: id }]), { concurrency: 50, discard: true })
+    yield* Effect.forEach(warm, (id) => agent.result(id), { concurrency: 50, discard: true })
+    const t0 = performance.now()
+    yield* Effect.forEach(ids, (id) => agent.start(id, [{ role: "user", content: id }]), { concurrency: 50, discard: true })
+    yield* Effect.forEach(ids, (id) => agent.result(id), { concurrency: 50, discard: true })
+    return performance.now() - t0
+  })
+
+/** Journal rows: the engine's messages and replies, and the durable agent's own tables (events, markers). */
+const journalRows = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const count = (table: string) =>
+    sql.unsafe<{ n: number | string }>(`SELECT COUNT(*) AS n FROM ${table}`).pipe(Effect.map((rows) => Number(rows[0]!.n)))
+  const tables = sql.onDialectOrElse({
+    pg: () => sql<{ name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'`,
+    orElse: () => sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
+  })
+  const names = (yield* tables).map((t) => t.name)
+  const journal = names.filter((n) => n === "cluster_messages" || n === "cluster_replies" || n.startsWith("tinyagents_durable_"))
+  const counts = yield* Effect.forEach(journal, (n) => Effect.map(count(n), (rows) => [n, rows] as const))
+  return Object.fromEntries(counts)
+})
+
+interface Row {
+  readonly journal: string
+  readonly runners: number
+  readonly agents: number
+  readonly seconds: number
+  readonly rss: ReadonlyArray<number>
+  /** RSS growth of all runners from serving to the end (bytes). */
+  readonly growth: number
+  readonly rows: Record<string, number>
+}
+
+const rowOf = (r: Row): Record<string, string | number> => {
+  const calls = r.agents * callsPerRun
+  const journaledCalls = (r.agents + warmup) * callsPerRun // the journal holds the warm-up's rows too
+  const total = Object.values(r.rows).reduce((a, b) => a + b, 0)
+  return {
+    journal: r.journal,
+    runners: r.runners,
+    agents: r.agents,
+    "s": +r.seconds.toFixed(2),
+    "runs/s": Math.round(r.agents / r.seconds),
+    "calls/s": Math.round(calls / r.seconds),
+    "journal rows/call": +(total / journaledCalls).toFixed(2),
+    "rows": Object.entries(r.rows).map(([k, v]) => `${k}=${v}`).join(" "),
+    "RSS MB/runner": r.rss.map((b) => Math.round(b / 1e6)).join("/"),
+    "RSS growth KB/agent": Math.round(r.growth / r.agents / 1024)
+  }
+}
+
+/** SQLite: one runner in this process. */
+const sqliteCase = async (): Promise<Row> => {
+  const dir = mkdtempSync(join(tmpdir(), "tinyagents-bench-durable-"))
+  try {
+    const ids = Array.from({ length: agents }, (_, i) => `s${i}`)
+    const live = agent.layer.pipe(
+      Layer.provide([model, Stores.layerMemory]),
+      Layer.provideMerge(Runner.layerSqlite({ filename: join(dir, "journal.db"), pollInterval: poll }))
+    )
+    const [base, ms, rows] = await Effect.runPromise(
+      Effect.all([Effect.sync(() => process.memoryUsage().rss), startAndWait(ids, "s"), journalRows]).pipe(Effect.provide(live))
+    )
+    const rss = process.memoryUsage().rss
+    return { journal: "sqlite", runners: 1, agents, seconds: ms / 1000, rss: [rss], growth: rss - base, rows }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const self = fileURLToPath(import.meta.url)
+
+/** Runs this file as a child (`runner` or `client`); resolves with its stdout when it exits. */
+const child = (args: ReadonlyArray<string>, env: Record<string, string>) => {
+  const proc = spawn(process.execPath, ["--conditions=tinyagents-source", self, ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"]
+  })
+  let out = ""
+  proc.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
+  const up = new Promise<void>((resolve) => {
+    const check = () => (out.includes("UP ") ? resolve() : setTimeout(check, 50))
+    check()
+  })
+  const done = new Promise<string>((resolve) => proc.on("close", () => resolve(out)))
+  return { proc, up, done, stdout: () => out }
+}
+
+/** Postgres: `runners` runner processes on a fresh database, a client process starting the runs. */
+const postgresCase = async (url: string, runners: number, prefix: string): Promise<Row> => {
+  const { freePort } = await import("../test/support/postgres.ts")
+  const procs = []
+  for (let i = 0; i < runners; i++) {
+    const p = child(["runner"], { BENCH_PG_URL: url, BENCH_PORT: String(await freePort()) })
+    await p.up
+    procs.push(p)
+  }
+  // let the shards settle between the runners before the clock starts (assignments refresh every second)
+  await new Promise((resolve) => setTimeout(resolve, 3000))
+  const client = child(["client"], { BENCH_PG_URL: url, BENCH_PREFIX: prefix })
+  const out = await client.done
+  const line = out.split("\n").find((l) => l.startsWith("CLIENT "))
+  if (line === undefined) throw new Error(`bench client failed: ${out}`)
+  const { ms, rows } = JSON.parse(line.slice("CLIENT ".length)) as { ms: number; rows: Record<string, number> }
+  // each runner prints its RSS when it is serving (`UP <rss>`) and when told to stop (`RSS <rss>`)
+  const ends = await Promise.all(procs.map(async (p) => {
+    p.proc.kill("SIGTERM")
+    const text = await p.done
+    return { up: Number(text.match(/UP (\d+)/)?.[1] ?? 0), end: Number(text.match(/RSS (\d+)/)?.[1] ?? 0) }
+  }))
+  const rss = ends.map((e) => e.end)
+  const growth = ends.reduce((sum, e) => sum + e.end - e.up, 0)
+  return { journal: "postgres", runners, agents, seconds: ms / 1000, rss, growth, rows }
+}
+
+/** The rows of the durable simulation (Postgres cases only when the machine has Postgres). */
+export const durableRows = async (): Promise<ReadonlyArray<Record<string, string | number>>> => {
+  const rows: Array<Row> = [await sqliteCase()]
+  const { postgresSkipReason, startPostgres } = await import("../test/support/postgres.ts")
+  if (postgresSkipReason === undefined) {
+    for (const runners of postgresRunners) {
+      // a fresh server per case, so the row counts are the case's own
+      const server = await startPostgres()
+      try {
+        rows.push(await postgresCase(server.url, runners, `p${runners}-`))
+      } finally {
+        server.destroy()
+      }
+    }
+  }
+  return rows.map(rowOf)
+}
+
+if (process.argv[1] === self) {
+  const role = process.argv[2]
+  const url = process.env["BENCH_PG_URL"]!
+  if (role === "runner") {
+    const live = agent.layer.pipe(
+      Layer.provide([model, Stores.layerMemory]),
+      Layer.provideMerge(Runner.layerPostgres({
+        url: Redacted.make(url),
+        address: { host: "127.0.0.1", port: Number(process.env["BENCH_PORT"]) },
+        pollInterval: poll
+      }))
+    )
+    process.on("SIGTERM", () => {
+      process.stdout.write(`RSS ${process.memoryUsage().rss}\n`, () => process.exit(0))
+    })
+    void Effect.runPromise(Effect.andThen(Effect.sync(() => console.log(`UP ${process.memoryUsage().rss}`)), Effect.never).pipe(Effect.provide(live)))
+  } else if (role === "client") {
+    const prefix = process.env["BENCH_PREFIX"] ?? "p"
+    const ids = Array.from({ length: agents }, (_, i) => `${prefix}${i}`)
+    const live = Runner.layerPostgresClient({ url: Redacted.make(url), pollInterval: poll })
+    void Effect.runPromise(Effect.all([startAndWait(ids, prefix), journalRows]).pipe(Effect.provide(live))).then(([ms, rows]) => {
+      console.log(`CLIENT ${JSON.stringify({ ms, rows })}`)
+      process.exit(0)
+    })
+  } else {
+    console.table(await durableRows())
+    process.exit(0)
+  }
+}
