@@ -18,6 +18,7 @@
 import { Effect, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
+import { withSchemaLock } from "./internal/schemaLock.ts"
 import type { Receipt, Sink } from "../governance/middleware/AuditLog.ts"
 
 /** The receipts table. */
@@ -106,7 +107,7 @@ export const sink = (options: SinkOptions = {}): Sink<SqlClient.SqlClient> => {
       Effect.gen(function*() {
         const sql = (yield* SqlClient.SqlClient).withoutTransforms()
         if (!created) {
-          yield* createTable(sql)
+          yield* withSchemaLock(sql, createTable(sql))
           created = true
         }
         yield* sql`INSERT INTO ${sql(table)} ${sql.insert(rowOf(receipt))}`

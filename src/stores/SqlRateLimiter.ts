@@ -13,6 +13,7 @@
 import { Clock, Duration, Effect, Layer } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { SqlClient } from "effect/sql"
+import { withSchemaLock } from "./internal/schemaLock.ts"
 import { encodeId } from "./internal/sqlBackend.ts"
 
 /** The table of counters. */
@@ -112,7 +113,7 @@ export const layerStore: Layer.Layer<RateLimiter.RateLimiterStore, never, SqlCli
     const sql = yield* SqlClient.SqlClient
     let created = false
     const ready = Effect.suspend(() =>
-      created ? Effect.succeed(sql) : Effect.map(createTable(sql), () => {
+      created ? Effect.succeed(sql) : Effect.map(withSchemaLock(sql, createTable(sql)), () => {
         created = true
         return sql
       })

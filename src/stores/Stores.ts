@@ -24,6 +24,7 @@ import { SqlClient } from "effect/sql"
 import { StoreRegistry } from "../runtime/StoreRegistry.ts"
 import * as Registry from "../runtime/StoreRegistry.ts"
 import { lazily } from "./internal/lazily.ts"
+import { withSchemaLock } from "./internal/schemaLock.ts"
 import { checkArtifactPolicy, sqlBackend } from "./internal/sqlBackend.ts"
 import type { ArtifactPolicy as Policy } from "./internal/sqlBackend.ts"
 import * as SqliteClient from "./SqliteClient.ts"
@@ -63,8 +64,11 @@ export const layerSql = <E>(
     const opened = yield* lazily(defectsAsFailures(Effect.gen(function*() {
       const context = yield* Layer.build(client)
       const sql = Context.get(context, SqlClient.SqlClient).withoutTransforms()
-      const backend = yield* sqlBackend(sql, options.artifacts)
-      yield* SqlRateLimiter.createTable(sql)
+      // several processes may open the same database at once: the tables are created under one lock
+      const backend = yield* withSchemaLock(
+        sql,
+        Effect.tap(sqlBackend(sql, options.artifacts), () => SqlRateLimiter.createTable(sql))
+      )
       return { sql, backend }
     })))
     const registry = yield* Registry.make(Effect.map(opened, (o) => o.backend))

@@ -5,7 +5,9 @@
  * between with a retryable `StoreFailed` and serves later calls.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, Schema } from "effect"
+import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { RateLimiter } from "effect/persistence"
 import { Executor, Tool, ToolError, ToolRegistry, ToolServices } from "../../src/index.ts"
@@ -174,3 +176,30 @@ describe("the README's Postgres example (scratchpad/stores-postgres.ts)", () => 
     60_000
   )
 })
+
+describe.skipIf(postgresSkipReason !== undefined)(
+  `several processes opening a fresh database at once${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`,
+  () => {
+    it.live("six store layers create the tables together: every first use succeeds (no catalog race)", () =>
+      Effect.gen(function*() {
+        const database = `fresh_${process.pid}_${Date.now()}`
+        // a new, empty database on the real server
+        yield* Effect.scoped(Effect.gen(function*() {
+          const context = yield* Layer.build(PgClient.layer({ url: Redacted.make(real!.url) }))
+          const sql = Context.get(context, SqlClient.SqlClient)
+          yield* sql.unsafe(`CREATE DATABASE ${database}`)
+        }))
+        const url = real!.url.replace(/\/[^/]*$/, `/${database}`)
+        const openers = Array.from({ length: 6 }, (_, i) =>
+          Effect.scoped(Effect.gen(function*() {
+            const context = yield* Layer.build(Postgres.layer({ url: Redacted.make(url), maxConnections: 2 }))
+            const notes = yield* Effect.provide(store("notes"), context)
+            yield* notes.set(`from-${i}`, "ok")
+            const claims = yield* Effect.provide(claimsOf("idempotency"), context)
+            return yield* claims.acquire("shared", `owner-${i}`, 60_000)
+          })))
+        const won = yield* Effect.all(openers, { concurrency: "unbounded" })
+        assert.strictEqual(won.filter((w) => w).length, 1, "exactly one opener holds the shared claim")
+      }), 60_000)
+  }
+)

@@ -5,26 +5,32 @@
  * `tinyagents_durable_markers` (one row per tool-call activity that started a non-idempotent or
  * keyed call: a re-run that finds it knows a first run began). SQLite and Postgres alike.
  */
-import { Effect, Schema } from "effect"
+import { Effect, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { withSchemaLock } from "../../stores/internal/schemaLock.ts"
 import * as ToolEvent from "../../contract/ToolEvent.ts"
 
-const created = new WeakMap<SqlClient.SqlClient, Effect.Effect<void>>()
+const created = new WeakSet<SqlClient.SqlClient>()
 
-/** Creates the tables once per client (idempotent: `IF NOT EXISTS`). */
+/**
+ * Creates the tables once per client (idempotent: `IF NOT EXISTS`, under the schema lock on
+ * Postgres so that runners starting together do not collide). Only a success is remembered; a
+ * failure is retried a few times (the database may be starting) and then ends the run as a defect.
+ */
 export const ensure: Effect.Effect<void, never, SqlClient.SqlClient> = Effect.flatMap(
   SqlClient.SqlClient,
-  (sql) => {
-    let once = created.get(sql)
-    if (once === undefined) {
-      once = Effect.runSync(Effect.cached(Effect.orDie(Effect.andThen(
+  (sql) =>
+    created.has(sql) ? Effect.void : withSchemaLock(
+      sql,
+      Effect.andThen(
         sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (run_id, seq))`,
         sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_markers (activity_key TEXT PRIMARY KEY)`
-      ))))
-      created.set(sql, once)
-    }
-    return once
-  }
+      )
+    ).pipe(
+      Effect.tap(() => Effect.sync(() => created.add(sql))),
+      Effect.retry({ times: 5, schedule: Schedule.exponential("50 millis") }),
+      Effect.orDie
+    )
 )
 
 const encode = Schema.encodeSync(ToolEvent.EventJson)
