@@ -14,8 +14,11 @@
  * - `tinyagents mcp tools -- <command> [args...]` / `--url <url>`: list an MCP server's tools as they
  *   are imported (`McpConnect`);
  * - `tinyagents durable approve <runId> <callId> --db <file> | --postgres <url> --workflow <name>
- *   [--deny --reason ...]`: decide a durable run's pending approval from another process;
- *   `tinyagents durable status <runId> ...`: whether the run is running, finished or failed.
+ *   [--deny --reason ...]`: decide a durable run's pending approval from another process (exit 1,
+ *   sending nothing, unless the run exists for that workflow, is unfinished and waits for that call);
+ *   `tinyagents durable status <runId> ...`: whether the run is running (with the calls waiting for
+ *   approval), finished or failed, read with `SELECT`s only (`internal/durableJournal.ts`). A journal
+ *   that is empty, not a journal or cannot be opened: exit 1, one line (no stack, no password).
  *
  * Exit codes: 0 success, 1 a failed call (or definitions that cannot be exported, or a module layer
  * that fails), 2 a usage error (bad flags or arguments, unknown tool, a module that cannot be loaded
@@ -27,8 +30,7 @@
 import { Cause, Console, Context, Data, Effect, Exit, FileSystem, Layer, Logger, Option, Path, Redacted, Result, Runtime, Sink, Stdio, Stream, Terminal } from "effect"
 import { Argument, CliConfig, CliError, CliOutput, Command, Flag, GlobalFlag, TerminalCapabilities } from "effect/cli"
 import { ChildProcessSpawner } from "effect/process"
-import type { WorkflowEngine } from "effect/workflow"
-import type { DurableAgent } from "../durable/DurableAgent.ts"
+import type * as DurableJournal from "./internal/durableJournal.ts"
 import { randomUUID } from "node:crypto"
 import { statSync } from "node:fs"
 import { resolve } from "node:path"
@@ -684,39 +686,75 @@ const journalFlags = {
   )
 }
 
-/**
- * Runs `f` with a client of the durable journal the flags name (`Runner.layerSqliteClient` or
- * `Runner.layerPostgresClient`: it owns no runs) and a handle on the durable agent `workflow` (made
- * with no tools: a client only needs the workflow's name). `tinyagents/durable` is loaded on use, so
- * the other commands never load `@effect/platform-node`.
- */
-const withDurable = <A, E>(
-  flags: { readonly db: Option.Option<string>; readonly postgres: Option.Option<string>; readonly workflow: string },
-  f: (agent: DurableAgent<never, never>) => Effect.Effect<A, E, WorkflowEngine.WorkflowEngine>
-): Effect.Effect<A, E | UsageError | CommandFailed> =>
+type JournalFlags = { readonly db: Option.Option<string>; readonly postgres: Option.Option<string>; readonly workflow: string }
+
+/** The journal the flags name (exactly one of --db, --postgres; a --db file must exist). */
+const journalLocation = (flags: JournalFlags): Effect.Effect<DurableJournal.Location, UsageError> =>
   Effect.gen(function*() {
     if (Option.isSome(flags.db) === Option.isSome(flags.postgres)) {
       return yield* new UsageError({ detail: "name one journal: --db <sqlite file> or --postgres <url>" })
     }
-    const db = Option.getOrUndefined(flags.db)
-    if (db !== undefined && !(yield* Effect.sync(() => statSync(resolve(db), { throwIfNoEntry: false })?.isFile() === true))) {
+    if (Option.isSome(flags.postgres)) {
+      const url = flags.postgres.value
+      if (!URL.canParse(url)) return yield* new UsageError({ detail: "--postgres: not a URL (postgres://user:password@host:port/db)" })
+      return { _tag: "Postgres", url } as const
+    }
+    const db = Option.getOrThrow(flags.db)
+    if (!(yield* Effect.sync(() => statSync(resolve(db), { throwIfNoEntry: false })?.isFile() === true))) {
       return yield* new UsageError({ detail: `--db: no such journal file: ${db}` })
     }
-    const durable = yield* Effect.tryPromise({
-      try: () => import("../durable/index.ts"),
-      catch: (error) => new CommandFailed({ detail: `cannot load tinyagents/durable (is @effect/platform-node installed?): ${errorText(error)}` })
-    })
-    const agent = durable.DurableAgent.make<never>({ name: flags.workflow, tools: noTools })
-    const client = db !== undefined
-      ? durable.Runner.layerSqliteClient({ filename: resolve(db) })
-      : durable.Runner.layerPostgresClient({ url: Redacted.make(Option.getOrThrow(flags.postgres)) })
-    return yield* Effect.scoped(f(agent).pipe(Effect.provide(client)))
+    return { _tag: "Sqlite", filename: resolve(db), given: db } as const
   })
+
+/** `tinyagents/durable` and the CLI's journal reader, loaded on use (the other commands never load `@effect/platform-node`). */
+const loadDurable = Effect.tryPromise({
+  try: () => Promise.all([import("../durable/index.ts"), import("./internal/durableJournal.ts")]),
+  catch: (error) => new CommandFailed({ detail: `cannot load tinyagents/durable (is @effect/platform-node installed?): ${errorText(error)}` })
+})
+
+/**
+ * What the journal knows of run `runId` of the durable agent the flags name, read with `SELECT`s only
+ * (`internal/durableJournal.ts`), and a handle on the agent (made with no tools: a client needs only
+ * the workflow's name). Fails with {@link CommandFailed} (exit 1) for an unknown workflow or run, an
+ * empty or table-less journal, or a journal that cannot be read, in one line without a password.
+ */
+const inspectRun = (flags: JournalFlags, runId: string) =>
+  Effect.gen(function*() {
+    const location = yield* journalLocation(flags)
+    const [durable, journal] = yield* loadDurable
+    const agent = durable.DurableAgent.make<never>({ name: flags.workflow, tools: noTools })
+    const executionId = yield* agent.workflow.executionId({ runId, messages: [] })
+    const state = yield* journal.withJournal(location, journal.runState({ workflow: agent.workflow._tag, runId, executionId }).pipe(
+      Effect.mapError((error) => error instanceof journal.JournalError ? error : new journal.JournalError({ detail: `cannot read the journal ${journal.describe(location)}: ${errorText(error)}` }))
+    )).pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    if (state._tag === "UnknownWorkflow") {
+      return yield* new CommandFailed({
+        detail: `no workflow ${JSON.stringify(flags.workflow)} in the journal ${journal.describe(location)} (${
+          state.workflows.length === 0 ? "it has no runs" : `its workflows: ${state.workflows.join(", ")}`
+        })`
+      })
+    }
+    if (state._tag === "UnknownRun") {
+      return yield* new CommandFailed({ detail: `no run ${JSON.stringify(runId)} of workflow ${JSON.stringify(flags.workflow)}` })
+    }
+    return { state, agent, durable, location, journal }
+  })
+
+/** The run's end, as `status` prints it. */
+const endText = (state: DurableJournal.RunState): string => {
+  if (state._tag === "Ended") return `ended: ${state.detail}`
+  if (state._tag !== "Finished") return "running"
+  const outcome = state.outcome
+  if (outcome._tag === "Finished") {
+    return `finished (${outcome.result.reason}, ${outcome.result.turns} turns): ${outcome.result.text}`
+  }
+  return `failed (${outcome.reason}, ${outcome.turns} turns): ${outcome.error.message.split("\n")[0]}`
+}
 
 const durableApproveCommand = Command.make("approve", {
   ...journalFlags,
   runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)")),
-  callId: Argument.String("call-id").pipe(Argument.withDescription("The tool call waiting for approval (its call id)")),
+  callId: Argument.String("call-id").pipe(Argument.withDescription("The tool call waiting for approval (its call id; `durable status` lists them)")),
   deny: Flag.Boolean("deny").pipe(Flag.withDescription("Refuse the call instead (the model reads --reason)"), Flag.withDefault(false)),
   reason: Flag.String("reason").pipe(Flag.withDescription("Why the call is refused (with --deny)"), Flag.optional),
   by: Flag.String("by").pipe(Flag.withDescription("Who decides (recorded as decidedBy)"), Flag.withDefault("cli"))
@@ -726,11 +764,37 @@ const durableApproveCommand = Command.make("approve", {
     const decision = deny
       ? { _tag: "Deny" as const, reason: Option.getOrElse(reason, () => "denied from the command line"), decidedBy: by }
       : { _tag: "Approve" as const, decidedBy: by }
-    yield* withDurable(flags, (agent) => agent.approve(runId, callId, decision))
+    const { agent, durable, journal, location, state } = yield* inspectRun(flags, runId)
+    const of = `call ${JSON.stringify(callId)} of run ${JSON.stringify(runId)}`
+    if (state._tag !== "Running") {
+      const how = state._tag === "Ended" ? "ended" : state.outcome._tag === "Finished" ? "finished" : "failed"
+      return yield* new CommandFailed({ detail: `run ${JSON.stringify(runId)} has ${how}: nothing to decide for ${of}` })
+    }
+    const client = location._tag === "Sqlite"
+      ? durable.Runner.layerSqliteClient({ filename: location.filename })
+      : durable.Runner.layerPostgresClient({ url: Redacted.make(location.url) })
+    const pendingIds = state.pending.map((p) => p.callId)
+    yield* Effect.scoped(agent.approve(runId, callId, decision).pipe(Effect.provide(client))).pipe(
+      // the agent's own check is the authority (the run may have moved on since the journal was read)
+      Effect.catchTag("ApprovalNotPending", (error) =>
+        Effect.fail(new CommandFailed({
+          detail: error.reason === "not pending"
+            ? `no pending approval for ${of} (${pendingIds.length === 0 ? "none pending" : `pending: ${pendingIds.join(", ")}`})`
+            : error.reason === "already decided"
+            ? `${of} is already decided (a decision stands; it cannot be changed)`
+            : error.reason === "finished"
+            ? `run ${JSON.stringify(runId)} has finished: nothing to decide for ${of}`
+            : `no pending approval for ${of} (the run has not been picked up by a runner yet)`
+        }))),
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause) || Cause.squash(cause) instanceof CommandFailed
+          ? Effect.failCause(cause as Cause.Cause<CommandFailed>)
+          : Effect.fail(new CommandFailed({ detail: `cannot decide ${of} in ${journal.describe(location)}: ${journal.failureLine(location, cause)}` })))
+    )
     yield* Console.log(`${deny ? "denied" : "approved"} ${callId} of run ${runId}`)
   })).pipe(
     Command.withDescription(
-      "Decide a durable run's pending approval from any process connected to its journal: the decision is journaled, and the runner that owns the run (now, or once restarted) resumes it. The call then runs once (or, with --deny, is answered as refused)."
+      "Decide a durable run's pending approval from any process connected to its journal: the decision is journaled, and the runner that owns the run (now, or once restarted) resumes it. The call then runs once (or, with --deny, is answered as refused). Refused (exit 1) when the journal has no such run of the workflow, the run has ended, or the call is not waiting for a decision (`durable status` lists the calls that are)."
     ),
     Command.withExamples([
       { command: "tinyagents durable approve run-1 call_7 --db journal.db --workflow mailer", description: "Approve on a SQLite journal" },
@@ -746,15 +810,17 @@ const durableStatusCommand = Command.make("status", {
   runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)"))
 }, ({ runId, ...flags }) =>
   Effect.gen(function*() {
-    const exit = yield* withDurable(flags, (agent) => agent.poll(runId))
-    if (Option.isNone(exit)) return yield* Console.log(`${runId}: running (or unknown)`)
-    if (Exit.isSuccess(exit.value)) {
-      const result = exit.value.value
-      return yield* Console.log(`${runId}: finished (${result.reason}, ${result.turns} turns): ${result.text}`)
+    const { state } = yield* inspectRun(flags, runId)
+    yield* Console.log(`${runId}: ${endText(state)}`)
+    if (state._tag === "Running") {
+      for (const p of state.pending) {
+        yield* Console.log(`  waiting for approval: ${p.callId} ${p.toolName} ${JSON.stringify(p.arguments)}`)
+      }
     }
-    yield* Console.log(`${runId}: failed: ${Cause.pretty(exit.value.cause).split("\n")[0]}`)
   })).pipe(
-    Command.withDescription("Print whether a durable run is running, finished (with its answer) or failed."),
+    Command.withDescription(
+      "Print whether a durable run is running (with the calls waiting for approval: call id, tool, redacted arguments), finished (with its answer) or failed. Reads the journal only (never writes to it); exit 1 for an unknown run or workflow."
+    ),
     Command.withExamples([
       { command: "tinyagents durable status run-1 --db journal.db --workflow mailer", description: "A run on a SQLite journal" }
     ])

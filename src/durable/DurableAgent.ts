@@ -8,8 +8,9 @@
  * journal, so a completed call is not executed again and the model is not asked again for a turn
  * it answered.
  *
- * Activities: `turn/<n>` (the model's whole answer to turn n, from 0) and `tool/<n>/<callId>`
- * (one call: its `ToolResult` and the events it emitted). The call in flight when a runner dies
+ * Activities: `turn/<n>` (the model's whole answer to turn n, from 0) and `tool/<n>/<i>` (call i
+ * of turn n, from 0: its `ToolResult` and the events it emitted; named by position, so two calls
+ * with the same id both run, as in `Agent.run`). The call in flight when a runner dies
  * (after its side effect, before its journal write) is re-run by the engine (at least once), so:
  *
  * | tool | a re-run after a crash |
@@ -21,32 +22,40 @@
  * A crash between the marker and the handler's start also answers "may or may not have
  * completed": the rule errs towards never applying twice.
  *
- * Approvals: a call for which `options.approval` holds waits, in the workflow body, on the
- * `DurableDeferred` `approval/<callId>` (after an `agent.approval_requested` event); `approve`
- * completes it from any process on the same database, and the decision is journaled. `Deny`
- * answers the call `ApprovalDenied` without running it; `Approve` and `Edit` run it with an
- * `Approval` service answering that decision, so the `consent` middleware works unchanged (an
- * `Edit` takes effect only through `consent`). A turn's calls start once all of the turn's
- * approvals are decided (in call order). Deferreds are named by call id, so a decision given
- * before the request (or a call id the model repeats in a later turn) answers it at once. Calls
- * that `consent` asks about but `options.approval` does not cover ask the `Approval` service the
- * application provides, as in `Agent.run`.
+ * Approvals: for each call of a turn for which `options.approval` holds, the body records a request
+ * (table `tinyagents_durable_approvals`) and reports `agent.approval_requested`, all of the turn's
+ * requests first; then it waits, durably, on each request's `DurableDeferred` `approval/<n>/<i>`
+ * (named by the call's position). `approve(runId, callId, decision)` decides the latest pending
+ * request for that call id, from any process on the same database (a journaled claim, then the
+ * deferred), and fails with `ApprovalNotPending` when none waits: a decision answers exactly one
+ * request, never a later call that reuses the id. `pending(runId)` lists the waiting requests.
+ * `Deny` answers the call `ApprovalDenied` without running it; `Edit` runs it with the edited
+ * arguments (decoded like any call's); `Approve` and `Edit` run it with an `Approval` service
+ * answering that decision, so the `consent` middleware reads it instead of asking. A turn's calls
+ * start once all of the turn's approvals are decided. Calls that `consent` asks about but
+ * `options.approval` does not cover ask the `Approval` service the application provides, as in
+ * `Agent.run`.
  *
  * The calls of a turn run as separate activities, at most `concurrency` at once; a fatal error
  * in one does not stop the others (the `fail-fast` policy does not apply), and the run then ends
  * with `AgentFailed` as in `Agent.run`.
  *
- * Events: the body writes its events to the table `tinyagents_durable_events` with deterministic
- * sequence numbers (`ON CONFLICT DO NOTHING`, so a replay writes nothing twice); a call's events
- * are returned by its activity and appended, in call order, after the turn's calls complete.
+ * Events: the body writes its events to the table `tinyagents_durable_run_events` (keyed by the
+ * workflow's name and the run id, so two agents' runs with the same id stay apart) with
+ * deterministic sequence numbers (`ON CONFLICT DO NOTHING`, so a replay writes nothing twice); a
+ * call's events are returned by its activity and appended, in call order, after the turn's calls
+ * complete.
  * `events(runId, { since })` reads them from there. A durable stream carries `agent.turn_started`,
  * `agent.model_responded`, `agent.approval_requested`, every tool event (`tool.started`,
  * `tool.completed`, `tool.failed`, `tool.rejected`, `tool.retrying`, `tool.progress`, ...), and
  * `agent.finished`; never `agent.text_delta` or `agent.tool_call` (a turn is journaled whole).
  * An event's `timestamp` is when it was first written; its `sequence` is its journal position.
  * The events go to the journal only, not to an `EventSink` (the body provides its own).
+ *
+ * `start(runId, messages, { threadId, user })` journals the run's `RunContext` with its payload:
+ * handlers see that thread id (default the run id) and user context.
  */
-import { Cause, Effect, Exit, Layer, Option, Schedule, Stream } from "effect"
+import { Cause, Data, Effect, Exit, Layer, Option, Stream } from "effect"
 import type { Duration, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import { Activity, DurableDeferred, Workflow, type WorkflowEngine } from "effect/workflow"
@@ -80,7 +89,42 @@ export interface Options<R, MR = never> extends Omit<Agent.RunOptions<R, MR>, "m
   readonly pollInterval?: Duration.Input
 }
 
-/** The workflow behind a durable agent: payload `{ runId, messages }`, success the run's `Journal.Outcome`. */
+/** Per-run options of `start`: the `RunContext` the run's handlers see. */
+export interface StartOptions {
+  /** The conversation the run belongs to (`RunContext.threadId`). Default: the run id. */
+  readonly threadId?: string
+  /** The application's user context (`RunContext.user`); journaled with the run, so JSON. */
+  readonly user?: Schema.Json
+}
+
+/** A call of a run waiting for its approval (see `pending`). */
+export interface PendingApproval {
+  /** The call's id, as the model sent it (what `approve` takes). */
+  readonly callId: string
+  readonly toolName: string
+  /** The call's arguments, redacted per the tool's `safety.redact`. */
+  readonly arguments: unknown
+  /** The turn (from 0) and the call's position in it. */
+  readonly turn: number
+  readonly index: number
+}
+
+/**
+ * `approve` found no request to decide: the run is unknown to the journal (`"no such run"`: never
+ * started, or not yet picked up by a runner), no call `callId` waits (`"not pending"`), its latest
+ * request was already decided otherwise (`"already decided"`), or the run has ended (`"finished"`).
+ */
+export class ApprovalNotPending extends Data.TaggedError("ApprovalNotPending")<{
+  readonly runId: string
+  readonly callId: string
+  readonly reason: "no such run" | "not pending" | "already decided" | "finished"
+}> {
+  override get message(): string {
+    return `no pending approval for call ${this.callId} of run ${this.runId}: ${this.reason}`
+  }
+}
+
+/** The workflow behind a durable agent: payload `{ runId, messages, threadId?, user? }`, success the run's `Journal.Outcome`. */
 export type DurableWorkflow = Workflow.Workflow<string, typeof Journal.Payload, typeof Journal.Outcome, typeof Schema.Never>
 
 
@@ -94,23 +138,36 @@ type StepServices<R, MR> =
 /** What the workflow body needs besides what `layer` leaves to the caller. */
 type BodyServices<R, MR> = Exclude<Executor.Requirements<R | MR>, RunContext | EventSink>
 
+/** What a client needs: the engine and the SQL client it journals to (what every `Runner` layer provides). */
+type ClientServices = WorkflowEngine.WorkflowEngine | SqlClient.SqlClient
+
+/**
+ * A durable agent (see the module comment): the workflow, the layer that registers it on a runner,
+ * and the client operations (start a run, wait for or poll its end, read its events, list and decide
+ * its pending approvals), which work from any process connected to the same journal.
+ */
 export interface DurableAgent<R, MR> {
   /** The `effect/workflow` Workflow. */
   readonly workflow: DurableWorkflow
   /**
    * Registers the workflow with the engine: provide it with a runner layer (`Runner.*`), the
-   * `ChatModel`, a `StoreRegistry` and the tools' services. Only processes that run runs need it;
-   * clients (start, approve, events) need the engine alone.
+   * `ChatModel`, a `StoreRegistry` and the tools' services. Only processes that run runs need it.
+   * Clients need a client layer (`Runner.layerSqliteClient`, `Runner.layerPostgresClient`): `start`,
+   * `result` and `poll` use the engine alone; `events`, `pending` and `approve` also the `SqlClient`.
    */
   readonly layer: Layer.Layer<
     never,
     never,
     WorkflowEngine.WorkflowEngine | SqlClient.SqlClient | ChatModel.ChatModel | BodyServices<R, MR>
   >
-  /** Starts run `runId` (idempotent: the same runId is the same run, its messages are ignored then) and returns at once. */
+  /**
+   * Starts run `runId` (idempotent: the same runId is the same run, its messages and options are
+   * ignored then) and returns at once. `options` give the run's `RunContext` (thread id, user).
+   */
   readonly start: (
     runId: string,
-    messages: ReadonlyArray<ChatModel.Message>
+    messages: ReadonlyArray<ChatModel.Message>,
+    options?: StartOptions
   ) => Effect.Effect<void, never, WorkflowEngine.WorkflowEngine>
   /** Waits for run `runId` to finish (polling the engine); it resumes nothing itself. */
   readonly result: (runId: string) => Effect.Effect<DurableResult, Agent.AgentFailed, WorkflowEngine.WorkflowEngine>
@@ -125,17 +182,25 @@ export interface DurableAgent<R, MR> {
   readonly events: (
     runId: string,
     options?: { readonly since?: number }
-  ) => Stream.Stream<ToolEvent.Event, never, WorkflowEngine.WorkflowEngine | SqlClient.SqlClient>
-  /** Decides a pending approval of run `runId`'s call `callId` (from any process connected to the same database). */
+  ) => Stream.Stream<ToolEvent.Event, never, ClientServices>
+  /** The run's calls waiting for a decision, in call order (none once the run has ended). */
+  readonly pending: (runId: string) => Effect.Effect<ReadonlyArray<PendingApproval>, never, ClientServices>
+  /**
+   * Decides the pending approval of run `runId`'s call `callId` (its latest request; from any process
+   * connected to the same database). A decision answers exactly one request: it fails with
+   * `ApprovalNotPending` when no request for `callId` waits. Repeating the same decision for a
+   * request it decided succeeds (and delivers it again), so a caller may retry after a crash.
+   */
   readonly approve: (
     runId: string,
     callId: string,
     decision: Approval.Decision
-  ) => Effect.Effect<void, never, WorkflowEngine.WorkflowEngine>
+  ) => Effect.Effect<void, ApprovalNotPending, ClientServices>
 }
 
-/** The durable deferred a call waits on for its approval. */
-export const approvalDeferred = (callId: string) => DurableDeferred.make(`approval/${callId}`, { success: Journal.Decision })
+/** The durable deferred that call `index` of turn `turn` waits on for its approval. */
+export const approvalDeferred = (turn: number, index: number) =>
+  DurableDeferred.make(`approval/${turn}/${index}`, { success: Journal.Decision })
 
 /** Makes a durable agent (see the module comment). */
 export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR> => {
@@ -146,9 +211,10 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
   })
   const pollEvery = options.pollInterval ?? "200 millis"
   const executionId = (runId: string) => workflow.executionId({ runId, messages: [] })
+  const runKey = (runId: string): Tables.RunKey => ({ workflow: workflow._tag, runId })
 
   // the same services, with the engine's own (instance, execution, scope) excluded from generic `R`/`MR`
-  const layer = workflow.toLayer((payload) => body(options, payload)) as DurableAgent<R, MR>["layer"]
+  const layer = workflow.toLayer((payload) => body(options, workflow._tag, payload)) as DurableAgent<R, MR>["layer"]
 
   const poll: DurableAgent<R, MR>["poll"] = (runId) =>
     Effect.flatMap(executionId(runId), (id) => workflow.poll(id)).pipe(
@@ -158,10 +224,8 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
     )
 
   const result: DurableAgent<R, MR>["result"] = (runId) =>
-    Effect.flatMap(
-      Effect.repeat(poll(runId), { until: Option.isSome, schedule: Schedule.spaced(pollEvery) }),
-      (done) => Option.isSome(done) ? done.value : Effect.die("unreachable")
-    )
+    Effect.flatMap(poll(runId), (done) =>
+      Option.isSome(done) ? done.value : Effect.andThen(Effect.sleep(pollEvery), result(runId)))
 
   const events: DurableAgent<R, MR>["events"] = (runId, eventOptions) =>
     Stream.paginate(
@@ -169,12 +233,12 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
       (state): Effect.Effect<
         readonly [ReadonlyArray<ToolEvent.Event>, Option.Option<{ since: number; wait: boolean }>],
         never,
-        WorkflowEngine.WorkflowEngine | SqlClient.SqlClient
+        ClientServices
       > =>
         Effect.gen(function*() {
           if (state.wait) yield* Effect.sleep(pollEvery)
           const finishedBefore = Option.isSome(yield* poll(runId))
-          const batch = yield* Tables.read(runId, state.since)
+          const batch = yield* Tables.read(runKey(runId), state.since)
           const last = batch.at(-1)
           if (batch.some((event) => event._tag === "agent.finished")) {
             return [batch.slice(0, batch.findIndex((e) => e._tag === "agent.finished") + 1), Option.none()] as const
@@ -187,17 +251,48 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
         })
     )
 
-  const start: DurableAgent<R, MR>["start"] = (runId, messages) =>
-    Effect.asVoid(workflow.execute({ runId, messages: messages as typeof Journal.Payload.Type["messages"] }, { discard: true }))
+  const start: DurableAgent<R, MR>["start"] = (runId, messages, startOptions) =>
+    Effect.asVoid(workflow.execute({
+      runId,
+      messages: messages as typeof Journal.Payload.Type["messages"],
+      ...(startOptions?.threadId === undefined ? {} : { threadId: startOptions.threadId }),
+      ...(startOptions?.user === undefined ? {} : { user: startOptions.user })
+    }, { discard: true }))
+
+  const pending: DurableAgent<R, MR>["pending"] = (runId) =>
+    Effect.gen(function*() {
+      if (Option.isSome(yield* poll(runId))) return []
+      const rows = yield* Tables.approvals(runKey(runId))
+      return rows.filter((row) => row.decision === null).reverse().map((row): PendingApproval => ({
+        callId: row.callId,
+        toolName: row.tool,
+        arguments: JSON.parse(row.arguments),
+        turn: row.turn,
+        index: row.callIndex
+      }))
+    })
 
   const approve: DurableAgent<R, MR>["approve"] = (runId, callId, decision) =>
     Effect.gen(function*() {
-      const deferred = approvalDeferred(callId)
+      const run = runKey(runId)
+      const notPending = (reason: ApprovalNotPending["reason"]) =>
+        Effect.fail(new ApprovalNotPending({ runId, callId, reason }))
+      if (Option.isSome(yield* poll(runId))) return yield* notPending("finished")
+      const latest = (yield* Tables.approvals(run, callId))[0]
+      if (latest === undefined) return yield* notPending((yield* Tables.known(run)) ? "not pending" : "no such run")
+      const text = JSON.stringify(decision)
+      // the claim makes the decision answer this request only; the same decision again re-delivers it
+      const claimed = latest.decision === null && (yield* Tables.decide(run, latest.deferred, text))
+      if (!claimed) {
+        const stored = latest.decision ?? (yield* Tables.approvals(run, callId)).find((row) => row.deferred === latest.deferred)?.decision
+        if (stored !== text) return yield* notPending("already decided")
+      }
+      const deferred = DurableDeferred.make(latest.deferred, { success: Journal.Decision })
       const token = DurableDeferred.tokenFromExecutionId(deferred, { workflow, executionId: yield* executionId(runId) })
       yield* DurableDeferred.succeed(deferred, { token, value: decision as typeof Journal.Decision.Type })
     })
 
-  return { workflow, layer, start, result, poll, events, approve }
+  return { workflow, layer, start, result, poll, events, pending, approve }
 }
 
 /** A journaled outcome as the run's exit. */
@@ -220,10 +315,12 @@ const exitOf = (exit: Exit.Exit<typeof Journal.Outcome.Type, never>): Exit.Exit<
 /** The workflow body: the agent loop with journaled steps, its events into the event journal. */
 const body = <R, MR>(
   options: Options<R, MR>,
+  workflowName: string,
   payload: typeof Journal.Payload.Type
 ) =>
   Effect.gen(function*() {
     const runId = payload.runId
+    const run: Tables.RunKey = { workflow: workflowName, runId }
     yield* Tables.ensure
     const sql = yield* Effect.context<SqlClient.SqlClient>()
     let seq = 0
@@ -232,14 +329,19 @@ const body = <R, MR>(
       emit: (event) =>
         Effect.suspend(() => {
           const n = seq++
-          return Effect.provide(Tables.append(runId, n, { ...event, sequence: n }), sql)
+          return Effect.provide(Tables.append(run, n, { ...event, sequence: n }), sql)
         })
     })
     const runOptions: Agent.RunOptions<R, MR> = { ...options, messages: payload.messages as ReadonlyArray<ChatModel.Message> }
     const exit = yield* Effect.exit(
-      Agent.loopWith(runOptions, (executor) => durableSteps(options, executor)).pipe(
+      Agent.loopWith(runOptions, (executor) => durableSteps(options, run, executor)).pipe(
         Effect.provideService(EventSink, journal),
-        Effect.provideService(RunContext, { runId, threadId: runId, turn: 0 })
+        Effect.provideService(RunContext, {
+          runId,
+          threadId: payload.threadId ?? runId,
+          turn: 0,
+          ...(payload.user === undefined ? {} : { user: payload.user })
+        })
       )
     )
     if (Exit.isSuccess(exit)) {
@@ -260,7 +362,7 @@ const body = <R, MR>(
   })
 
 /** The loop's steps as activities (see the module comment). */
-const durableSteps = <R, MR>(options: Options<R, MR>, executor: Executor.Executor<R | MR>) =>
+const durableSteps = <R, MR>(options: Options<R, MR>, run: Tables.RunKey, executor: Executor.Executor<R | MR>) =>
   Effect.gen(function*() {
     const model = yield* ChatModel.ChatModel
     const ask: Agent.Steps<StepServices<R, MR>>["ask"] = (request, turn) =>
@@ -292,23 +394,37 @@ const durableSteps = <R, MR>(options: Options<R, MR>, executor: Executor.Executo
       context: { readonly turn: number; readonly advertised: ToolRegistry.Advertised<unknown> }
     ) =>
       Effect.gen(function*() {
-        // approvals first, in call order: each waits (durably) for its decision
-        const decisions = new Map<string, Approval.Decision>()
-        for (const call of calls) {
+        // approvals first: every request of the turn is recorded and reported, then each decision is
+        // awaited (durably, in call order); a request is named by its position, so a decision answers it alone
+        const requests = calls.flatMap((call, index) => {
           const entry = options.tools.get(call.name)
-          if (entry === undefined || options.approval?.(call, entry.spec) !== true) continue
+          return entry !== undefined && options.approval?.(call, entry.spec) === true ? [{ call, index, entry }] : []
+        })
+        for (const { call, entry, index } of requests) {
+          const args = redactArguments(call.arguments, entry.spec.safety.redact)
+          yield* Tables.request(run, {
+            deferred: approvalDeferred(context.turn, index).name,
+            turn: context.turn,
+            callIndex: index,
+            callId: call.id,
+            tool: call.name,
+            arguments: JSON.stringify(args ?? null)
+          })
           yield* executor.emit({
             _tag: "agent.approval_requested",
             turn: context.turn,
             toolCallId: call.id,
             toolName: call.name,
-            arguments: redactArguments(call.arguments, entry.spec.safety.redact)
+            arguments: args
           })
-          decisions.set(call.id, (yield* DurableDeferred.await(approvalDeferred(call.id))) as Approval.Decision)
+        }
+        const decisions = new Map<number, Approval.Decision>()
+        for (const { index } of requests) {
+          decisions.set(index, (yield* DurableDeferred.await(approvalDeferred(context.turn, index))) as Approval.Decision)
         }
         const outcomes = yield* Effect.forEach(
           calls,
-          (call) => callActivity(options, executor, call, context, decisions.get(call.id)),
+          (call, index) => callActivity(options, executor, call, index, context, decisions.get(index)),
           { concurrency: options.concurrency ?? Executor.defaultConcurrency }
         )
         const sink = yield* EventSink
@@ -322,15 +438,16 @@ const durableSteps = <R, MR>(options: Options<R, MR>, executor: Executor.Executo
     return steps
   })
 
-/** One call as the activity `tool/<turn>/<callId>`. */
+/** Call `index` of its turn as the activity `tool/<turn>/<index>`. */
 const callActivity = <R, MR>(
   options: Options<R, MR>,
   executor: Executor.Executor<R | MR>,
   call: ToolCall,
+  index: number,
   context: { readonly turn: number; readonly advertised: ToolRegistry.Advertised<unknown> },
   decision: Approval.Decision | undefined
 ) => {
-  const name = `tool/${context.turn}/${call.id}`
+  const name = `tool/${context.turn}/${index}`
   return Activity.make({
     name,
     success: Journal.Call,
@@ -376,7 +493,9 @@ const callActivity = <R, MR>(
         )
         return { result: ToolResult.fromError(call, error), events }
       }
-      let run = executor.runBatch([call], { advertised: context.advertised }).pipe(
+      // an edit's arguments replace the model's, decoded like any call's (`consent`, if installed, reads the same edit)
+      const effective = decision?._tag === "Edit" ? { ...call, arguments: decision.arguments } : call
+      let run = executor.runBatch([effective], { advertised: context.advertised }).pipe(
         Effect.provideService(EventSink, collect)
       )
       if (kind === "keyed") run = Effect.provideService(run, Idempotency.DurableClaim, { owner: key, resumed })

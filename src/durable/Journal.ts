@@ -7,7 +7,6 @@
  */
 import { Schema } from "effect"
 import * as ChatModel from "../agent/ChatModel.ts"
-import type * as Agent from "../agent/Agent.ts"
 import * as ToolError from "../contract/ToolError.ts"
 import * as ToolEvent from "../contract/ToolEvent.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
@@ -55,7 +54,7 @@ export const Turn = Schema.Union([
 ])
 
 /**
- * The journaled outcome of a `tool/<n>/<callId>` activity: the call's result, the events it emitted
+ * The journaled outcome of a `tool/<n>/<index>` activity: the call's result, the events it emitted
  * (re-numbered when the workflow appends them to the run's event journal), and the fatal error that
  * ends the run, if any.
  */
@@ -73,7 +72,7 @@ export const Decision = Schema.Union([
 ])
 
 /** An `Agent.AgentResult` as data: what a finished durable run returns. */
-export const Result = Schema.Struct({
+export const RunResult = Schema.Struct({
   text: Schema.String,
   reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled"]),
   turns: Schema.Number,
@@ -84,7 +83,7 @@ export const Result = Schema.Struct({
 
 /** How a durable run ended: its result, or the fields of its `Agent.AgentFailed`. */
 export const Outcome = Schema.Union([
-  Schema.TaggedStruct("Finished", { result: Result }),
+  Schema.TaggedStruct("Finished", { result: RunResult }),
   Schema.TaggedStruct("Failed", {
     reason: Schema.Literals(["tool", "model"]),
     error: Schema.Union([ToolError.ToolError, ModelError]),
@@ -94,10 +93,15 @@ export const Outcome = Schema.Union([
   })
 ])
 
-/** The workflow's payload: the run id (its idempotency key) and the conversation it starts from. */
+/**
+ * The workflow's payload: the run id (its idempotency key), the conversation it starts from, and
+ * the run's `RunContext` fields (thread id, default the run id; the application's user context, as JSON).
+ */
 export const Payload = Schema.Struct({
   runId: Schema.String,
-  messages: Schema.Array(Message)
+  messages: Schema.Array(Message),
+  threadId: Schema.optionalKey(Schema.String),
+  user: Schema.optionalKey(ToolError.JsonData)
 })
 
 /** A model failure as journaled data. */
@@ -114,6 +118,3 @@ export const modelErrorOf = (data: typeof ModelError.Type): ChatModel.ChatModelE
   const { _tag, ...fields } = data
   return new ChatModel.ChatModelError(fields)
 }
-
-/** The `AgentResult` type, as journaled (the same shape). */
-export type Result = Agent.AgentResult

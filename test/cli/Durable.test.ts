@@ -1,12 +1,24 @@
 /**
- * `tinyagents durable` in process (`Cli.run`): its help, and the usage errors it refuses before
- * touching a journal. The command at work (approving a run whose runner was killed, from another
- * process) is tested end to end in `test/durable/Approve.test.ts`.
+ * `tinyagents durable` in process (`Cli.run`): its help, the usage errors it refuses before touching
+ * a journal, and the refusals and listings it reads from a real SQLite journal. The journal is made
+ * once by a runner in this process (`Runner.layerSqlite`, stopped before any command runs): run
+ * `run-1` of workflow `mailer` waits for the approval of two `send` calls (`c1`, `c2`; `to` is
+ * redacted), and run `done-1` of workflow `plain` has finished. The command approving a run whose
+ * runner was killed, from another process, is tested end to end in `test/durable/Approve.test.ts`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Result, Schedule, Schema } from "effect"
 import { TestConsole } from "effect/testing"
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll } from "vitest"
+import * as ChatModel from "../../src/agent/ChatModel.ts"
 import * as Cli from "../../src/cli/Cli.ts"
+import * as Tool from "../../src/contract/Tool.ts"
+import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
+import { DurableAgent, Runner } from "../../src/durable/index.ts"
+import { Stores } from "../../src/stores/index.ts"
 
 const ansi = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g")
 const lines = (entries: ReadonlyArray<unknown>) => entries.map((line) => String(line).replace(ansi, "")).join("\n")
@@ -16,6 +28,54 @@ const cli = (...args: ReadonlyArray<string>) =>
     const exit = yield* Effect.exit(Cli.run(args, { version: "1.2.3" }))
     return { code: Cli.exitCode(exit), stdout: lines(yield* TestConsole.logLines), stderr: lines(yield* TestConsole.errorLines) }
   }).pipe(Effect.provide([Cli.layer, Layer.fresh(TestConsole.layer)]))
+
+const send = Tool.make("send", {
+  description: "Sends a message.",
+  input: Schema.Struct({ to: Schema.String, body: Schema.String }),
+  safety: { access: "write", redact: { keys: ["to"] } },
+  handler: ({ body }) => Effect.succeed(`sent ${body}`)
+})
+const registry = Result.getOrThrow(ToolRegistry.makeResult([send]))
+
+/** Asks for two sends, then answers `done` once it has read their results. */
+const model = ChatModel.fromFunction((request) =>
+  Effect.succeed(
+    request.messages.some((m) => m.role === "tool") || request.messages.some((m) => m.role === "user" && m.content === "finish")
+      ? ChatModel.answer("done")
+      : ChatModel.callTools([
+        ["c1", "send", { to: "alice@example.com", body: "one" }],
+        ["c2", "send", { to: "bob@example.com", body: "two" }]
+      ])
+  )
+)
+
+const dir = mkdtempSync(join(tmpdir(), "tinyagents-cli-durable-"))
+const db = join(dir, "journal.db")
+
+beforeAll(async () => {
+  const mailer = DurableAgent.make({ name: "mailer", tools: registry, approval: () => true, pollInterval: "20 millis" })
+  const plain = DurableAgent.make({ name: "plain", tools: registry, pollInterval: "20 millis" })
+  const live = Layer.mergeAll(mailer.layer, plain.layer).pipe(
+    Layer.provide([model, Stores.layerSqlite({ filename: join(dir, "stores.db") })]),
+    Layer.provideMerge(
+      Runner.layerSqlite({ filename: db, pollInterval: "20 millis", lockExpiration: "2 seconds", shutdownTimeout: "1 second" })
+    )
+  )
+  await Effect.runPromise(
+    Effect.gen(function*() {
+      yield* plain.start("done-1", [{ role: "user", content: "finish" }])
+      yield* plain.result("done-1")
+      yield* mailer.start("run-1", [{ role: "user", content: "mail them" }])
+      yield* mailer.pending("run-1").pipe(
+        Effect.repeat({ until: (pending) => pending.length === 2, schedule: Schedule.spaced("20 millis") }),
+        Effect.timeout("20 seconds")
+      )
+    }).pipe(Effect.provide(live))
+  )
+}, 40_000)
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const journal = (workflow = "mailer") => ["--db", db, "--workflow", workflow]
 
 describe("tinyagents durable", () => {
   it.effect("help lists approve and status, and approve's flags", () =>
@@ -47,5 +107,90 @@ describe("tinyagents durable", () => {
         assert.strictEqual(code, 2, `${args.join(" ")}: ${stderr}`)
         assert.include(stderr, message)
       }
+    }))
+
+  it.live("status lists a running run's pending approvals (call id, tool, redacted arguments), and a finished run's answer", () =>
+    Effect.gen(function*() {
+      const running = yield* cli("durable", "status", "run-1", ...journal())
+      assert.strictEqual(running.code, 0, running.stderr)
+      assert.include(running.stdout, "run-1: running")
+      assert.include(running.stdout, `waiting for approval: c1 send {"to":"[redacted]","body":"one"}`)
+      assert.include(running.stdout, "waiting for approval: c2 send")
+      assert.notInclude(running.stdout, "alice@example.com")
+      const finished = yield* cli("durable", "status", "done-1", ...journal("plain"))
+      assert.strictEqual(finished.code, 0, finished.stderr)
+      assert.include(finished.stdout, "done-1: finished (final_answer, 1 turns): done")
+    }))
+
+  it.live("status and approve exit 1 in one line for an unknown run or workflow, and send nothing", () =>
+    Effect.gen(function*() {
+      const files = [db, `${db}-wal`]
+      const before = files.map((file) => readFileSync(file))
+      const cases = [
+        [["durable", "status", "nope", ...journal()], `no run "nope" of workflow "mailer"`],
+        [["durable", "status", "run-1", ...journal("mailr")], `no workflow "mailr" in the journal ${db} (its workflows: mailer, plain)`],
+        [["durable", "approve", "nope", "c1", ...journal()], `no run "nope" of workflow "mailer"`],
+        [["durable", "approve", "run-1", "c1", ...journal("mailr")], `no workflow "mailr"`]
+      ] as const
+      for (const [args, message] of cases) {
+        const { code, stderr, stdout } = yield* cli(...args)
+        assert.strictEqual(code, 1, `${args.join(" ")}: ${stderr}`)
+        assert.include(stderr, message)
+        assert.notInclude(stdout, "approved")
+        assert.notInclude(stderr, "    at ")
+      }
+      assert.deepStrictEqual(files.map((file) => readFileSync(file)), before, "the journal was written to")
+    }))
+
+  it.live("approve refuses a call that is not pending (listing those that are), a finished run, and a second decision", () =>
+    Effect.gen(function*() {
+      const typo = yield* cli("durable", "approve", "run-1", "c_typo", ...journal())
+      assert.strictEqual(typo.code, 1, typo.stderr)
+      assert.include(typo.stderr, `no pending approval for call "c_typo" of run "run-1" (pending: c1, c2)`)
+
+      const finished = yield* cli("durable", "approve", "done-1", "c1", ...journal("plain"), "--deny")
+      assert.strictEqual(finished.code, 1, finished.stderr)
+      assert.include(finished.stderr, `run "done-1" has finished: nothing to decide`)
+      assert.notInclude(finished.stdout, "denied")
+
+      const approved = yield* cli("durable", "approve", "run-1", "c1", ...journal(), "--by", "alice")
+      assert.strictEqual(approved.code, 0, approved.stderr)
+      assert.include(approved.stdout, "approved c1 of run run-1")
+      const denied = yield* cli("durable", "approve", "run-1", "c1", ...journal(), "--deny", "--reason", "changed my mind")
+      assert.strictEqual(denied.code, 1, denied.stderr)
+      assert.include(denied.stderr, `call "c1" of run "run-1" is already decided`)
+      assert.notInclude(denied.stdout, "denied")
+
+      // only c2 still waits
+      const status = yield* cli("durable", "status", "run-1", ...journal())
+      assert.notInclude(status.stdout, "waiting for approval: c1")
+      assert.include(status.stdout, "waiting for approval: c2")
+    }))
+
+  it.live("a journal that is empty, not SQLite, or unreachable: exit 1, one line, no stack, no password, nothing written", () =>
+    Effect.gen(function*() {
+      const empty = join(dir, "empty.db")
+      const junk = join(dir, "junk.db")
+      writeFileSync(empty, "")
+      writeFileSync(junk, "this is not a database, just some text that is long enough\n".repeat(10))
+      const cases = [
+        [["durable", "status", "run-1", "--db", empty, "-w", "mailer"], `no durable journal in ${empty} (the file is empty)`],
+        [["durable", "approve", "run-1", "c1", "--db", empty, "-w", "mailer"], "no durable journal"],
+        [["durable", "status", "run-1", "--db", junk, "-w", "mailer"], `cannot read the journal ${junk}: `],
+        [["durable", "approve", "run-1", "c1", "--db", junk, "-w", "mailer"], "cannot read the journal"],
+        [
+          ["durable", "status", "run-1", "--postgres", "postgres://u:s3cretpw@127.0.0.1:1/db", "-w", "mailer"],
+          "cannot read the journal postgres://u:***@127.0.0.1:1/db: "
+        ]
+      ] as const
+      for (const [args, message] of cases) {
+        const { code, stderr } = yield* cli(...args)
+        assert.strictEqual(code, 1, `${args.join(" ")}: ${stderr}`)
+        assert.include(stderr, message)
+        assert.notInclude(stderr, "s3cretpw")
+        assert.notInclude(stderr, "    at ")
+        assert.strictEqual(stderr.trim().split("\n").filter((line) => line.trim() !== "").length, 2, stderr) // "ERROR" and the line
+      }
+      assert.strictEqual(statSync(empty).size, 0, "the empty file was written to")
     }))
 })

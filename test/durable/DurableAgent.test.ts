@@ -1,7 +1,8 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Option, Redacted, Scope, Stream } from "effect"
+import { Effect, Exit, Fiber, Layer, Option, Redacted, Schedule, Scope, Stream } from "effect"
 import { consent } from "../../src/governance/middleware/index.ts"
-import { Agent, Approval } from "../../src/index.ts"
+import { Agent, Approval, ToolServices } from "../../src/index.ts"
+import * as Stores from "../../src/stores/Stores.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import * as Core from "./support/core.ts"
 import { type PostgresServer, postgresSkipReason, startPostgres } from "../support/postgres.ts"
@@ -323,4 +324,150 @@ describe.skipIf(postgresSkipReason !== undefined)(`DurableAgent on Postgres${pos
       assert.strictEqual(result.events.at(-1)?._tag, "agent.finished")
       assert.deepStrictEqual(result.events.map((e) => e.sequence), result.events.map((_, i) => i))
     }), 60_000)
+})
+
+/** Waits (bounded) until run `runId` has at least `n` pending approvals, and returns them. */
+const pendingAtLeast = <R, MR>(agent: DurableAgent.DurableAgent<R, MR>, runId: string, n: number) =>
+  Effect.suspend(() => agent.pending(runId)).pipe(
+    Effect.repeat({ until: (pending) => pending.length >= n, schedule: Schedule.spaced("10 millis") }),
+    Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die(new Error(`fewer than ${n} pending approvals`)) })
+  )
+
+describe("DurableAgent approvals answer exactly one request", () => {
+  it.live("a decision for a call id does not approve a later call with the same id; approve fails when nothing waits", () => {
+    const counters = Core.makeCounters()
+    const agent = DurableAgent.make({
+      name: "bypass",
+      tools: Core.makeTools(counters),
+      pollInterval: "10 millis",
+      approval: (call) => call.name === "plain_write"
+    })
+    return Effect.gen(function*() {
+      // Gemini-style positional ids repeat every turn: the same id, other arguments
+      yield* agent.start("r", user("plan: plain_write@g=alice;plain_write@g=mallory"))
+      const first = yield* pendingAtLeast(agent, "r", 1)
+      assert.deepStrictEqual(first, [{ callId: "g", toolName: "plain_write", arguments: { line: "alice" }, turn: 0, index: 0 }])
+      // a mistyped id pre-approves nothing
+      const typo = yield* Effect.flip(agent.approve("r", "c_typo", Approval.approve("bob")))
+      assert.instanceOf(typo, DurableAgent.ApprovalNotPending)
+      assert.strictEqual(typo.reason, "not pending")
+      assert.strictEqual((yield* Effect.flip(agent.approve("unknown-run", "g", Approval.approve("bob")))).reason, "no such run")
+      yield* agent.approve("r", "g", Approval.approve("bob"))
+      // the same decision again is a retry (succeeds); another decision for the decided request fails
+      yield* agent.approve("r", "g", Approval.approve("bob"))
+      // turn 1's call with the same id waits for its own decision
+      const second = yield* pendingAtLeast(agent, "r", 1).pipe(
+        Effect.repeat({ until: (p) => p[0]?.turn === 1, schedule: Schedule.spaced("10 millis") })
+      )
+      assert.deepStrictEqual(second, [{ callId: "g", toolName: "plain_write", arguments: { line: "mallory" }, turn: 1, index: 0 }])
+      assert.strictEqual(counters.get("plain_write:alice"), 1)
+      assert.strictEqual(counters.get("plain_write:mallory"), 0)
+      yield* agent.approve("r", "g", Approval.deny("no", "bob"))
+      assert.strictEqual((yield* Effect.flip(agent.approve("r", "g", Approval.approve("eve")))).reason, "already decided")
+      const result = yield* agent.result("r")
+      assert.strictEqual(counters.get("plain_write:mallory"), 0)
+      assert.strictEqual(result.results[1]?.error?._tag, "ApprovalDenied")
+      assert.strictEqual((yield* Effect.flip(agent.approve("r", "g", Approval.approve("eve")))).reason, "finished")
+      assert.deepStrictEqual(yield* agent.pending("r"), [])
+    }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+  })
+
+  it.live("every approval of a turn is requested before any is decided", () => {
+    const counters = Core.makeCounters()
+    const agent = DurableAgent.make({ name: "together", tools: Core.makeTools(counters), pollInterval: "10 millis", approval: () => true })
+    return Effect.gen(function*() {
+      yield* agent.start("r", user("plan: plain_write,keyed_write"))
+      const pending = yield* pendingAtLeast(agent, "r", 2)
+      assert.deepStrictEqual(pending.map((p) => [p.callId, p.toolName, p.index]), [["0-0", "plain_write", 0], ["0-1", "keyed_write", 1]])
+      const requested = yield* agent.events("r").pipe(
+        Stream.filter((e) => e._tag === "agent.approval_requested"),
+        Stream.take(2),
+        Stream.runCollect
+      )
+      assert.deepStrictEqual(Array.from(requested).map((e) => e._tag === "agent.approval_requested" ? e.toolCallId : ""), ["0-0", "0-1"])
+      // decided in reverse order
+      yield* agent.approve("r", "0-1", Approval.approve("bob"))
+      yield* agent.approve("r", "0-0", Approval.approve("bob"))
+      const result = yield* agent.result("r")
+      assert.strictEqual(result.text, "done: appended 0-0 | wrote k0")
+    }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+  })
+
+  it.live("an Edit runs the call with the edited arguments without the consent middleware; invalid edits are refused", () => {
+    const counters = Core.makeCounters()
+    const agent = DurableAgent.make({ name: "edit", tools: Core.makeTools(counters), pollInterval: "10 millis", approval: () => true })
+    return Effect.gen(function*() {
+      yield* agent.start("r", user("plan: plain_write;plain_write"))
+      yield* pendingAtLeast(agent, "r", 1)
+      yield* agent.approve("r", "0-0", Approval.edit({ line: "edited" }, "dave"))
+      yield* pendingAtLeast(agent, "r", 1).pipe(
+        Effect.repeat({ until: (p) => p[0]?.turn === 1, schedule: Schedule.spaced("10 millis") })
+      )
+      yield* agent.approve("r", "1-0", Approval.edit({ line: 5 }, "dave"))
+      const result = yield* agent.result("r")
+      assert.strictEqual(counters.get("plain_write:edited"), 1)
+      assert.strictEqual(counters.get("plain_write:0-0"), 0)
+      assert.strictEqual(counters.get("plain_write:1-0"), 0)
+      assert.isFalse(result.results[0]!.isError)
+      assert.isTrue(result.results[1]!.isError)
+    }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+  })
+})
+
+describe("DurableAgent calls, runs and context", () => {
+  it.live("two calls with the same id in one turn both run, as in Agent.run", () => {
+    const counters = Core.makeCounters()
+    const agent = DurableAgent.make({ name: "dup", tools: Core.makeTools(counters), pollInterval: "10 millis" })
+    const plan = user("plan: plain_write@c1=alice,plain_write@c1=bob")
+    return Effect.gen(function*() {
+      yield* agent.start("r", plan)
+      const durable = yield* agent.result("r")
+      assert.strictEqual(counters.get("plain_write:alice"), 1)
+      assert.strictEqual(counters.get("plain_write:bob"), 1)
+      assert.strictEqual(durable.text, "done: appended alice | appended bob")
+      // Agent.run with the same model: the same answers
+      const direct = yield* Agent.run({ tools: Core.makeTools(Core.makeCounters()), messages: plan }).pipe(
+        Effect.provide([Core.model(Core.makeCounters()), ToolServices.layerTest()])
+      )
+      assert.strictEqual(direct.text, durable.text)
+      assert.deepStrictEqual(direct.results.map((r) => [r.toolCallId, r.isError]), durable.results.map((r) => [r.toolCallId, r.isError]))
+    }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+  })
+
+  it.live("two workflows running the same runId on one journal keep their events apart", () => {
+    const counters = Core.makeCounters()
+    const alpha = DurableAgent.make({ name: "alpha", tools: Core.makeTools(counters), pollInterval: "10 millis" })
+    const beta = DurableAgent.make({ name: "beta", tools: Core.makeTools(counters), pollInterval: "10 millis" })
+    const filename = Core.tempFile("two-workflows")
+    const layer = Layer.mergeAll(alpha.layer, beta.layer).pipe(
+      Layer.provide([Core.model(counters), Stores.layerMemory]),
+      Layer.provideMerge(sqliteRunner(filename))
+    )
+    return Effect.gen(function*() {
+      yield* alpha.start("run-1", user("plan: read_value"))
+      yield* beta.start("run-1", user("plan: plain_write;plain_write"))
+      const a = yield* alpha.result("run-1")
+      const b = yield* beta.result("run-1")
+      assert.strictEqual(a.text, "done: value of 0-0")
+      assert.strictEqual(b.text, "done: appended 1-0")
+      for (const [agent, tool, finished] of [[alpha, "read_value", a.text], [beta, "plain_write", b.text]] as const) {
+        const events = Array.from(yield* Stream.runCollect(agent.events("run-1")))
+        assert.deepStrictEqual(events.map((e) => e.sequence), events.map((_, i) => i))
+        assert.isTrue(events.every((e) => !("toolName" in e) || e.toolName === tool))
+        const last = events.at(-1)
+        assert.strictEqual(last?._tag === "agent.finished" ? last.text : undefined, finished)
+      }
+    }).pipe(Effect.provide(layer))
+  }, 30_000)
+
+  it.live("start's threadId and user are the handlers' RunContext", () => {
+    const counters = Core.makeCounters()
+    const agent = DurableAgent.make({ name: "context", tools: Core.makeTools(counters), pollInterval: "10 millis" })
+    return Effect.gen(function*() {
+      yield* agent.start("r", user("plan: whoami"), { threadId: "t-9", user: { id: "u1" } })
+      assert.strictEqual((yield* agent.result("r")).text, `done: r|t-9|0|{"id":"u1"}`)
+      yield* agent.start("plain", user("plan: read_value;whoami"))
+      assert.strictEqual((yield* agent.result("plain")).text, "done: plain|plain|1|null")
+    }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+  })
 })

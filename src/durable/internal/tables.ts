@@ -1,9 +1,12 @@
 /**
  * The durable agent's own SQL tables, beside the engine's (`cluster_messages`, `cluster_replies`):
- * `tinyagents_durable_events` (each run's events by sequence number, written with
- * `ON CONFLICT DO NOTHING` so that a workflow body replaying writes nothing twice) and
- * `tinyagents_durable_markers` (one row per tool-call activity that started a non-idempotent or
- * keyed call: a re-run that finds it knows a first run began). SQLite and Postgres alike.
+ * `tinyagents_durable_run_events` (each run's events by sequence number, keyed by workflow name and
+ * run id, written with `ON CONFLICT DO NOTHING` so that a workflow body replaying writes nothing
+ * twice), `tinyagents_durable_approvals` (one row per approval request: which call it is for and
+ * the decision once `approve` claimed it) and `tinyagents_durable_markers` (one row per tool-call
+ * activity that started a non-idempotent or keyed call: a re-run that finds it knows a first run
+ * began; the key is the activity's idempotency key, which includes the execution id). SQLite and
+ * Postgres alike.
  */
 import { Effect, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -11,6 +14,13 @@ import { withSchemaLock } from "../../stores/internal/schemaLock.ts"
 import * as ToolEvent from "../../contract/ToolEvent.ts"
 
 const created = new WeakSet<SqlClient.SqlClient>()
+
+/** A run of one workflow: the event journal's and the approvals' key. */
+export interface RunKey {
+  /** The workflow's name (`Workflow._tag`). */
+  readonly workflow: string
+  readonly runId: string
+}
 
 /**
  * Creates the tables once per client (idempotent: `IF NOT EXISTS`, under the schema lock on
@@ -23,7 +33,10 @@ export const ensure: Effect.Effect<void, never, SqlClient.SqlClient> = Effect.fl
     created.has(sql) ? Effect.void : withSchemaLock(
       sql,
       Effect.andThen(
-        sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (run_id, seq))`,
+        Effect.andThen(
+          sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_run_events (workflow TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (workflow, run_id, seq))`,
+          sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_approvals (workflow TEXT NOT NULL, run_id TEXT NOT NULL, deferred TEXT NOT NULL, turn INTEGER NOT NULL, call_index INTEGER NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL, decision TEXT, PRIMARY KEY (workflow, run_id, deferred))`
+        ),
         sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_markers (activity_key TEXT PRIMARY KEY)`
       )
     ).pipe(
@@ -36,35 +49,107 @@ export const ensure: Effect.Effect<void, never, SqlClient.SqlClient> = Effect.fl
 const encode = Schema.encodeSync(ToolEvent.EventJson)
 const decode = Schema.decodeUnknownSync(ToolEvent.EventJson)
 
-/** Appends event `seq` of run `runId` unless it is already there (a replay). */
-export const append = (runId: string, seq: number, event: ToolEvent.Event): Effect.Effect<void, never, SqlClient.SqlClient> =>
-  Effect.andThen(
-    ensure,
-    SqlClient.SqlClient.use((sql) =>
-      sql`INSERT INTO tinyagents_durable_events (run_id, seq, event) VALUES (${runId}, ${seq}, ${
-        JSON.stringify(encode(event))
-      }) ON CONFLICT (run_id, seq) DO NOTHING`
-    ).pipe(Effect.orDie, Effect.asVoid)
-  )
+const withSql = <A>(
+  f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>
+): Effect.Effect<A, never, SqlClient.SqlClient> => Effect.andThen(ensure, Effect.orDie(SqlClient.SqlClient.use(f)))
+
+/** Appends event `seq` of run `run` unless it is already there (a replay). */
+export const append = (run: RunKey, seq: number, event: ToolEvent.Event): Effect.Effect<void, never, SqlClient.SqlClient> =>
+  Effect.asVoid(withSql((sql) =>
+    sql`INSERT INTO tinyagents_durable_run_events (workflow, run_id, seq, event) VALUES (${run.workflow}, ${run.runId}, ${seq}, ${
+      JSON.stringify(encode(event))
+    }) ON CONFLICT (workflow, run_id, seq) DO NOTHING`
+  ))
 
 /** The run's events with a sequence number above `since`, in order (at most `limit`). */
 export const read = (
-  runId: string,
+  run: RunKey,
   since: number,
   limit = 500
 ): Effect.Effect<ReadonlyArray<ToolEvent.Event>, never, SqlClient.SqlClient> =>
-  Effect.andThen(
-    ensure,
-    SqlClient.SqlClient.use((sql) =>
-      sql<{ readonly event: string }>`SELECT event FROM tinyagents_durable_events WHERE run_id = ${runId} AND seq > ${since} ORDER BY seq LIMIT ${limit}`
-    ).pipe(Effect.orDie, Effect.map((rows) => rows.map((row) => decode(JSON.parse(row.event)) as ToolEvent.Event)))
+  Effect.map(
+    withSql((sql) =>
+      sql<{ readonly event: string }>`SELECT event FROM tinyagents_durable_run_events WHERE workflow = ${run.workflow} AND run_id = ${run.runId} AND seq > ${since} ORDER BY seq LIMIT ${limit}`
+    ),
+    (rows) => rows.map((row) => decode(JSON.parse(row.event)) as ToolEvent.Event)
+  )
+
+/** Whether the run has journaled any event (it was picked up by a runner). */
+export const known = (run: RunKey): Effect.Effect<boolean, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<{ readonly seq: number }>`SELECT seq FROM tinyagents_durable_run_events WHERE workflow = ${run.workflow} AND run_id = ${run.runId} LIMIT 1`
+    ),
+    (rows) => rows.length > 0
+  )
+
+/** One approval request as stored. */
+export interface ApprovalRow {
+  readonly deferred: string
+  readonly turn: number
+  readonly callIndex: number
+  readonly callId: string
+  readonly tool: string
+  /** The call's arguments, redacted per the tool's policy, as JSON text. */
+  readonly arguments: string
+  /** The claimed decision as JSON text, or `null` while pending. */
+  readonly decision: string | null
+}
+
+/** Records approval request `row` (pending) unless it is already there (a replay). */
+export const request = (run: RunKey, row: Omit<ApprovalRow, "decision">): Effect.Effect<void, never, SqlClient.SqlClient> =>
+  Effect.asVoid(withSql((sql) =>
+    sql`INSERT INTO tinyagents_durable_approvals (workflow, run_id, deferred, turn, call_index, call_id, tool, arguments) VALUES (${run.workflow}, ${run.runId}, ${row.deferred}, ${row.turn}, ${row.callIndex}, ${row.callId}, ${row.tool}, ${row.arguments}) ON CONFLICT (workflow, run_id, deferred) DO NOTHING`
+  ))
+
+interface RawRow {
+  readonly deferred: string
+  readonly turn: number
+  readonly call_index: number
+  readonly call_id: string
+  readonly tool: string
+  readonly arguments: string
+  readonly decision: string | null
+}
+
+const rowOf = (raw: RawRow): ApprovalRow => ({
+  deferred: raw.deferred,
+  turn: Number(raw.turn),
+  callIndex: Number(raw.call_index),
+  callId: raw.call_id,
+  tool: raw.tool,
+  arguments: raw.arguments,
+  decision: raw.decision
+})
+
+/** The run's approval requests (all, or those for call id `callId`), latest first. */
+export const approvals = (
+  run: RunKey,
+  callId?: string
+): Effect.Effect<ReadonlyArray<ApprovalRow>, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      callId === undefined
+        ? sql<RawRow>`SELECT deferred, turn, call_index, call_id, tool, arguments, decision FROM tinyagents_durable_approvals WHERE workflow = ${run.workflow} AND run_id = ${run.runId} ORDER BY turn DESC, call_index DESC`
+        : sql<RawRow>`SELECT deferred, turn, call_index, call_id, tool, arguments, decision FROM tinyagents_durable_approvals WHERE workflow = ${run.workflow} AND run_id = ${run.runId} AND call_id = ${callId} ORDER BY turn DESC, call_index DESC`
+    ),
+    (rows) => rows.map(rowOf)
+  )
+
+/** Claims pending request `deferred` with `decision` (JSON text): `true` when this call claimed it. */
+export const decide = (run: RunKey, deferred: string, decision: string): Effect.Effect<boolean, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<{ readonly deferred: string }>`UPDATE tinyagents_durable_approvals SET decision = ${decision} WHERE workflow = ${run.workflow} AND run_id = ${run.runId} AND deferred = ${deferred} AND decision IS NULL RETURNING deferred`
+    ),
+    (rows) => rows.length > 0
   )
 
 /** Writes the "started" marker of activity `key`: `true` when it is new, `false` when a run before this one wrote it. */
 export const mark = (key: string): Effect.Effect<boolean, never, SqlClient.SqlClient> =>
-  Effect.andThen(
-    ensure,
-    SqlClient.SqlClient.use((sql) =>
+  Effect.map(
+    withSql((sql) =>
       sql<{ readonly activity_key: string }>`INSERT INTO tinyagents_durable_markers (activity_key) VALUES (${key}) ON CONFLICT (activity_key) DO NOTHING RETURNING activity_key`
-    ).pipe(Effect.orDie, Effect.map((rows) => rows.length > 0))
+    ),
+    (rows) => rows.length > 0
   )

@@ -8,7 +8,7 @@ import { Effect, Layer, Schema } from "effect"
 import { rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { ChatModel, Tool, ToolRegistry } from "../../../src/index.ts"
+import { ChatModel, RunContext, Tool, ToolRegistry } from "../../../src/index.ts"
 import type { DurableAgent } from "../../../src/durable/index.ts"
 import { Runner } from "../../../src/durable/index.ts"
 import * as Stores from "../../../src/stores/Stores.ts"
@@ -30,7 +30,10 @@ export interface Hooks {
   afterApply?: ((tool: string) => Effect.Effect<void>) | undefined
 }
 
-/** `read_value` (idempotent), `keyed_write` (idempotency key `id`), `plain_write` (neither), `crash` (dies: fatal). */
+/**
+ * `read_value` (idempotent), `keyed_write` (idempotency key `id`), `plain_write` (neither), `crash`
+ * (dies: fatal), `whoami` (answers the run's `RunContext`: `runId|threadId|turn|user`).
+ */
 export const makeTools = (counters: Counters, hooks: Hooks = {}) => {
   const after = (tool: string) => Effect.suspend(() => hooks.afterApply?.(tool) ?? Effect.void)
   const readValue = Tool.make("read_value", {
@@ -58,7 +61,15 @@ export const makeTools = (counters: Counters, hooks: Hooks = {}) => {
     safety: { access: "read", idempotent: true },
     handler: () => Effect.andThen(Effect.sync(() => counters.bump("crash")), Effect.die(new Error("disk on fire")))
   })
-  const result = ToolRegistry.makeResult([readValue, keyedWrite, plainWrite, crash])
+  const whoami = Tool.make("whoami", {
+    description: "Reports the run's context.",
+    input: Schema.Struct({}),
+    services: [RunContext.RunContext],
+    safety: { access: "read", idempotent: true },
+    handler: () =>
+      Effect.map(RunContext.RunContext, (info) => `${info.runId}|${info.threadId}|${info.turn}|${JSON.stringify(info.user ?? null)}`)
+  })
+  const result = ToolRegistry.makeResult([readValue, keyedWrite, plainWrite, crash, whoami])
   if (result._tag === "Failure") throw result.failure
   return result.success
 }
@@ -68,7 +79,8 @@ const toolTurns = (request: ChatModel.Request) => request.messages.filter((m) =>
 
 /**
  * The model: the user message names the plan, e.g. `"plan: plain_write,keyed_write;read_value"` (turns
- * separated by `;`, calls by `,`); each turn calls its tools (ids `<turn>-<i>`), then it answers
+ * separated by `;`, calls by `,`); each turn calls its tools (ids `<turn>-<i>`; `tool@id=arg` sets the
+ * call's id and its argument: `read_value` name, `keyed_write` id, `plain_write` line), then it answers
  * `done: <the last tool results' texts>`. Counts its answers under `model`.
  */
 export const model = (counters: Counters): Layer.Layer<ChatModel.ChatModel> =>
@@ -98,9 +110,17 @@ const answerFor = (request: ChatModel.Request): ChatModel.Response => {
           : ""
         return ChatModel.answer(`done: ${texts}`)
       }
-      return ChatModel.callTools(step.split(",").map((tool, i) => {
-        const id = `${turn}-${i}`
-        const args = tool === "read_value" ? { name: id } : tool === "keyed_write" ? { id: `k${turn}` } : { line: id }
+      return ChatModel.callTools(step.split(",").map((item, i) => {
+        const [head = "", arg] = item.split("=")
+        const [tool = "", explicitId] = head.split("@")
+        const id = explicitId ?? `${turn}-${i}`
+        const args = tool === "read_value"
+          ? { name: arg ?? id }
+          : tool === "keyed_write"
+          ? { id: arg ?? `k${turn}` }
+          : tool === "whoami"
+          ? {}
+          : { line: arg ?? id }
         return [id, tool, args] as const
       }))
     }

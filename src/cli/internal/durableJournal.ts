@@ -1,0 +1,210 @@
+/**
+ * A read-only look into a durable agent's journal, for `tinyagents durable status` and the checks
+ * `tinyagents durable approve` makes before it sends a decision. Only `SELECT`s: the SQLite file is
+ * opened read-only, and nothing here creates a table (a journal without the engine's tables is "no
+ * journal", not a journal to set up).
+ *
+ * What it reads: the workflow engine's `cluster_messages` (a run is the `run` message of the
+ * entity `Workflow/<workflow>` whose entity id is the run's execution id), `cluster_replies` (the run's `Complete` reply, with the
+ * journaled `Journal.Outcome`), and `tinyagents_durable_approvals` (the requests with no decision
+ * yet, whose arguments were redacted when they were written). `DurableAgent.pending` reads the same
+ * rows, but through a client that creates the tables first.
+ */
+import { Cause, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { statSync } from "node:fs"
+import * as Journal from "../../durable/Journal.ts"
+import * as SqliteClient from "../../stores/SqliteClient.ts"
+
+/** Where a journal is: a SQLite file (resolved path, and the name as given) or a Postgres URL. */
+export type Location =
+  | { readonly _tag: "Sqlite"; readonly filename: string; readonly given: string }
+  | { readonly _tag: "Postgres"; readonly url: string }
+
+/** The journal cannot be read (or is not a durable journal): one line, with no password in it. */
+export class JournalError extends Data.TaggedError("JournalError")<{ readonly detail: string }> {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+/** A call waiting for its approval: its id, its tool and its arguments (redacted as the tool's safety says). */
+export interface PendingApproval {
+  readonly callId: string
+  readonly toolName: string
+  readonly arguments: unknown
+}
+
+/** What the journal knows of one run of one workflow. */
+export type RunState =
+  | { readonly _tag: "UnknownWorkflow"; readonly workflows: ReadonlyArray<string> }
+  | { readonly _tag: "UnknownRun" }
+  | { readonly _tag: "Running"; readonly pending: ReadonlyArray<PendingApproval> }
+  | { readonly _tag: "Finished"; readonly outcome: typeof Journal.Outcome.Type }
+  | { readonly _tag: "Ended"; readonly detail: string }
+
+/** The location for messages: the file as given, or the URL without its password. */
+export const describe = (location: Location): string =>
+  location._tag === "Sqlite" ? location.given : redactUrl(location.url)
+
+/** `url` with its password replaced by `***` (unparsable: `<postgres url>`). */
+export const redactUrl = (url: string): string => {
+  if (!URL.canParse(url)) return "<postgres url>"
+  const parsed = new URL(url)
+  if (parsed.password !== "") parsed.password = "***"
+  return parsed.toString()
+}
+
+/** Removes the location's password from `text` (a driver's message may quote the URL). */
+const scrub = (location: Location, text: string): string => {
+  if (location._tag === "Sqlite") return text
+  let out = text.split(location.url).join(redactUrl(location.url))
+  const password = URL.canParse(location.url) ? decodeURIComponent(new URL(location.url).password) : ""
+  if (password !== "") out = out.split(password).join("***")
+  return out
+}
+
+/** The first line of the failure in `cause`, without the location's password. */
+export const failureLine = (location: Location, cause: Cause.Cause<unknown>): string => {
+  const messages: Array<string> = []
+  let error: unknown = Cause.squash(cause)
+  for (let depth = 0; depth < 5 && error !== undefined && error !== null; depth++) {
+    const text = error instanceof Error ? error.message : typeof error === "object" ? "" : String(error)
+    const line = text.split("\n")[0]!.trim()
+    if (line !== "" && !messages.some((m) => m.includes(line))) messages.push(line)
+    error = typeof error === "object" ? (error as { readonly cause?: unknown }).cause : undefined
+  }
+  return scrub(location, messages.join(": ") || "unknown error")
+}
+
+/** A read-only SQL client of the journal (the Postgres driver is loaded on use). */
+const readOnly = (location: Location): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  location._tag === "Sqlite"
+    ? SqliteClient.layer({ filename: location.filename, readonly: true })
+    : Layer.unwrap(
+      Effect.map(
+        Effect.promise(() => import("@effect/sql-pg")),
+        ({ PgClient }) => PgClient.layer({ url: Redacted.make(location.url), connectTimeout: "5 seconds" })
+      )
+    )
+
+/**
+ * Runs `f` on a read-only client of the journal. A journal that cannot be opened or read (not a
+ * SQLite file, an unreachable server, a failed query) fails with a one-line {@link JournalError};
+ * so does an empty SQLite file or a database without the engine's tables ("no durable journal").
+ */
+export const withJournal = <A>(
+  location: Location,
+  f: Effect.Effect<A, JournalError, SqlClient.SqlClient>
+): Effect.Effect<A, JournalError> =>
+  Effect.gen(function*() {
+    if (location._tag === "Sqlite") {
+      const size = yield* Effect.sync(() => statSync(location.filename, { throwIfNoEntry: false })?.size ?? 0)
+      if (size === 0) return yield* new JournalError({ detail: `no durable journal in ${location.given} (the file is empty)` })
+    }
+    return yield* Effect.andThen(tablesPresent(location), f).pipe(Effect.provide(readOnly(location)))
+  }).pipe(
+    Effect.catchCause((cause) => {
+      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+      const error = Cause.squash(cause)
+      if (error instanceof JournalError) return Effect.fail(error)
+      return Effect.fail(
+        new JournalError({ detail: `cannot read the journal ${describe(location)}: ${failureLine(location, cause)}` })
+      )
+    })
+  )
+
+const tableNames = ["cluster_messages", "cluster_replies"] as const
+
+/** Fails with "no durable journal" unless the engine's tables are there. */
+const tablesPresent = (location: Location): Effect.Effect<void, JournalError | unknown, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const present = yield* tablesOf
+    const missing = tableNames.filter((name) => !present.has(name))
+    if (missing.length > 0) {
+      return yield* new JournalError({
+        detail: `no durable journal in ${describe(location)} (no ${missing.join(", ")} table)`
+      })
+    }
+  })
+
+/** The tables of the database (SQLite) or of the current schema (Postgres). */
+const tablesOf: Effect.Effect<ReadonlySet<string>, unknown, SqlClient.SqlClient> = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) =>
+    Effect.map(
+      sql.onDialectOrElse({
+        pg: () =>
+          sql<{ readonly name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`,
+        orElse: () => sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
+      }),
+      (rows) => new Set(rows.map((row) => row.name))
+    )
+)
+
+const workflowPrefix = "Workflow/tinyagents/"
+
+const json = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
+const field = (value: unknown, key: string): unknown =>
+  typeof value === "object" && value !== null ? (value as Record<string, unknown>)[key] : undefined
+
+const decodeOutcome = Schema.decodeUnknownOption(Schema.toCodecJson(Journal.Outcome))
+
+/** A run's `run` reply as a state: `Complete` with the journaled outcome, or `undefined` (suspended or none). */
+const endOf = (payload: string): RunState | undefined => {
+  const exit = json(payload)
+  if (field(exit, "_tag") === "Failure") return { _tag: "Ended", detail: "the workflow ended with a defect" }
+  const result = field(exit, "value")
+  if (field(result, "_tag") !== "Complete") return undefined
+  const inner = field(result, "exit")
+  if (field(inner, "_tag") !== "Success") return { _tag: "Ended", detail: "the workflow ended with a defect" }
+  const outcome = decodeOutcome(field(inner, "value"))
+  return Option.isSome(outcome) ? { _tag: "Finished", outcome: outcome.value } : { _tag: "Ended", detail: "unreadable outcome" }
+}
+
+/**
+ * What the journal knows of run `runId` of the workflow `workflow` (its `_tag`, `tinyagents/<name>`),
+ * whose execution id is `executionId`.
+ */
+export const runState = (options: {
+  readonly workflow: string
+  readonly runId: string
+  readonly executionId: string
+}): Effect.Effect<RunState, unknown, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const entityType = `Workflow/${options.workflow}`
+    const runs = yield* sql<{ readonly payload: string | null }>`SELECT r.payload FROM cluster_messages m JOIN cluster_replies r ON r.request_id = m.id WHERE m.entity_type = ${entityType} AND m.entity_id = ${options.executionId} AND m.tag = 'run'`
+    const started = yield* sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM cluster_messages WHERE entity_type = ${entityType} AND entity_id = ${options.executionId} AND tag = 'run'`
+    if (Number(started[0]?.n ?? 0) === 0) {
+      const known = yield* sql<{ readonly entity_type: string }>`SELECT DISTINCT entity_type FROM cluster_messages WHERE entity_type LIKE ${`${workflowPrefix}%`}`
+      const workflows = known.map((row) => row.entity_type.slice(workflowPrefix.length)).sort()
+      return workflows.includes(options.workflow.slice("tinyagents/".length))
+        ? { _tag: "UnknownRun" }
+        : { _tag: "UnknownWorkflow", workflows }
+    }
+    for (const row of runs) {
+      const end = row.payload === null ? undefined : endOf(row.payload)
+      if (end !== undefined) return end
+    }
+    return { _tag: "Running", pending: yield* pendingOf(options) }
+  })
+
+/**
+ * The run's requests in `tinyagents_durable_approvals` with no decision yet, in call order (none when
+ * the table is not there: no run of this journal has asked for an approval).
+ */
+const pendingOf = (options: { readonly workflow: string; readonly runId: string }) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (!(yield* tablesOf).has("tinyagents_durable_approvals")) return []
+    const rows = yield* sql<{ readonly call_id: string; readonly tool: string; readonly arguments: string }>`SELECT call_id, tool, arguments FROM tinyagents_durable_approvals WHERE workflow = ${options.workflow} AND run_id = ${options.runId} AND decision IS NULL ORDER BY turn, call_index`
+    return rows.map((row): PendingApproval => ({ callId: row.call_id, toolName: row.tool, arguments: json(row.arguments) }))
+  })
