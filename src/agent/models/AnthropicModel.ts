@@ -10,29 +10,27 @@
  * block from its `input_json_delta`s (`internal/anthropicStream`). Needs an
  * `HttpClient` (e.g. `NodeHttpClient.layerUndici`).
  */
-import { Duration, Effect, Layer, Redacted, Result, Schema, Stream } from "effect"
+import { Duration, Effect, Layer, Redacted, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
-import {
-  ChatModel,
-  type ChatModelShape,
-  type FinishReason,
-  make as ChatModelMake,
-  type Message,
-  type Request,
-  type Response,
-  type StreamPart
-} from "../ChatModel.ts"
+import { ChatModel, type ChatModelShape, type FinishReason, type Message, type Request, type Response } from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
 import * as Anthropic from "../../providers/Anthropic.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
-import * as ModelConfig from "./internal/config.ts"
+import type * as ModelConfig from "./internal/config.ts"
 import * as AnthropicStream from "./internal/anthropicStream.ts"
 import * as HttpChat from "./internal/httpChat.ts"
-import * as HttpStream from "./internal/httpStream.ts"
+import * as HttpModel from "./internal/httpModel.ts"
 import { inCallOrder } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
 
 const provider = "anthropic"
+
+/** The environment variables `layerConfig` reads. */
+const variables: ModelConfig.Variables = {
+  apiKey: { name: "ANTHROPIC_API_KEY", hint: "your Anthropic API key" },
+  model: { name: "ANTHROPIC_MODEL", hint: "a model name, e.g. claude-sonnet-4-5" },
+  baseUrl: { name: "ANTHROPIC_BASE_URL", example: "https://api.anthropic.com" }
+}
 
 /** The `anthropic-version` header this adapter speaks. */
 export const apiVersion = "2023-06-01"
@@ -44,10 +42,8 @@ export const apiVersion = "2023-06-01"
 /** A retry policy; its input is the failed attempt's `ChatModelError`. */
 export type RetryPolicy = HttpChat.RetryPolicy
 
-/** How to reach the model. */
-export interface Options {
-  readonly apiKey: Redacted.Redacted<string>
-  readonly model: string
+/** How to reach the model: the shared connection fields (key, model, timeout, retry, `retry-after` ceiling, headers) and this adapter's own. */
+export interface Options extends HttpChat.ConnectionOptions {
   /**
    * Default `https://api.anthropic.com`. With or without the trailing `/v1`:
    * like the official SDK, the host (or a proxy's prefix) alone is enough.
@@ -56,25 +52,12 @@ export interface Options {
   readonly baseUrl?: string
   /** `max_tokens` of every request. Default 4096. */
   readonly maxTokens?: number
-  /** Per attempt; when streaming, for the response headers and then for each read of the body. Default 60 seconds. */
-  readonly timeout?: Duration.Input
-  /**
-   * Which failures to ask again, and when. Only retryable errors (429, 408,
-   * 409, 5xx including 529 `overloaded_error`, transport, timeout) are
-   * retried, never sooner than the server's `retry-after`. Default
-   * {@link defaultRetry}; `false` never retries.
-   */
-  readonly retry?: RetryPolicy | false
-  /** A `retry-after` longer than this fails at once. Default 60 seconds. */
-  readonly maxRetryAfter?: Duration.Input
   /** Strict tool use: `false` (default), `"auto"` or `"require"`. */
   readonly strict?: Anthropic.Strict
   /** `cache_control` per canonical tool name. */
   readonly cacheControl?: Readonly<Record<string, Anthropic.CacheControlEphemeral>>
   /** Extra body fields (`temperature`, `tool_choice`, `thinking`, ...). */
   readonly parameters?: Readonly<Record<string, unknown>>
-  /** Extra headers (`anthropic-beta`, ...). */
-  readonly headers?: Readonly<Record<string, string>>
 }
 
 /** Up to 3 retries, jittered exponential backoff from 500 ms. */
@@ -306,45 +289,20 @@ export const messagesUrl = (baseUrl: string = "https://api.anthropic.com"): stri
 
 /** The model over the current `HttpClient`. */
 export const make = (options: Options): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
-  Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
-    const post: HttpChat.PostOptions = {
-      provider,
-      url: messagesUrl(options.baseUrl),
-      headers: {
-        ...options.headers,
-        "anthropic-version": apiVersion,
-        "x-api-key": Redacted.value(options.apiKey)
-      },
-      secrets: [options.apiKey],
-      timeout: options.timeout === undefined ? HttpChat.defaultTimeout : Duration.fromInputUnsafe(options.timeout),
-      retry: options.retry ?? defaultRetry,
-      maxRetryAfter: options.maxRetryAfter === undefined
-        ? HttpChat.defaultMaxRetryAfter
-        : Duration.fromInputUnsafe(options.maxRetryAfter)
-    }
-    const stream = (request: Request): Stream.Stream<StreamPart, ChatModelError> =>
-      Stream.unwrap(Effect.map(Effect.fromResult(encodeRequest(options, request)), (body) =>
-        HttpStream.postSse(
-          client,
-          { ...post, whole: decodeResponse },
-          { ...body, stream: true },
-          AnthropicStream.decoder(decodeResponse)
-        ))).pipe(Stream.withSpan("AnthropicModel.stream", { attributes: { model: options.model } }))
-    return ChatModelMake({
-      generate: (request) =>
-        Effect.gen(function*() {
-          const body = yield* Effect.fromResult(encodeRequest(options, request))
-          const json = yield* HttpChat.postJson(client, post, body)
-          return yield* Effect.fromResult(decodeResponse(json))
-        }).pipe(Effect.withSpan("AnthropicModel.generate", { attributes: { model: options.model } })),
-      stream
-    })
-  })
+  HttpModel.make(() => ({
+    name: "AnthropicModel",
+    model: options.model,
+    post: HttpChat.postOptions(provider, options, messagesUrl(options.baseUrl), {
+      "anthropic-version": apiVersion,
+      "x-api-key": Redacted.value(options.apiKey)
+    }),
+    encode: (request) => encodeRequest(options, request),
+    decode: (json) => decodeResponse(json),
+    stream: (body) => ({ body: { ...body, stream: true }, decoder: AnthropicStream.decoder(decodeResponse) })
+  }))
 
 /** A `ChatModel` layer; provide an `HttpClient` layer with it. */
-export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> =>
-  Layer.effect(ChatModel, make(options))
+export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> => HttpModel.layer(make, options)
 
 /**
  * Like {@link layer}, reading the key from `ANTHROPIC_API_KEY` (as `Redacted`),
@@ -354,14 +312,5 @@ export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClien
  * invalid value fails the layer with a {@link ModelConfigError} naming the
  * variable; an empty one counts as missing.
  */
-export const layerConfig = (
-  options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
-): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
-  Layer.unwrap(Effect.map(
-    ModelConfig.connection(provider, {
-      apiKey: { name: "ANTHROPIC_API_KEY", hint: "your Anthropic API key" },
-      model: { name: "ANTHROPIC_MODEL", hint: "a model name, e.g. claude-sonnet-4-5" },
-      baseUrl: { name: "ANTHROPIC_BASE_URL", example: "https://api.anthropic.com" }
-    }, options.model),
-    (connection) => layer({ ...options, ...connection })
-  ))
+export const layerConfig = (options: HttpModel.ConfigOptions<Options> = {}): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
+  HttpModel.layerConfig(provider, variables, layer, options)

@@ -12,29 +12,26 @@
  * answer whole give the same ids). A call's `thoughtSignature` travels in
  * `ToolCall.provider` and is sent back with the call. Needs an `HttpClient`.
  */
-import { Duration, Effect, Layer, Redacted, Result, Schema, Stream } from "effect"
+import { Effect, Layer, Redacted, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
-import {
-  ChatModel,
-  type ChatModelError,
-  type ChatModelShape,
-  type FinishReason,
-  make as ChatModelMake,
-  type Message,
-  type Request,
-  type Response,
-  type StreamPart
-} from "../ChatModel.ts"
+import { ChatModel, type ChatModelError, type ChatModelShape, type FinishReason, type Message, type Request, type Response } from "../ChatModel.ts"
 import * as Gemini from "../../providers/Gemini.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
-import * as ModelConfig from "./internal/config.ts"
+import type * as ModelConfig from "./internal/config.ts"
 import * as GeminiStream from "./internal/geminiStream.ts"
 import * as HttpChat from "./internal/httpChat.ts"
-import * as HttpStream from "./internal/httpStream.ts"
+import * as HttpModel from "./internal/httpModel.ts"
 import { inCallOrder } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
 
 const provider = "gemini"
+
+/** The environment variables `layerConfig` reads. */
+const variables: ModelConfig.Variables = {
+  apiKey: { name: "GEMINI_API_KEY", hint: "your Gemini API key" },
+  model: { name: "GEMINI_MODEL", hint: "a model name, e.g. gemini-2.5-flash" },
+  baseUrl: { name: "GEMINI_BASE_URL", example: "https://generativelanguage.googleapis.com" }
+}
 
 // ---------------------------------------------------------------------------
 // options
@@ -43,25 +40,16 @@ const provider = "gemini"
 /** A retry policy; its input is the failed attempt's `ChatModelError`. */
 export type RetryPolicy = HttpChat.RetryPolicy
 
-/** How to reach the model. */
-export interface Options {
-  readonly apiKey: Redacted.Redacted<string>
+/** How to reach the model: the shared connection fields (key, model, timeout, retry, `retry-after` ceiling, headers) and this adapter's own. */
+export interface Options extends HttpChat.ConnectionOptions {
   /** `gemini-2.5-flash` (a leading `models/` is accepted). */
   readonly model: string
   /** Default `https://generativelanguage.googleapis.com`, with or without `/v1beta`. See {@link modelUrl}. */
   readonly baseUrl?: string
-  /** Per attempt; when streaming, for the response headers and then for each read of the body. Default 60 seconds. */
-  readonly timeout?: Duration.Input
-  /** Which failures to ask again (retryable ones only, never sooner than `retry-after`). Default {@link defaultRetry}; `false` never retries. */
-  readonly retry?: RetryPolicy | false
-  /** A `retry-after` longer than this fails at once. Default 60 seconds. */
-  readonly maxRetryAfter?: Duration.Input
   /** Declaration dialect and names, as `Gemini.toolDefinitions` takes them. */
   readonly export?: Gemini.ExportOptions
   /** Extra body fields (`generationConfig`, `safetySettings`, `toolConfig`, ...). */
   readonly parameters?: Readonly<Record<string, unknown>>
-  /** Extra headers. */
-  readonly headers?: Readonly<Record<string, string>>
 }
 
 /** Up to 3 retries, jittered exponential backoff from 500 ms. */
@@ -298,43 +286,23 @@ export const modelUrl = (model: string, method: string, baseUrl: string = "https
 
 /** The model over the current `HttpClient`. */
 export const make = (options: Options): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
-  Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
-    const post: HttpChat.PostOptions = {
-      provider,
-      url: modelUrl(options.model, "generateContent", options.baseUrl),
-      headers: { ...options.headers, "x-goog-api-key": Redacted.value(options.apiKey) },
-      secrets: [options.apiKey],
-      timeout: HttpStream.timeoutOf(options.timeout),
-      retry: options.retry ?? defaultRetry,
-      maxRetryAfter: options.maxRetryAfter === undefined
-        ? HttpChat.defaultMaxRetryAfter
-        : Duration.fromInputUnsafe(options.maxRetryAfter)
-    }
-    const streaming: HttpStream.StreamOptions = {
-      ...post,
+  HttpModel.make(() => ({
+    name: "GeminiModel",
+    model: options.model,
+    post: HttpChat.postOptions(provider, options, modelUrl(options.model, "generateContent", options.baseUrl), {
+      "x-goog-api-key": Redacted.value(options.apiKey)
+    }),
+    encode: (request) => encodeRequest(options, request),
+    decode: (json) => decodeResponse(json),
+    stream: (body) => ({
       url: `${modelUrl(options.model, "streamGenerateContent", options.baseUrl)}?alt=sse`,
-      whole: decodeResponse
-    }
-    const stream = (request: Request): Stream.Stream<StreamPart, ChatModelError> =>
-      Stream.unwrap(Effect.map(
-        Effect.fromResult(encodeRequest(options, request)),
-        (body) => HttpStream.postSse(client, streaming, body, GeminiStream.decoder({ response: decodeResponse, calls: callsOf, mergeText }))
-      )).pipe(Stream.withSpan("GeminiModel.stream", { attributes: { model: options.model } }))
-    return ChatModelMake({
-      generate: (request) =>
-        Effect.gen(function*() {
-          const body = yield* Effect.fromResult(encodeRequest(options, request))
-          const json = yield* HttpChat.postJson(client, post, body)
-          return yield* Effect.fromResult(decodeResponse(json))
-        }).pipe(Effect.withSpan("GeminiModel.generate", { attributes: { model: options.model } })),
-      stream
+      body,
+      decoder: GeminiStream.decoder({ response: decodeResponse, calls: callsOf, mergeText })
     })
-  })
+  }))
 
 /** A `ChatModel` layer; provide an `HttpClient` layer with it. */
-export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> =>
-  Layer.effect(ChatModel, make(options))
+export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> => HttpModel.layer(make, options)
 
 /**
  * Like {@link layer}, reading the key from `GEMINI_API_KEY` (as `Redacted`),
@@ -343,14 +311,5 @@ export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClien
  * http(s) URL: see {@link modelUrl}). A missing or invalid value fails the
  * layer with a {@link ModelConfigError} naming the variable.
  */
-export const layerConfig = (
-  options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
-): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
-  Layer.unwrap(Effect.map(
-    ModelConfig.connection(provider, {
-      apiKey: { name: "GEMINI_API_KEY", hint: "your Gemini API key" },
-      model: { name: "GEMINI_MODEL", hint: "a model name, e.g. gemini-2.5-flash" },
-      baseUrl: { name: "GEMINI_BASE_URL", example: "https://generativelanguage.googleapis.com" }
-    }, options.model),
-    (connection) => layer({ ...options, ...connection })
-  ))
+export const layerConfig = (options: HttpModel.ConfigOptions<Options> = {}): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
+  HttpModel.layerConfig(provider, variables, layer, options)

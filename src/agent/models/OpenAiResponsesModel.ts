@@ -10,29 +10,27 @@
  * model wrote it. Reasoning items are not sent back (each request carries
  * the transcript, not a `previous_response_id`). Needs an `HttpClient`.
  */
-import { Duration, Effect, Layer, Redacted, Result, Schema, Stream } from "effect"
+import { Effect, Layer, Redacted, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
-import {
-  ChatModel,
-  ChatModelError,
-  type ChatModelShape,
-  type FinishReason,
-  make as ChatModelMake,
-  type Message,
-  type Request,
-  type Response,
-  type StreamPart
-} from "../ChatModel.ts"
+import { ChatModel, ChatModelError, type ChatModelShape, type FinishReason, type Message, type Request, type Response } from "../ChatModel.ts"
 import * as OpenAiResponses from "../../providers/OpenAiResponses.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
-import * as ModelConfig from "./internal/config.ts"
+import type * as ModelConfig from "./internal/config.ts"
 import * as HttpChat from "./internal/httpChat.ts"
+import * as HttpModel from "./internal/httpModel.ts"
 import * as HttpStream from "./internal/httpStream.ts"
 import * as ResponsesStream from "./internal/responsesStream.ts"
-import { inCallOrder } from "./internal/transcript.ts"
+import { argumentsText, inCallOrder } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
 
 const provider = "openai-responses"
+
+/** The environment variables `layerConfig` reads. */
+const variables: ModelConfig.Variables = {
+  apiKey: { name: "OPENAI_API_KEY", hint: "your OpenAI API key" },
+  model: { name: "OPENAI_MODEL", hint: "a model name, e.g. gpt-4.1-mini" },
+  baseUrl: { name: "OPENAI_BASE_URL", example: "https://api.openai.com/v1" }
+}
 
 // ---------------------------------------------------------------------------
 // options
@@ -41,24 +39,14 @@ const provider = "openai-responses"
 /** A retry policy; its input is the failed attempt's `ChatModelError`. */
 export type RetryPolicy = HttpChat.RetryPolicy
 
-/** How to reach the model. */
-export interface Options {
-  readonly apiKey: Redacted.Redacted<string>
-  readonly model: string
+/** How to reach the model: the shared connection fields (key, model, timeout, retry, `retry-after` ceiling, headers) and this adapter's own. */
+export interface Options extends HttpChat.ConnectionOptions {
   /** Default `https://api.openai.com/v1`. */
   readonly baseUrl?: string
-  /** Per attempt; when streaming, for the response headers and then for each read of the body. Default 60 seconds. */
-  readonly timeout?: Duration.Input
-  /** Which failures to ask again (retryable ones only, never sooner than `retry-after`). Default {@link defaultRetry}; `false` never retries. */
-  readonly retry?: RetryPolicy | false
-  /** A `retry-after` longer than this fails at once. Default 60 seconds. */
-  readonly maxRetryAfter?: Duration.Input
   /** Strict function schemas: `"auto"` (default), `"require"` or `false`. */
   readonly strict?: OpenAiResponses.Strict
   /** Extra body fields (`instructions`, `reasoning`, `max_output_tokens`, `store`, `parallel_tool_calls`, ...). */
   readonly parameters?: Readonly<Record<string, unknown>>
-  /** Extra headers (`OpenAI-Organization`, `OpenAI-Project`, ...). */
-  readonly headers?: Readonly<Record<string, string>>
 }
 
 /** Up to 3 retries, jittered exponential backoff from 500 ms. */
@@ -91,15 +79,6 @@ export interface RequestBody {
   readonly input: ReadonlyArray<InputItem>
   readonly tools?: ReadonlyArray<OpenAiResponses.FunctionTool>
   readonly [parameter: string]: unknown
-}
-
-const argumentsText = (args: unknown): string => {
-  if (typeof args === "string") return args
-  try {
-    return JSON.stringify(args) ?? "null"
-  } catch {
-    return String(args)
-  }
 }
 
 const callItem = (call: ToolCall): FunctionCallItem => ({
@@ -233,48 +212,35 @@ export const decodeResponse = (
 
 /** The model over the current `HttpClient`. */
 export const make = (options: Options): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
-  Effect.gen(function*() {
-    const client = yield* HttpClient.HttpClient
-    const post: HttpChat.PostOptions = {
-      provider,
-      url: `${(options.baseUrl ?? "https://api.openai.com/v1").replace(/\/+$/, "")}/responses`,
-      headers: { ...options.headers, authorization: `Bearer ${Redacted.value(options.apiKey)}` },
-      secrets: [options.apiKey],
-      timeout: HttpStream.timeoutOf(options.timeout),
-      retry: options.retry ?? defaultRetry,
-      maxRetryAfter: options.maxRetryAfter === undefined
-        ? HttpChat.defaultMaxRetryAfter
-        : Duration.fromInputUnsafe(options.maxRetryAfter)
-    }
+  HttpModel.make(() => {
     const specsOf = (request: Request) => options.strict === false ? undefined : request.tools
-    const stream = (request: Request): Stream.Stream<StreamPart, ChatModelError> =>
-      Stream.unwrap(Effect.map(Effect.fromResult(encodeRequest(options, request)), (body) => {
+    return {
+      name: "OpenAiResponsesModel",
+      model: options.model,
+      post: HttpChat.postOptions(
+        provider,
+        options,
+        `${(options.baseUrl ?? "https://api.openai.com/v1").replace(/\/+$/, "")}/responses`,
+        { authorization: `Bearer ${Redacted.value(options.apiKey)}` }
+      ),
+      encode: (request) => encodeRequest(options, request),
+      decode: (json, request) => decodeResponse(json, specsOf(request)),
+      stream: (body, request) => {
         const specs = specsOf(request)
-        return HttpStream.postSse(
-          client,
-          { ...post, whole: (json) => decodeResponse(json, specs) },
-          { ...body, stream: true },
-          ResponsesStream.decoder({
+        return {
+          body: { ...body, stream: true },
+          decoder: ResponsesStream.decoder({
             response: (response) => decodeResponse(response, specs),
             call: (item) => OpenAiResponses.toolCalls([item], specs === undefined ? {} : { specs }).calls[0]!,
             failure
           })
-        )
-      })).pipe(Stream.withSpan("OpenAiResponsesModel.stream", { attributes: { model: options.model } }))
-    return ChatModelMake({
-      generate: (request) =>
-        Effect.gen(function*() {
-          const body = yield* Effect.fromResult(encodeRequest(options, request))
-          const json = yield* HttpChat.postJson(client, post, body)
-          return yield* Effect.fromResult(decodeResponse(json, specsOf(request)))
-        }).pipe(Effect.withSpan("OpenAiResponsesModel.generate", { attributes: { model: options.model } })),
-      stream
-    })
+        }
+      }
+    }
   })
 
 /** A `ChatModel` layer; provide an `HttpClient` layer with it. */
-export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> =>
-  Layer.effect(ChatModel, make(options))
+export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> => HttpModel.layer(make, options)
 
 /**
  * Like {@link layer}, reading the same variables as `OpenAiChatModel`: the key
@@ -283,14 +249,5 @@ export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClien
  * `OPENAI_BASE_URL` (optional, including `/v1`). A missing or invalid value
  * fails the layer with a {@link ModelConfigError} naming the variable.
  */
-export const layerConfig = (
-  options: Omit<Options, "apiKey" | "model"> & { readonly model?: string } = {}
-): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
-  Layer.unwrap(Effect.map(
-    ModelConfig.connection(provider, {
-      apiKey: { name: "OPENAI_API_KEY", hint: "your OpenAI API key" },
-      model: { name: "OPENAI_MODEL", hint: "a model name, e.g. gpt-4.1-mini" },
-      baseUrl: { name: "OPENAI_BASE_URL", example: "https://api.openai.com/v1" }
-    }, options.model),
-    (connection) => layer({ ...options, ...connection })
-  ))
+export const layerConfig = (options: HttpModel.ConfigOptions<Options> = {}): Layer.Layer<ChatModel, ModelConfigError, HttpClient.HttpClient> =>
+  HttpModel.layerConfig(provider, variables, layer, options)

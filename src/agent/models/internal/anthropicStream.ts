@@ -165,12 +165,5 @@ export const decoder = (
     }
   }
 
-  return {
-    event: (event) =>
-      Result.flatMap(HttpStream.json(provider, event), (body) =>
-        isRecord(body)
-          ? handle(body.type === undefined ? { ...body, type: event.event } : body)
-          : Result.fail(HttpStream.decodeError(provider, `${event.event} data is not an object`))),
-    end: () => Result.fail(HttpStream.cutError(provider, "no message_stop"))
-  }
+  return HttpStream.typedEvents(provider, "message_stop", handle)
 }

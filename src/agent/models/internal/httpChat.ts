@@ -51,6 +51,56 @@ export const defaultRetry: RetryPolicy = Schedule.max([
   Schedule.recurs(3)
 ]).pipe(Schedule.jittered)
 
+/**
+ * The options every HTTP adapter's `Options` extend: how to reach the model
+ * and how each request is bounded and retried. An adapter redeclares a field
+ * only to document its own default (`baseUrl`) or format (`model`).
+ */
+export interface ConnectionOptions {
+  /** The API key: sent only in the adapter's credential header, scrubbed from every error message and log line. */
+  readonly apiKey: Redacted.Redacted<string>
+  /** The model every request names. */
+  readonly model: string
+  /** The API's base URL; each adapter documents its default. */
+  readonly baseUrl?: string
+  /** Per attempt; when streaming, for the response headers and then for each read of the body. Default 60 seconds. */
+  readonly timeout?: Duration.Input
+  /**
+   * Which failures to ask again, and when. Only retryable errors (429, 408,
+   * 409, 5xx such as Anthropic's 529 `overloaded_error`, transport, timeout)
+   * are retried, never sooner than the server's `retry-after`. Default
+   * {@link defaultRetry}; `false` never retries.
+   */
+  readonly retry?: RetryPolicy | false
+  /** A `retry-after` longer than this fails at once. Default 60 seconds. */
+  readonly maxRetryAfter?: Duration.Input
+  /**
+   * Extra headers (`OpenAI-Organization`, `OpenAI-Project`, `anthropic-beta`, ...);
+   * the adapter's own credential and version headers win over these.
+   */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+/**
+ * The `PostOptions` for an adapter's `options`: `url`, the caller's headers
+ * with the adapter's `own` (credential, version) over them, the key as the
+ * secret, and the timeout, retry and `retry-after` ceiling or their defaults.
+ */
+export const postOptions = (
+  provider: string,
+  options: ConnectionOptions,
+  url: string,
+  own: Readonly<Record<string, string>>
+): PostOptions => ({
+  provider,
+  url,
+  headers: { ...options.headers, ...own },
+  secrets: [options.apiKey],
+  timeout: options.timeout === undefined ? defaultTimeout : Duration.fromInputUnsafe(options.timeout),
+  retry: options.retry ?? defaultRetry,
+  maxRetryAfter: options.maxRetryAfter === undefined ? defaultMaxRetryAfter : Duration.fromInputUnsafe(options.maxRetryAfter)
+})
+
 const retryAfters = new WeakMap<ChatModelError, Duration.Duration>()
 
 /** The wait a 429/5xx answer asked for (`retry-after` or `retry-after-ms`), when it gave one. */
@@ -256,6 +306,18 @@ const honouring = (policy: RetryPolicy, maxRetryAfter: Duration.Duration): Retry
     })
   )
 
+/** The warning a failed attempt logs (its message already scrubbed). */
+const logFailure = (provider: string, error: ChatModelError): Effect.Effect<void> =>
+  Effect.logWarning("chat model request failed").pipe(
+    Effect.annotateLogs({
+      provider,
+      reason: error.reason,
+      status: error.status ?? "none",
+      retryable: error.retryable,
+      error: error.message
+    })
+  )
+
 /**
  * Runs `once` under `policy`: each attempt bounded by the timeout, each
  * failure logged (warning; message already scrubbed), retryable failures
@@ -270,17 +332,7 @@ export const withPolicy = <A>(
     Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(timeoutError(policy.provider, timeout)) })
   )
   const logged = bounded.pipe(
-    Effect.tapError((error) =>
-      Effect.logWarning("chat model request failed").pipe(
-        Effect.annotateLogs({
-          provider: policy.provider,
-          reason: error.reason,
-          status: error.status ?? "none",
-          retryable: error.retryable,
-          error: error.message
-        })
-      )
-    )
+    Effect.tapError((error) => logFailure(policy.provider, error))
   )
   return policy.retry === false ? logged : Effect.retry(logged, honouring(policy.retry, policy.maxRetryAfter))
 }
@@ -327,17 +379,7 @@ export const retryBeforeFirst = <A>(
     let delivered = false
     return stream.pipe(
       Stream.tap(() => Effect.sync(() => (delivered = true))),
-      Stream.tapError((error) =>
-        delivered ? Effect.void : Effect.logWarning("chat model request failed").pipe(
-          Effect.annotateLogs({
-            provider: policy.provider,
-            reason: error.reason,
-            status: error.status ?? "none",
-            retryable: error.retryable,
-            error: error.message
-          })
-        )
-      ),
+      Stream.tapError((error) => delivered ? Effect.void : logFailure(policy.provider, error)),
       Stream.retry(honouring(retry, policy.maxRetryAfter).pipe(Schedule.while(() => !delivered)))
     )
   })

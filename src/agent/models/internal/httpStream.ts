@@ -10,7 +10,7 @@
  * bytes within it fails with `timeout`). Ending or interrupting the stream
  * closes the HTTP response. It knows nothing about any provider's events.
  */
-import { Duration, Effect, Result, Stream } from "effect"
+import { Effect, Result, Stream } from "effect"
 import { Sse } from "effect/encoding"
 import type { HttpClient, HttpClientResponse } from "effect/http"
 import { ChatModelError, partsOf, type Response, type StreamPart } from "../../ChatModel.ts"
@@ -72,6 +72,28 @@ export const cutError = (provider: string, detail: string): ChatModelError =>
 /** An error the provider reported inside the stream; `retryable` for overload and rate-limit kinds. */
 export const providerError = (provider: string, detail: string, retryable: boolean): ChatModelError =>
   new ChatModelError({ reason: "provider", message: `${provider}: ${detail}`, retryable })
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/**
+ * The decoder of a stream whose events are JSON objects naming their kind in
+ * `type` (the SSE event name stands in when it is absent): `handle` gets each
+ * object; data that is not an object is a `decode` error, and a body that
+ * ends before `handle` finished the answer is cut (`no ${terminal}`).
+ */
+export const typedEvents = (
+  provider: string,
+  terminal: string,
+  handle: (body: Record<string, unknown>) => Result.Result<ReadonlyArray<StreamPart>, ChatModelError>
+): EventDecoder => ({
+  event: (event) =>
+    Result.flatMap(json(provider, event), (body) =>
+      isRecord(body)
+        ? handle(body.type === undefined ? { ...body, type: event.event } : body)
+        : Result.fail(decodeError(provider, `${event.event} data is not an object`))),
+  end: () => Result.fail(cutError(provider, `no ${terminal}`))
+})
 
 const mediaType = (response: HttpClientResponse.HttpClientResponse): string =>
   (response.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
@@ -180,7 +202,3 @@ export const postSse = (
       )
     )
   }))
-
-/** The per-attempt timeout of `options`, as adapters write it. */
-export const timeoutOf = (timeout: Duration.Input | undefined): Duration.Duration =>
-  timeout === undefined ? HttpChat.defaultTimeout : Duration.fromInputUnsafe(timeout)

@@ -117,12 +117,5 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
     }
   }
 
-  return {
-    event: (event) =>
-      Result.flatMap(HttpStream.json(provider, event), (body) =>
-        isRecord(body)
-          ? handle(body.type === undefined ? { ...body, type: event.event } : body)
-          : Result.fail(HttpStream.decodeError(provider, `${event.event} data is not an object`))),
-    end: () => Result.fail(HttpStream.cutError(provider, "no response.completed"))
-  }
+  return HttpStream.typedEvents(provider, "response.completed", handle)
 }

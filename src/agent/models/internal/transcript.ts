@@ -1,6 +1,7 @@
 /**
  * Transcript helpers the adapters share: putting a tool message's results in
- * the order of the calls they answer before they are sent.
+ * the order of the calls they answer before they are sent, and a call's
+ * arguments as the JSON text the OpenAI wire formats carry.
  */
 import { Result } from "effect"
 import type { Message } from "../../ChatModel.ts"
@@ -19,4 +20,14 @@ export const inCallOrder = (
   if (previous?.role !== "assistant") return results
   const paired = ToolAnswers.answerAll(previous.toolCalls, results)
   return Result.isSuccess(paired) ? paired.success : results
+}
+
+/** Arguments as the wire wants them: the model's own JSON text, or JSON text of a parsed value. */
+export const argumentsText = (args: unknown): string => {
+  if (typeof args === "string") return args
+  try {
+    return JSON.stringify(args) ?? "null"
+  } catch {
+    return String(args)
+  }
 }
