@@ -16,6 +16,7 @@
  * - `tinyagents durable approve <runId> <callId> --db <file> | --postgres <url> --workflow <name>
  *   [--deny --reason ...]`: decide a durable run's pending approval from another process (exit 1,
  *   sending nothing, unless the run exists for that workflow, is unfinished and waits for that call);
+ *   `tinyagents durable cancel <runId> ... [--reason ...]`: cancel a durable run (`DurableAgent.cancel`).
  *   `tinyagents durable status <runId> ...`: whether the run is running (with the calls waiting for
  *   approval), finished or failed, read with `SELECT`s only (`internal/durableJournal.ts`). A journal
  *   that is empty, not a journal or cannot be opened: exit 1, one line (no stack, no password).
@@ -743,6 +744,8 @@ const inspectRun = (flags: JournalFlags, runId: string) =>
 /** The run's end, as `status` prints it. */
 const endText = (state: DurableJournal.RunState): string => {
   if (state._tag === "Ended") return `ended: ${state.detail}`
+  if (state._tag === "Cancelled") return `cancelled: ${state.reason}`
+  if (state._tag === "Running") return state.cancelling === undefined ? "running" : `running, cancelling: ${state.cancelling}`
   if (state._tag !== "Finished") return "running"
   const outcome = state.outcome
   if (outcome._tag === "Finished") {
@@ -767,7 +770,13 @@ const durableApproveCommand = Command.make("approve", {
     const { agent, durable, journal, location, state } = yield* inspectRun(flags, runId)
     const of = `call ${JSON.stringify(callId)} of run ${JSON.stringify(runId)}`
     if (state._tag !== "Running") {
-      const how = state._tag === "Ended" ? "ended" : state.outcome._tag === "Finished" ? "finished" : "failed"
+      const how = state._tag === "Ended"
+        ? "ended"
+        : state._tag === "Cancelled"
+        ? "been cancelled"
+        : state.outcome._tag === "Finished"
+        ? "finished"
+        : "failed"
       return yield* new CommandFailed({ detail: `run ${JSON.stringify(runId)} has ${how}: nothing to decide for ${of}` })
     }
     const client = location._tag === "Sqlite"
@@ -805,6 +814,43 @@ const durableApproveCommand = Command.make("approve", {
     ])
   )
 
+const durableCancelCommand = Command.make("cancel", {
+  ...journalFlags,
+  runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)")),
+  reason: Flag.String("reason").pipe(Flag.withDescription("Why (what `result` reports: RunCancelled)"), Flag.withDefault("cancelled from the command line"))
+}, ({ reason, runId, ...flags }) =>
+  Effect.gen(function*() {
+    const { agent, durable, journal, location, state } = yield* inspectRun(flags, runId)
+    if (state._tag === "Finished" || state._tag === "Ended") {
+      const how = state._tag === "Ended" ? "ended" : state.outcome._tag === "Finished" ? "finished" : "failed"
+      return yield* new CommandFailed({ detail: `run ${JSON.stringify(runId)} has ${how}: nothing to cancel` })
+    }
+    const client = location._tag === "Sqlite"
+      ? durable.Runner.layerSqliteClient({ filename: location.filename })
+      : durable.Runner.layerPostgresClient({ url: Redacted.make(location.url) })
+    yield* Effect.scoped(agent.cancel(runId, { reason }).pipe(Effect.provide(client))).pipe(
+      // the agent's own check is the authority (the run may have ended since the journal was read)
+      Effect.catchTag("RunNotCancellable", (error) =>
+        Effect.fail(new CommandFailed({
+          detail: error.reason === "finished"
+            ? `run ${JSON.stringify(runId)} has finished: nothing to cancel`
+            : `run ${JSON.stringify(runId)} has not been picked up by a runner yet: nothing to cancel`
+        }))),
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause) || Cause.squash(cause) instanceof CommandFailed
+          ? Effect.failCause(cause as Cause.Cause<CommandFailed>)
+          : Effect.fail(new CommandFailed({ detail: `cannot cancel run ${JSON.stringify(runId)} in ${journal.describe(location)}: ${journal.failureLine(location, cause)}` })))
+    )
+    yield* Console.log(`cancelled run ${runId}`)
+  })).pipe(
+    Command.withDescription(
+      "Cancel a durable run from any process connected to its journal: the cancellation is journaled, and the runner that owns the run (now, or once restarted) stops it: no new model turn or tool call starts, pending approvals stop waiting, calls already running finish. Cancelling a cancelled run again succeeds; refused (exit 1) when the journal has no such run of the workflow or the run has ended."
+    ),
+    Command.withExamples([
+      { command: "tinyagents durable cancel run-1 --db journal.db --workflow mailer --reason 'wrong customer'", description: "Cancel a run on a SQLite journal" }
+    ])
+  )
+
 const durableStatusCommand = Command.make("status", {
   ...journalFlags,
   runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)"))
@@ -827,8 +873,8 @@ const durableStatusCommand = Command.make("status", {
   )
 
 const durableCommand = Command.make("durable").pipe(
-  Command.withDescription("Durable agents (tinyagents/durable): decide a pending approval, or see a run's status"),
-  Command.withSubcommands([durableApproveCommand, durableStatusCommand])
+  Command.withDescription("Durable agents (tinyagents/durable): decide a pending approval, cancel a run, or see a run's status"),
+  Command.withSubcommands([durableApproveCommand, durableCancelCommand, durableStatusCommand])
 )
 
 // ---------------------------------------------------------------------------

@@ -36,6 +36,13 @@
  * `options.approval` does not cover ask the `Approval` service the application provides, as in
  * `Agent.run`.
  *
+ * Cancellation: `cancel(runId)` records the reason (table `tinyagents_durable_cancels`) and sends
+ * the engine's durable interrupt. The interrupt reaches the runner asynchronously, so each model
+ * turn and each batch of calls first reads the table and, if the run is cancelled, waits (suspended)
+ * for it: once `cancel` has returned, no step starts (one already starting then may still run). Calls already running finish; a workflow finalizer
+ * appends `agent.finished` (reason `cancelled`) after the last journaled event; `poll`/`result`
+ * answer `RunCancelled`.
+ *
  * The calls of a turn run as separate activities, at most `concurrency` at once; a fatal error
  * in one does not stop the others (the `fail-fast` policy does not apply), and the run then ends
  * with `AgentFailed` as in `Agent.run`.
@@ -55,7 +62,7 @@
  * `start(runId, messages, { threadId, user })` journals the run's `RunContext` with its payload:
  * handlers see that thread id (default the run id) and user context.
  */
-import { Cause, Data, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Cause, Clock, Data, Effect, Exit, Layer, Option, Stream } from "effect"
 import type { Duration, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import { Activity, DurableDeferred, Workflow, type WorkflowEngine } from "effect/workflow"
@@ -124,6 +131,30 @@ export class ApprovalNotPending extends Data.TaggedError("ApprovalNotPending")<{
   }
 }
 
+/** Run `runId` was cancelled (`cancel`) before it finished: what `result` fails with then. */
+export class RunCancelled extends Data.TaggedError("RunCancelled")<{
+  readonly runId: string
+  /** The reason given to the first `cancel`. */
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `run ${this.runId} was cancelled: ${this.reason}`
+  }
+}
+
+/**
+ * `cancel` found no run to cancel: the run is unknown to the journal (`"no such run"`: never started,
+ * or not yet picked up by a runner) or it has already ended otherwise (`"finished"`).
+ */
+export class RunNotCancellable extends Data.TaggedError("RunNotCancellable")<{
+  readonly runId: string
+  readonly reason: "no such run" | "finished"
+}> {
+  override get message(): string {
+    return `run ${this.runId} cannot be cancelled: ${this.reason}`
+  }
+}
+
 /** The workflow behind a durable agent: payload `{ runId, messages, threadId?, user? }`, success the run's `Journal.Outcome`. */
 export type DurableWorkflow = Workflow.Workflow<string, typeof Journal.Payload, typeof Journal.Outcome, typeof Schema.Never>
 
@@ -152,8 +183,8 @@ export interface DurableAgent<R, MR> {
   /**
    * Registers the workflow with the engine: provide it with a runner layer (`Runner.*`), the
    * `ChatModel`, a `StoreRegistry` and the tools' services. Only processes that run runs need it.
-   * Clients need a client layer (`Runner.layerSqliteClient`, `Runner.layerPostgresClient`): `start`,
-   * `result` and `poll` use the engine alone; `events`, `pending` and `approve` also the `SqlClient`.
+   * Clients need a client layer (`Runner.layerSqliteClient`, `Runner.layerPostgresClient`):
+   * `start` uses the engine alone; `result`, `poll`, `events`, `pending`, `approve` and `cancel` also the `SqlClient`.
    */
   readonly layer: Layer.Layer<
     never,
@@ -169,12 +200,15 @@ export interface DurableAgent<R, MR> {
     messages: ReadonlyArray<ChatModel.Message>,
     options?: StartOptions
   ) => Effect.Effect<void, never, WorkflowEngine.WorkflowEngine>
-  /** Waits for run `runId` to finish (polling the engine); it resumes nothing itself. */
-  readonly result: (runId: string) => Effect.Effect<DurableResult, Agent.AgentFailed, WorkflowEngine.WorkflowEngine>
+  /**
+   * Waits for run `runId` to finish (polling the engine); it resumes nothing itself. Fails with
+   * `AgentFailed` as `Agent.run` does, or `RunCancelled` when the run was cancelled.
+   */
+  readonly result: (runId: string) => Effect.Effect<DurableResult, Agent.AgentFailed | RunCancelled, ClientServices>
   /** The run's end: `Option.none()` while the run is unfinished (or unknown). */
   readonly poll: (
     runId: string
-  ) => Effect.Effect<Option.Option<Exit.Exit<DurableResult, Agent.AgentFailed>>, never, WorkflowEngine.WorkflowEngine>
+  ) => Effect.Effect<Option.Option<Exit.Exit<DurableResult, Agent.AgentFailed | RunCancelled>>, never, ClientServices>
   /**
    * The run's journaled events with a sequence number above `since` (default: all), then new ones
    * as they are journaled, until `agent.finished` (or the run ends without one). See the module comment.
@@ -196,11 +230,31 @@ export interface DurableAgent<R, MR> {
     callId: string,
     decision: Approval.Decision
   ) => Effect.Effect<void, ApprovalNotPending, ClientServices>
+  /**
+   * Cancels run `runId`, from any process connected to the same database, with the engine's durable
+   * interrupt (it survives restarts): the run starts no new model turn or tool call, its pending
+   * approvals stop waiting, calls already running finish, the run's events end with `agent.finished`
+   * (reason `cancelled`), and `result` fails with `RunCancelled` (the first reason given; default
+   * `"cancelled"`). It returns once the cancellation is recorded, not when the run has stopped. Fails
+   * with `RunNotCancellable` when the journal does not know the run or the run has ended otherwise;
+   * cancelling a cancelled run again succeeds. A run that ends before the interrupt reaches it
+   * keeps its result.
+   */
+  readonly cancel: (
+    runId: string,
+    options?: { readonly reason?: string }
+  ) => Effect.Effect<void, RunNotCancellable, ClientServices>
 }
 
 /** The durable deferred that call `index` of turn `turn` waits on for its approval. */
 export const approvalDeferred = (turn: number, index: number) =>
   DurableDeferred.make(`approval/${turn}/${index}`, { success: Journal.Decision })
+
+/**
+ * Never completed: a run found cancelled (its reason recorded) waits on it, suspended, for the
+ * engine's interrupt that `cancel` sent, so that no step starts in between.
+ */
+const cancelledDeferred = DurableDeferred.make("cancelled")
 
 /** Makes a durable agent (see the module comment). */
 export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR> => {
@@ -218,9 +272,16 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
 
   const poll: DurableAgent<R, MR>["poll"] = (runId) =>
     Effect.flatMap(executionId(runId), (id) => workflow.poll(id)).pipe(
-      Effect.map(Option.flatMap((result) =>
-        result._tag === "Complete" ? Option.some(exitOf(result.exit)) : Option.none()
-      ))
+      Effect.flatMap((result) => {
+        if (Option.isNone(result) || result.value._tag !== "Complete") return Effect.succeed(Option.none())
+        const exit = result.value.exit
+        if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
+          // interrupted by `cancel` (its reason is recorded before the interrupt)
+          return Effect.map(Tables.cancelReason(runKey(runId)), (reason) =>
+            Option.some(Exit.fail(new RunCancelled({ runId, reason: reason ?? "cancelled" }))))
+        }
+        return Effect.succeed(Option.some(exitOf(exit)))
+      })
     )
 
   const result: DurableAgent<R, MR>["result"] = (runId) =>
@@ -292,7 +353,21 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
       yield* DurableDeferred.succeed(deferred, { token, value: decision as typeof Journal.Decision.Type })
     })
 
-  return { workflow, layer, start, result, poll, events, pending, approve }
+  const cancel: DurableAgent<R, MR>["cancel"] = (runId, cancelOptions) =>
+    Effect.gen(function*() {
+      const run = runKey(runId)
+      const done = yield* poll(runId)
+      if (Option.isSome(done)) {
+        const exit = done.value
+        if (Exit.isFailure(exit) && Option.getOrUndefined(Cause.findErrorOption(exit.cause))?._tag === "RunCancelled") return
+        return yield* Effect.fail(new RunNotCancellable({ runId, reason: "finished" }))
+      }
+      if (!(yield* Tables.known(run))) return yield* Effect.fail(new RunNotCancellable({ runId, reason: "no such run" }))
+      yield* Tables.cancel(run, cancelOptions?.reason ?? "cancelled")
+      yield* workflow.interrupt(yield* executionId(runId))
+    })
+
+  return { workflow, layer, start, result, poll, events, pending, approve, cancel }
 }
 
 /** A journaled outcome as the run's exit. */
@@ -332,6 +407,21 @@ const body = <R, MR>(
           return Effect.provide(Tables.append(run, n, { ...event, sequence: n }), sql)
         })
     })
+    // a cancelled run (the engine's durable interrupt, after `cancel` recorded its reason) ends its
+    // events too, after the last one journaled (an interrupted replay may not have got that far)
+    yield* Workflow.addFinalizer((exit) =>
+      Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+        ? Effect.flatMap(Tables.cancelReason(run), (reason) =>
+          reason === undefined ? Effect.void : Effect.gen(function*() {
+            const { last, lastTag, turns, usage } = yield* Tables.summary(run)
+            if (lastTag === "agent.finished") return // a finalizer before this one got this far
+            const timestamp = yield* Clock.currentTimeMillis
+            const threadId = payload.threadId ?? runId
+            const finished = { _tag: "agent.finished", turns, reason: "cancelled", text: "", usage } as const
+            yield* Tables.append(run, last + 1, { ...finished, runId, threadId, timestamp, sequence: last + 1 })
+          }))
+        : Effect.void
+    )
     const runOptions: Agent.RunOptions<R, MR> = { ...options, messages: payload.messages as ReadonlyArray<ChatModel.Message> }
     const exit = yield* Effect.exit(
       Agent.loopWith(runOptions, (executor) => durableSteps(options, run, executor)).pipe(
@@ -365,9 +455,14 @@ const body = <R, MR>(
 const durableSteps = <R, MR>(options: Options<R, MR>, run: Tables.RunKey, executor: Executor.Executor<R | MR>) =>
   Effect.gen(function*() {
     const model = yield* ChatModel.ChatModel
+    // the engine's interrupt reaches the runner asynchronously: a step that sees the cancellation first waits for it
+    const unlessCancelled = Effect.flatMap(
+      Tables.cancelReason(run),
+      (reason) => reason === undefined ? Effect.void : DurableDeferred.await(cancelledDeferred)
+    )
     const ask: Agent.Steps<StepServices<R, MR>>["ask"] = (request, turn) =>
       Effect.flatMap(
-        Activity.make({
+        Effect.andThen(unlessCancelled, Activity.make({
           name: `turn/${turn}`,
           success: Journal.Turn,
           execute: Effect.suspend(() => ChatModel.collect(model.stream(request))).pipe(
@@ -382,7 +477,7 @@ const durableSteps = <R, MR>(options: Options<R, MR>, run: Tables.RunKey, execut
             })),
             Effect.catch((error) => Effect.succeed({ _tag: "Failed", error: Journal.modelErrorData(error) } as const))
           )
-        }),
+        })),
         (outcome) =>
           outcome._tag === "Answered"
             ? Effect.succeed(outcome.response as ChatModel.Response)
@@ -422,6 +517,7 @@ const durableSteps = <R, MR>(options: Options<R, MR>, run: Tables.RunKey, execut
         for (const { index } of requests) {
           decisions.set(index, (yield* DurableDeferred.await(approvalDeferred(context.turn, index))) as Approval.Decision)
         }
+        yield* unlessCancelled
         const outcomes = yield* Effect.forEach(
           calls,
           (call, index) => callActivity(options, executor, call, index, context, decisions.get(index)),

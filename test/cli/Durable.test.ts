@@ -52,25 +52,30 @@ const model = ChatModel.fromFunction((request) =>
 const dir = mkdtempSync(join(tmpdir(), "tinyagents-cli-durable-"))
 const db = join(dir, "journal.db")
 
-beforeAll(async () => {
-  const mailer = DurableAgent.make({ name: "mailer", tools: registry, approval: () => true, pollInterval: "20 millis" })
-  const plain = DurableAgent.make({ name: "plain", tools: registry, pollInterval: "20 millis" })
-  const live = Layer.mergeAll(mailer.layer, plain.layer).pipe(
+const mailer = DurableAgent.make({ name: "mailer", tools: registry, approval: () => true, pollInterval: "20 millis" })
+const plain = DurableAgent.make({ name: "plain", tools: registry, pollInterval: "20 millis" })
+/** A runner on the journal with both agents (stopped when the effect it is provided to ends). */
+const live = () =>
+  Layer.mergeAll(mailer.layer, plain.layer).pipe(
     Layer.provide([model, Stores.layerSqlite({ filename: join(dir, "stores.db") })]),
     Layer.provideMerge(
       Runner.layerSqlite({ filename: db, pollInterval: "20 millis", lockExpiration: "2 seconds", shutdownTimeout: "1 second" })
     )
   )
+
+beforeAll(async () => {
   await Effect.runPromise(
     Effect.gen(function*() {
       yield* plain.start("done-1", [{ role: "user", content: "finish" }])
       yield* plain.result("done-1")
-      yield* mailer.start("run-1", [{ role: "user", content: "mail them" }])
-      yield* mailer.pending("run-1").pipe(
-        Effect.repeat({ until: (pending) => pending.length === 2, schedule: Schedule.spaced("20 millis") }),
-        Effect.timeout("20 seconds")
-      )
-    }).pipe(Effect.provide(live))
+      for (const runId of ["run-1", "cancel-1"]) {
+        yield* mailer.start(runId, [{ role: "user", content: "mail them" }])
+        yield* mailer.pending(runId).pipe(
+          Effect.repeat({ until: (pending) => pending.length === 2, schedule: Schedule.spaced("20 millis") }),
+          Effect.timeout("20 seconds")
+        )
+      }
+    }).pipe(Effect.provide(live()))
   )
 }, 40_000)
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -82,7 +87,7 @@ describe("tinyagents durable", () => {
     Effect.gen(function*() {
       const group = yield* cli("durable", "--help")
       assert.strictEqual(group.code, 0)
-      for (const text of ["approve", "status"]) assert.include(group.stdout, text)
+      for (const text of ["approve", "cancel", "status"]) assert.include(group.stdout, text)
       const approve = yield* cli("durable", "approve", "--help")
       assert.strictEqual(approve.code, 0)
       for (const text of ["<run-id>", "<call-id>", "--db", "--postgres", "--workflow", "--deny", "--reason", "--by"]) {
@@ -193,4 +198,34 @@ describe("tinyagents durable", () => {
       }
       assert.strictEqual(statSync(empty).size, 0, "the empty file was written to")
     }))
+
+  // last: it restarts a runner, which resumes the other runs too
+  it.live("cancel: refuses a finished or unknown run; cancels a run whose runner is down; the restarted runner ends it cancelled", () =>
+    Effect.gen(function*() {
+      const finished = yield* cli("durable", "cancel", "done-1", ...journal("plain"))
+      assert.strictEqual(finished.code, 1, finished.stderr)
+      assert.include(finished.stderr, `run "done-1" has finished: nothing to cancel`)
+      const unknown = yield* cli("durable", "cancel", "nope", ...journal())
+      assert.strictEqual(unknown.code, 1, unknown.stderr)
+      assert.include(unknown.stderr, `no run "nope" of workflow "mailer"`)
+
+      const cancelled = yield* cli("durable", "cancel", "cancel-1", ...journal(), "--reason", "wrong customer")
+      assert.strictEqual(cancelled.code, 0, cancelled.stderr)
+      assert.include(cancelled.stdout, "cancelled run cancel-1")
+      const cancelling = yield* cli("durable", "status", "cancel-1", ...journal())
+      assert.include(cancelling.stdout, "cancel-1: running, cancelling: wrong customer")
+
+      const error = yield* Effect.flip(mailer.result("cancel-1")).pipe(Effect.provide(live()))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(error.reason, "wrong customer")
+      const status = yield* cli("durable", "status", "cancel-1", ...journal())
+      assert.strictEqual(status.code, 0, status.stderr)
+      assert.include(status.stdout, "cancel-1: cancelled: wrong customer")
+      assert.notInclude(status.stdout, "waiting for approval")
+      const again = yield* cli("durable", "cancel", "cancel-1", ...journal())
+      assert.strictEqual(again.code, 0, again.stderr)
+      const approve = yield* cli("durable", "approve", "cancel-1", "c2", ...journal())
+      assert.strictEqual(approve.code, 1, approve.stderr)
+      assert.include(approve.stderr, `run "cancel-1" has been cancelled: nothing to decide`)
+    }), 30_000)
 })

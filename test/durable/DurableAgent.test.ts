@@ -120,6 +120,7 @@ describe("DurableAgent on a SQLite runner", () => {
       assert.strictEqual(first.error._tag, "ToolDefect")
       assert.deepStrictEqual(first.results.map((r) => r.toolCallId), ["0-0", "0-1"])
       const second = yield* Effect.provide(run, Core.runner(agent, sqliteRunner(filename), counters))
+      assert.instanceOf(second, Agent.AgentFailed)
       assert.strictEqual(second.error._tag, "ToolDefect")
       assert.strictEqual(counters.get("crash"), 1)
       assert.strictEqual(counters.get("read_value"), 1)

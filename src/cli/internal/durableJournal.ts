@@ -39,7 +39,13 @@ export interface PendingApproval {
 export type RunState =
   | { readonly _tag: "UnknownWorkflow"; readonly workflows: ReadonlyArray<string> }
   | { readonly _tag: "UnknownRun" }
-  | { readonly _tag: "Running"; readonly pending: ReadonlyArray<PendingApproval> }
+  | {
+    readonly _tag: "Running"
+    readonly pending: ReadonlyArray<PendingApproval>
+    /** The reason of a `cancel` the run has not yet acted on. */
+    readonly cancelling: string | undefined
+  }
+  | { readonly _tag: "Cancelled"; readonly reason: string }
   | { readonly _tag: "Finished"; readonly outcome: typeof Journal.Outcome.Type }
   | { readonly _tag: "Ended"; readonly detail: string }
 
@@ -164,7 +170,12 @@ const endOf = (payload: string): RunState | undefined => {
   const result = field(exit, "value")
   if (field(result, "_tag") !== "Complete") return undefined
   const inner = field(result, "exit")
-  if (field(inner, "_tag") !== "Success") return { _tag: "Ended", detail: "the workflow ended with a defect" }
+  if (field(inner, "_tag") !== "Success") {
+    const reasons = field(inner, "cause")
+    const interrupted = Array.isArray(reasons) && reasons.length > 0 && reasons.every((r) => field(r, "_tag") === "Interrupt")
+    // the reason is filled in by `runState` from the cancellations table
+    return interrupted ? { _tag: "Cancelled", reason: "cancelled" } : { _tag: "Ended", detail: "the workflow ended with a defect" }
+  }
   const outcome = decodeOutcome(field(inner, "value"))
   return Option.isSome(outcome) ? { _tag: "Finished", outcome: outcome.value } : { _tag: "Ended", detail: "unreadable outcome" }
 }
@@ -190,11 +201,13 @@ export const runState = (options: {
         ? { _tag: "UnknownRun" }
         : { _tag: "UnknownWorkflow", workflows }
     }
+    const cancelReason = yield* cancelReasonOf(options)
     for (const row of runs) {
       const end = row.payload === null ? undefined : endOf(row.payload)
+      if (end?._tag === "Cancelled") return { _tag: "Cancelled", reason: cancelReason ?? end.reason }
       if (end !== undefined) return end
     }
-    return { _tag: "Running", pending: yield* pendingOf(options) }
+    return { _tag: "Running", pending: yield* pendingOf(options), cancelling: cancelReason }
   })
 
 /**
@@ -207,4 +220,13 @@ const pendingOf = (options: { readonly workflow: string; readonly runId: string 
     if (!(yield* tablesOf).has("tinyagents_durable_approvals")) return []
     const rows = yield* sql<{ readonly call_id: string; readonly tool: string; readonly arguments: string }>`SELECT call_id, tool, arguments FROM tinyagents_durable_approvals WHERE workflow = ${options.workflow} AND run_id = ${options.runId} AND decision IS NULL ORDER BY turn, call_index`
     return rows.map((row): PendingApproval => ({ callId: row.call_id, toolName: row.tool, arguments: json(row.arguments) }))
+  })
+
+/** The reason of the run's `cancel`, if one was made (none when the table is not there). */
+const cancelReasonOf = (options: { readonly workflow: string; readonly runId: string }) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (!(yield* tablesOf).has("tinyagents_durable_cancels")) return undefined
+    const rows = yield* sql<{ readonly reason: string }>`SELECT reason FROM tinyagents_durable_cancels WHERE workflow = ${options.workflow} AND run_id = ${options.runId}`
+    return rows[0]?.reason
   })

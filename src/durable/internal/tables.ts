@@ -5,7 +5,8 @@
  * twice), `tinyagents_durable_approvals` (one row per approval request: which call it is for and
  * the decision once `approve` claimed it) and `tinyagents_durable_markers` (one row per tool-call
  * activity that started a non-idempotent or keyed call: a re-run that finds it knows a first run
- * began; the key is the activity's idempotency key, which includes the execution id). SQLite and
+ * began; the key is the activity's idempotency key, which includes the execution id) and
+ * `tinyagents_durable_cancels` (one row per cancelled run: the first reason given). SQLite and
  * Postgres alike.
  */
 import { Effect, Schedule, Schema } from "effect"
@@ -37,7 +38,10 @@ export const ensure: Effect.Effect<void, never, SqlClient.SqlClient> = Effect.fl
           sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_run_events (workflow TEXT NOT NULL, run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (workflow, run_id, seq))`,
           sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_approvals (workflow TEXT NOT NULL, run_id TEXT NOT NULL, deferred TEXT NOT NULL, turn INTEGER NOT NULL, call_index INTEGER NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL, arguments TEXT NOT NULL, decision TEXT, PRIMARY KEY (workflow, run_id, deferred))`
         ),
-        sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_markers (activity_key TEXT PRIMARY KEY)`
+        Effect.andThen(
+          sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_markers (activity_key TEXT PRIMARY KEY)`,
+          sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_cancels (workflow TEXT NOT NULL, run_id TEXT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (workflow, run_id))`
+        )
       )
     ).pipe(
       Effect.tap(() => Effect.sync(() => created.add(sql))),
@@ -153,3 +157,50 @@ export const mark = (key: string): Effect.Effect<boolean, never, SqlClient.SqlCl
     ),
     (rows) => rows.length > 0
   )
+
+/** Records that run `run` is cancelled with `reason` (the first reason stays). */
+export const cancel = (run: RunKey, reason: string): Effect.Effect<void, never, SqlClient.SqlClient> =>
+  Effect.asVoid(withSql((sql) =>
+    sql`INSERT INTO tinyagents_durable_cancels (workflow, run_id, reason) VALUES (${run.workflow}, ${run.runId}, ${reason}) ON CONFLICT (workflow, run_id) DO NOTHING`
+  ))
+
+/** Why run `run` was cancelled, if it was. */
+export const cancelReason = (run: RunKey): Effect.Effect<string | undefined, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<{ readonly reason: string }>`SELECT reason FROM tinyagents_durable_cancels WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
+    ),
+    (rows) => rows[0]?.reason
+  )
+
+/** What the run's journaled events add up to: the last sequence number (-1 if none) and tag, turns started, usage. */
+export const summary = (run: RunKey): Effect.Effect<
+  {
+    readonly last: number
+    readonly lastTag: string | undefined
+    readonly turns: number
+    readonly usage: { readonly inputTokens: number; readonly outputTokens: number }
+  },
+  never,
+  SqlClient.SqlClient
+> =>
+  Effect.gen(function*() {
+    let last = -1
+    let lastTag: string | undefined
+    let turns = 0
+    let inputTokens = 0
+    let outputTokens = 0
+    while (true) {
+      const batch = yield* read(run, last)
+      for (const event of batch) {
+        last = event.sequence
+        lastTag = event._tag
+        if (event._tag === "agent.turn_started") turns++
+        if (event._tag === "agent.model_responded") {
+          inputTokens += event.usage.inputTokens
+          outputTokens += event.usage.outputTokens
+        }
+      }
+      if (batch.length === 0) return { last, lastTag, turns, usage: { inputTokens, outputTokens } }
+    }
+  })

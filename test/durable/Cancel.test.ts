@@ -1,0 +1,156 @@
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Layer, Scope, Stream } from "effect"
+import { Approval } from "../../src/index.ts"
+import { DurableAgent, Runner } from "../../src/durable/index.ts"
+import * as Core from "./support/core.ts"
+
+afterAll(Core.cleanup)
+
+const user = (content: string) => [{ role: "user" as const, content }]
+const sqliteRunner = (filename: string) =>
+  Runner.layerSqlite({ filename, pollInterval: "50 millis", lockExpiration: "2 seconds", shutdownTimeout: "50 millis" })
+const sqliteClient = (filename: string) => Runner.layerSqliteClient({ filename, pollInterval: "50 millis" })
+
+const tags = (events: ReadonlyArray<{ readonly _tag: string }>) => events.map((e) => e._tag)
+
+describe("DurableAgent.cancel", () => {
+  it.live("cancelling a run waiting for an approval ends it: RunCancelled, the tool never runs, events end with agent.finished", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "cancel-approval",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const filename = Core.tempFile("cancel-approval")
+      const { error, events, pending, approve, again } = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: read_value;plain_write;read_value"))
+        yield* Stream.runHead(Stream.filter(agent.events("r"), (e) => e._tag === "agent.approval_requested"))
+        yield* Effect.provide(agent.cancel("r", { reason: "the user changed their mind" }), sqliteClient(filename))
+        const error = yield* Effect.flip(agent.result("r"))
+        return {
+          error,
+          events: Array.from(yield* Stream.runCollect(agent.events("r"))),
+          pending: yield* agent.pending("r"),
+          approve: yield* Effect.flip(agent.approve("r", "1-0", Approval.approve("alice"))),
+          again: yield* Effect.exit(agent.cancel("r", { reason: "twice" }))
+        }
+      }).pipe(Effect.provide(Core.runner(agent, sqliteRunner(filename), counters)))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(error.reason, "the user changed their mind")
+      assert.strictEqual(error.message, "run r was cancelled: the user changed their mind")
+      assert.strictEqual(counters.get("plain_write:1-0"), 0)
+      assert.strictEqual(counters.get("model"), 2, "no turn after the cancellation")
+      assert.deepStrictEqual(tags(events).slice(-2), ["agent.approval_requested", "agent.finished"])
+      const finished = events.at(-1)!
+      assert.strictEqual(finished._tag === "agent.finished" && finished.reason, "cancelled")
+      assert.strictEqual(finished._tag === "agent.finished" && finished.turns, 2)
+      assert.deepStrictEqual(events.map((e) => e.sequence), events.map((_, i) => i))
+      assert.deepStrictEqual(pending, [])
+      assert.strictEqual(approve.reason, "finished")
+      assert.isTrue(Exit.isSuccess(again), "cancelling a cancelled run again succeeds")
+    }), 30_000)
+
+  it.live("a call running when the run is cancelled finishes and is journaled; no new turn starts", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const entered = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const agent = DurableAgent.make({
+        name: "cancel-running",
+        tools: Core.makeTools(counters, {
+          afterApply: (tool) =>
+            tool === "plain_write" ? Effect.andThen(Deferred.succeed(entered, undefined), Deferred.await(release)) : Effect.void
+        }),
+        pollInterval: "20 millis"
+      })
+      const filename = Core.tempFile("cancel-running")
+      const { error, events } = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: plain_write;read_value"))
+        yield* Deferred.await(entered)
+        yield* agent.cancel("r")
+        yield* Deferred.succeed(release, undefined)
+        const error = yield* Effect.flip(agent.result("r"))
+        return { error, events: Array.from(yield* Stream.runCollect(agent.events("r"))) }
+      }).pipe(Effect.provide(Core.runner(agent, sqliteRunner(filename), counters)))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(error.reason, "cancelled")
+      assert.strictEqual(counters.get("plain_write:0-0"), 1)
+      assert.strictEqual(counters.get("read_value"), 0, "the next turn's call never ran")
+      assert.strictEqual(counters.get("model"), 1, "the model was not asked again")
+      assert.strictEqual(tags(events).at(-1), "agent.finished")
+    }), 30_000)
+
+  it.live("a cancellation made while no runner runs holds after the restart: nothing new runs", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "cancel-restart",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const filename = Core.tempFile("cancel-restart")
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(Core.runner(agent, sqliteRunner(filename), counters), scope)
+      yield* Effect.provide(
+        Effect.andThen(
+          agent.start("r", user("plan: read_value,plain_write;read_value")),
+          Stream.runHead(Stream.filter(agent.events("r"), (e) => e._tag === "agent.approval_requested"))
+        ),
+        context
+      )
+      yield* Scope.close(scope, Exit.void)
+      yield* Effect.provide(agent.cancel("r", { reason: "deploy" }), sqliteClient(filename))
+      const { error, events } = yield* Effect.provide(
+        Effect.gen(function*() {
+          const error = yield* Effect.flip(agent.result("r"))
+          return { error, events: Array.from(yield* Stream.runCollect(agent.events("r"))) }
+        }),
+        Core.runner(agent, sqliteRunner(filename), counters)
+      )
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(error.reason, "deploy")
+      assert.strictEqual(counters.get("plain_write:0-1"), 0)
+      assert.strictEqual(counters.get("read_value"), 0, "the turn's other call did not start either")
+      assert.strictEqual(counters.get("model"), 1)
+      assert.strictEqual(tags(events).at(-1), "agent.finished")
+      assert.strictEqual(tags(events).filter((t) => t === "agent.finished").length, 1)
+    }), 30_000)
+
+  it.live("cancel fails with RunNotCancellable for an unknown run and for a run that finished", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({ name: "cancel-finished", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+      const { unknown, finished, result } = yield* Effect.gen(function*() {
+        const unknown = yield* Effect.flip(agent.cancel("nobody"))
+        yield* agent.start("r", user("plan: read_value"))
+        const result = yield* agent.result("r")
+        return { unknown, finished: yield* Effect.flip(agent.cancel("r")), result }
+      }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+      assert.strictEqual(unknown.reason, "no such run")
+      assert.strictEqual(finished.reason, "finished")
+      assert.strictEqual(finished.message, "run r cannot be cancelled: finished")
+      assert.strictEqual(result.text, "done: value of 0-0")
+    }), 30_000)
+
+  it.live("on the memory engine too: a pending approval is cancelled", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "cancel-memory",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: () => true
+      })
+      const error = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: plain_write"))
+        yield* Stream.runHead(Stream.filter(agent.events("r"), (e) => e._tag === "agent.approval_requested"))
+        yield* agent.cancel("r")
+        return yield* Effect.flip(agent.result("r"))
+      }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(counters.get("plain_write:0-0"), 0)
+    }), 30_000)
+})
