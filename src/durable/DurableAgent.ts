@@ -43,6 +43,10 @@
  * appends `agent.finished` (reason `cancelled`) after the last journaled event; `poll`/`result`
  * answer `RunCancelled`.
  *
+ * Limits: the executor's run-scoped call counters (`limits`) are in memory, so a call replayed from
+ * the journal is counted again when its journaled events show it was admitted (`tool.started`, or
+ * answered "may or may not have completed"): the limits hold across restarts.
+ *
  * The calls of a turn run as separate activities, at most `concurrency` at once; a fatal error
  * in one does not stop the others (the `fail-fast` policy does not apply), and the run then ends
  * with `AgentFailed` as in `Agent.run`.
@@ -78,6 +82,7 @@ import * as Approval from "../governance/Approval.ts"
 import { redactArguments } from "../internal/redact.ts"
 import { EventSink } from "../runtime/EventSink.ts"
 import * as Executor from "../runtime/Executor.ts"
+import * as Admission from "../runtime/internal/executor/Admission.ts"
 import * as Idempotency from "../runtime/internal/executor/Idempotency.ts"
 import { RunContext } from "../runtime/RunContext.ts"
 import * as Journal from "./Journal.ts"
@@ -544,13 +549,18 @@ const callActivity = <R, MR>(
   decision: Approval.Decision | undefined
 ) => {
   const name = `tool/${context.turn}/${index}`
-  return Activity.make({
+  const toolName = options.tools.get(call.name)?.spec.name ?? call.name
+  // the run's limits count calls admitted in an earlier process too: a call this executor did not run
+  // (replayed from the journal, or answered "may or may not have completed") counts if it was admitted
+  let ranHere = false
+  const admittedBefore = (events: ReadonlyArray<ToolEvent.Event>) =>
+    events.some((e) => e._tag === "tool.started" || (e._tag === "tool.failed" && e.outcome === "unknown"))
+  return Effect.tap(Activity.make({
     name,
     success: Journal.Call,
     execute: Effect.gen(function*() {
       const key = yield* Activity.idempotencyKey(name)
       const entry = options.tools.get(call.name)
-      const toolName = entry?.spec.name ?? call.name
       const events: Array<ToolEvent.Event> = []
       const collect = EventSink.of({ emit: (event) => Effect.sync(() => void events.push(event)) })
       if (decision?._tag === "Deny") {
@@ -591,6 +601,7 @@ const callActivity = <R, MR>(
       }
       // an edit's arguments replace the model's, decoded like any call's (`consent`, if installed, reads the same edit)
       const effective = decision?._tag === "Edit" ? { ...call, arguments: decision.arguments } : call
+      ranHere = true
       let run = executor.runBatch([effective], { advertised: context.advertised }).pipe(
         Effect.provideService(EventSink, collect)
       )
@@ -606,5 +617,8 @@ const callActivity = <R, MR>(
       )
       return { result, events: marked, ...(fatal === undefined ? {} : { fatal }) }
     })
-  })
+  }), (outcome) =>
+    ranHere || !admittedBefore(outcome.events as ReadonlyArray<ToolEvent.Event>)
+      ? Effect.void
+      : Effect.sync(() => Admission.countReplayed(executor, toolName)))
 }

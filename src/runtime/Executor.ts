@@ -194,10 +194,11 @@ export const make = <R, MR = never>(
     const runCancel = Cancellation.makeRunCancelUnsafe()
     const threshold = options.artifacts?.threshold ?? 16_000
     const reporter = Reporter.make()
+    const admit = Admission.make(options.limits)
     const runCall = Call.make({
       repair: options.repair ?? true,
       middleware: options.middleware ?? [],
-      admit: Admission.make(options.limits),
+      admit,
       invoke: Invoke.make({
         defaultTimeout: Duration.fromInputUnsafe(options.defaultTimeout ?? "60 seconds"),
         reporter
@@ -272,5 +273,7 @@ export const make = <R, MR = never>(
 
     const emit: Executor<R | MR>["emit"] = (event) => Effect.flatMap(environment, (env) => reporter.emit(env, event))
 
-    return { registry, run, runBatch, emit, runCancel }
+    const executor = { registry, run, runBatch, emit, runCancel }
+    Admission.register(executor, admit.count)
+    return executor
   })

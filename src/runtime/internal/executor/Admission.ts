@@ -18,7 +18,23 @@ export type Admission =
   | { readonly _tag: "Admitted"; readonly resolved: ToolRegistry.Resolved }
   | { readonly _tag: "Rejected"; readonly toolName: string; readonly error: ToolError.Rejection }
 
-/** The run's admission check; it owns the run's call counters. */
+/**
+ * Counts, per executor, a call admitted in an earlier process (a durable run's call replayed from
+ * its journal) so that the run's limits hold across restarts. Registered by `Executor.make`.
+ */
+const replayCounters = new WeakMap<object, (toolName: string) => void>()
+
+/** Registers `executor`'s admission counter (see {@link countReplayed}). */
+export const register = (executor: object, count: (toolName: string) => void): void => {
+  replayCounters.set(executor, count)
+}
+
+/** Counts a call of `toolName` (canonical name) against `executor`'s limits without admitting anything. */
+export const countReplayed = (executor: object, toolName: string): void => {
+  replayCounters.get(executor)?.(toolName)
+}
+
+/** The run's admission check; it owns the run's call counters (`count` adds a call admitted elsewhere). */
 export const make = (limits: Limits | undefined) => {
   let runCalls = 0
   const toolCalls = new Map<string, number>()
@@ -48,7 +64,12 @@ export const make = (limits: Limits | undefined) => {
     return undefined
   }
 
-  return (advertised: ToolRegistry.Advertised<unknown>, call: ToolCall): Admission => {
+  const count = (name: string): void => {
+    runCalls++
+    toolCalls.set(name, (toolCalls.get(name) ?? 0) + 1)
+  }
+
+  const admit = (advertised: ToolRegistry.Advertised<unknown>, call: ToolCall): Admission => {
     const resolved = ToolRegistry.resolve(advertised, call)
     if (Result.isFailure(resolved)) {
       // Rejection messages are already redacted per the tool's policy by `ToolRegistry.resolve`.
@@ -61,4 +82,5 @@ export const make = (limits: Limits | undefined) => {
       ? { _tag: "Admitted", resolved: resolved.success }
       : { _tag: "Rejected", toolName: name, error: limit }
   }
+  return Object.assign(admit, { count })
 }
