@@ -615,10 +615,19 @@ const callActivity = <R, MR>(
           ? { ...event, outcome: "unknown" as const }
           : event
       )
-      return { result, events: marked, ...(fatal === undefined ? {} : { fatal }) }
+      const cancelRun = executor.runCancel.reasonUnsafe()
+      return {
+        result,
+        events: marked,
+        ...(fatal === undefined ? {} : { fatal }),
+        ...(cancelRun === undefined ? {} : { cancelRun })
+      }
     })
   }), (outcome) =>
-    ranHere || !admittedBefore(outcome.events as ReadonlyArray<ToolEvent.Event>)
-      ? Effect.void
-      : Effect.sync(() => Admission.countReplayed(executor, toolName)))
+    Effect.suspend(() => {
+      if (ranHere) return Effect.void
+      // replayed: count it if it was admitted, and cancel the run again if a handler cancelled it then
+      if (admittedBefore(outcome.events as ReadonlyArray<ToolEvent.Event>)) Admission.countReplayed(executor, toolName)
+      return outcome.cancelRun === undefined ? Effect.void : executor.runCancel.cancel(outcome.cancelRun)
+    }))
 }

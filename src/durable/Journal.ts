@@ -61,7 +61,9 @@ export const Turn = Schema.Union([
 export const Call = Schema.Struct({
   result: ToolResult.ToolResult,
   events: Schema.Array(ToolEvent.Event),
-  fatal: Schema.optionalKey(ToolError.ToolError)
+  fatal: Schema.optionalKey(ToolError.ToolError),
+  /** The run was cancelled (`Cancellation.cancelRun`) when the call ended: the reason, replayed after a restart. */
+  cancelRun: Schema.optionalKey(Schema.String)
 })
 
 /** An `Approval.Decision` (an edit's arguments as JSON). */

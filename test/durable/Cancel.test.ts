@@ -1,6 +1,7 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Layer, Scope, Stream } from "effect"
-import { Approval } from "../../src/index.ts"
+import { Deferred, Effect, Exit, Layer, Result, Schema, Scope, Stream } from "effect"
+import { DatabaseSync } from "node:sqlite"
+import { Approval, Cancellation, Tool, ToolRegistry } from "../../src/index.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import * as Core from "./support/core.ts"
 
@@ -152,5 +153,39 @@ describe("DurableAgent.cancel", () => {
       }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
       assert.instanceOf(error, DurableAgent.RunCancelled)
       assert.strictEqual(counters.get("plain_write:0-0"), 0)
+    }), 30_000)
+})
+
+describe("Cancellation.cancelRun in a durable run", () => {
+  it.live("a handler's cancelRun ends the run cancelled, also when the run is replayed after its call was journaled", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const stop = Tool.make("stop", {
+        description: "Stops the run.",
+        input: Schema.Struct({ line: Schema.String }),
+        services: [Cancellation.Cancellation],
+        safety: { access: "read", idempotent: true },
+        handler: () => Effect.andThen(Effect.sync(() => counters.bump("stop")), Effect.as(Cancellation.cancelRun("enough"), "stopping"))
+      })
+      const agent = DurableAgent.make({
+        name: "cancel-run",
+        tools: Result.getOrThrow(ToolRegistry.makeResult([stop])),
+        pollInterval: "20 millis"
+      })
+      const filename = Core.tempFile("cancel-run")
+      const run = Effect.andThen(agent.start("r", user("plan: stop;stop")), agent.result("r"))
+      const first = yield* Effect.provide(run, Core.runner(agent, sqliteRunner(filename), counters))
+      assert.strictEqual(first.reason, "cancelled")
+      assert.strictEqual(counters.get("model"), 1)
+      // as if the runner died after the call's journal write and before the run's: the run's reply is
+      // removed, so the restarted runner replays the run (its call answers from the journal)
+      const db = new DatabaseSync(filename)
+      db.exec(`DELETE FROM cluster_replies WHERE request_id IN (SELECT id FROM cluster_messages WHERE tag = 'run')`)
+      db.exec(`UPDATE cluster_messages SET processed = FALSE WHERE tag = 'run'`)
+      db.close()
+      const second = yield* Effect.provide(agent.result("r"), Core.runner(agent, sqliteRunner(filename), counters))
+      assert.strictEqual(second.reason, "cancelled")
+      assert.strictEqual(counters.get("stop"), 1, "the call was not run again")
+      assert.strictEqual(counters.get("model"), 1, "the model was not asked for another turn")
     }), 30_000)
 })
