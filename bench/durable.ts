@@ -13,7 +13,10 @@
  * time from the first start to the last result of the 1,000, runs/s and tool calls/s; journal
  * rows per tool call (`cluster_messages` + `cluster_replies` + the durable agent's event journal and
  * started markers, counted after the case, divided by the calls); the RSS of each runner at the end
- * (MB), and the runners' RSS growth from serving to the end, per agent (KB).
+ * (MB), and the runners' RSS growth from serving to the end, per agent (KB); the runners' CPU time
+ * (user + system, all runners, from serving to the end: warm-up, settling and idle polling included)
+ * per agent run (ms), this process's own for SQLite. CPU per agent is the cost that should stay flat
+ * as runners are added; wall time also depends on how many cores the machine has for them.
  */
 import { Effect, Layer, Redacted, Result, Schema } from "effect"
 import { spawn } from "node:child_process"
@@ -92,6 +95,8 @@ interface Row {
   readonly rss: ReadonlyArray<number>
   /** RSS growth of all runners from serving to the end (bytes). */
   readonly growth: number
+  /** CPU time of all runners from serving to the end (microseconds). */
+  readonly cpu: number
   readonly rows: Record<string, number>
 }
 
@@ -109,7 +114,8 @@ const rowOf = (r: Row): Record<string, string | number> => {
     "journal rows/call": +(total / journaledCalls).toFixed(2),
     "rows": Object.entries(r.rows).map(([k, v]) => `${k}=${v}`).join(" "),
     "RSS MB/runner": r.rss.map((b) => Math.round(b / 1e6)).join("/"),
-    "RSS growth KB/agent": Math.round(r.growth / r.agents / 1024)
+    "RSS growth KB/agent": Math.round(r.growth / r.agents / 1024),
+    "runner CPU ms/agent": +(r.cpu / 1000 / (r.agents + warmup)).toFixed(2)
   }
 }
 
@@ -122,17 +128,24 @@ const sqliteCase = async (): Promise<Row> => {
       Layer.provide([model, Stores.layerMemory]),
       Layer.provideMerge(Runner.layerSqlite({ filename: join(dir, "journal.db"), pollInterval: poll }))
     )
+    const cpu0 = cpuMicros()
     const [base, ms, rows] = await Effect.runPromise(
       Effect.all([Effect.sync(() => process.memoryUsage().rss), startAndWait(ids, "s"), journalRows]).pipe(Effect.provide(live))
     )
     const rss = process.memoryUsage().rss
-    return { journal: "sqlite", runners: 1, agents, seconds: ms / 1000, rss: [rss], growth: rss - base, rows }
+    return { journal: "sqlite", runners: 1, agents, seconds: ms / 1000, rss: [rss], growth: rss - base, rows, cpu: cpuMicros() - cpu0 }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 }
 
 const self = fileURLToPath(import.meta.url)
+
+/** This process's CPU time so far (user + system, microseconds). */
+const cpuMicros = () => {
+  const usage = process.cpuUsage()
+  return usage.user + usage.system
+}
 
 /** Runs this file as a child (`runner` or `client`); resolves with its stdout when it exits. */
 const child = (args: ReadonlyArray<string>, env: Record<string, string>) => {
@@ -166,15 +179,19 @@ const postgresCase = async (url: string, runners: number, prefix: string): Promi
   const line = out.split("\n").find((l) => l.startsWith("CLIENT "))
   if (line === undefined) throw new Error(`bench client failed: ${out}`)
   const { ms, rows } = JSON.parse(line.slice("CLIENT ".length)) as { ms: number; rows: Record<string, number> }
-  // each runner prints its RSS when it is serving (`UP <rss>`) and when told to stop (`RSS <rss>`)
+  // each runner prints its RSS and CPU time when it is serving (`UP <rss> <cpu>`) and when told to stop (`RSS <rss> <cpu>`)
   const ends = await Promise.all(procs.map(async (p) => {
     p.proc.kill("SIGTERM")
     const text = await p.done
-    return { up: Number(text.match(/UP (\d+)/)?.[1] ?? 0), end: Number(text.match(/RSS (\d+)/)?.[1] ?? 0) }
+    const up = text.match(/UP (\d+) (\d+)/)
+    const end = text.match(/RSS (\d+) (\d+)/)
+    if (up === null || end === null) throw new Error(`bench runner failed: ${text}`)
+    return { up: Number(up[1]), end: Number(end[1]), cpu: Number(end[2]) - Number(up[2]) }
   }))
   const rss = ends.map((e) => e.end)
   const growth = ends.reduce((sum, e) => sum + e.end - e.up, 0)
-  return { journal: "postgres", runners, agents, seconds: ms / 1000, rss, growth, rows }
+  const cpu = ends.reduce((sum, e) => sum + e.cpu, 0)
+  return { journal: "postgres", runners, agents, seconds: ms / 1000, rss, growth, rows, cpu }
 }
 
 /** The rows of the durable simulation (Postgres cases only when the machine has Postgres). */
@@ -208,9 +225,9 @@ if (process.argv[1] === self) {
       }))
     )
     process.on("SIGTERM", () => {
-      process.stdout.write(`RSS ${process.memoryUsage().rss}\n`, () => process.exit(0))
+      process.stdout.write(`RSS ${process.memoryUsage().rss} ${cpuMicros()}\n`, () => process.exit(0))
     })
-    void Effect.runPromise(Effect.andThen(Effect.sync(() => console.log(`UP ${process.memoryUsage().rss}`)), Effect.never).pipe(Effect.provide(live)))
+    void Effect.runPromise(Effect.andThen(Effect.sync(() => console.log(`UP ${process.memoryUsage().rss} ${cpuMicros()}`)), Effect.never).pipe(Effect.provide(live)))
   } else if (role === "client") {
     const prefix = process.env["BENCH_PREFIX"] ?? "p"
     const ids = Array.from({ length: agents }, (_, i) => `${prefix}${i}`)
