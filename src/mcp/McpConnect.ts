@@ -20,6 +20,12 @@
  *   closed connection or a transport failure is a `ToolTransient`.
  * - Timeouts and interruption abort the request, and the client sends
  *   `notifications/cancelled`.
+ * - Progress: a call run by an executor asks for the server's progress
+ *   (`_meta.progressToken`), and each `notifications/progress` becomes a
+ *   `ToolProgress` report of the call (`progress` its count, with `total` and
+ *   `message`), so a `tool.progress` event, rate-bounded like any tool's
+ *   (imported tools have no redaction policy: messages are as the server sent
+ *   them). A call made without a `ToolProgress` does not ask.
  * - `notifications/tools/list_changed` re-lists the tools and replaces the
  *   registry (`connection.registry`, `connection.changes`).
  * - The connection is a scoped resource: it closes (and a spawned server is
@@ -210,8 +216,19 @@ export const transport = (
     const server = options.name ?? info?.name ?? label
     const caller: Caller = {
       server,
-      call: (name, args, signal) =>
-        client.callTool({ name, arguments: { ...args } }, undefined, { signal, timeout: noDeadline }) as Promise<CallResult>
+      call: (name, args, signal, onProgress) =>
+        client.callTool({ name, arguments: { ...args } }, undefined, {
+          signal,
+          timeout: noDeadline,
+          ...(onProgress === undefined ? {} : {
+            onprogress: ({ progress, total, message }) =>
+              onProgress({
+                count: progress,
+                ...(total === undefined ? {} : { total }),
+                ...(message === undefined ? {} : { message })
+              })
+          })
+        }) as Promise<CallResult>
     }
     const listAll = Effect.tryPromise({
       try: async () => {

@@ -99,19 +99,24 @@ describe("McpServe: tool progress as notifications/progress", () => {
       expect(tags).toEqual(["tool.started", "tool.progress", "tool.progress", "tool.progress", "tool.completed"])
     }), 30_000)
 
-  it("progress increases with each notification: reports with no higher value are not sent", () =>
+  it("progress increases with each notification: a message with no higher value goes a millionth above the last", () =>
     withServer(async (client, events) => {
       const received: Array<Progress> = []
       const result = await client.callTool({ name: "mixed_progress", arguments: {} }, undefined, {
         onprogress: (progress) => received.push(progress)
       })
       expect(textOf(result)).toBe("mixed")
+      const step = 1e-6
       expect(received).toEqual([
-        { progress: 1, message: "starting" },
+        { progress: step, message: "starting" },
         { progress: 5, total: 10, message: "counted" },
+        { progress: 5 + step, total: 10, message: "still going" },
+        { progress: 5 + step + step, total: 10, message: "a fraction" },
         { progress: 7, total: 10 },
+        { progress: 7 + step, total: 10, message: "the same count" },
         { progress: 10, total: 10, message: "done" }
       ])
+      for (let i = 1; i < received.length; i++) expect(received[i]!.progress).toBeGreaterThan(received[i - 1]!.progress)
       // Every report is still a tool.progress event of the server.
       expect((await events()).filter((e) => e._tag === "tool.progress")).toHaveLength(7)
     }), 30_000)

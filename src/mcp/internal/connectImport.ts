@@ -3,11 +3,13 @@
  * names kept (the registry derives the canonical alias), input validated
  * locally against the server's schema (closed as shown), safety from the
  * annotations, a handler that sends `tools/call` with an `AbortSignal` that
- * aborts on interruption (so the SDK sends `notifications/cancelled`), and
- * results mapped into content and a value. Tools whose schemas cannot be
- * imported, or whose canonical names collide, are skipped with a reason.
+ * aborts on interruption (so the SDK sends `notifications/cancelled`) and, when
+ * the executor gives the call a `ToolProgress`, forwards the server's progress
+ * to it (in order, all before the handler returns), and results mapped into
+ * content and a value. Tools whose schemas cannot be imported, or whose
+ * canonical names collide, are skipped with a reason.
  */
-import { Duration, Effect, Option, Result } from "effect"
+import { type Cause, Duration, Effect, Fiber, Option, Queue, Result, Stream } from "effect"
 import * as Tool from "../../contract/Tool.ts"
 import type * as ToolError from "../../contract/ToolError.ts"
 import type * as ToolInput from "../../contract/ToolInput.ts"
@@ -16,6 +18,7 @@ import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import type * as ToolResult from "../../contract/ToolResult.ts"
 import * as AuditTrail from "../../governance/middleware/AuditTrail.ts"
 import { ToolCallContext } from "../../runtime/ToolCallContext.ts"
+import { ToolProgress, type ToolProgressShape, type Update } from "../../runtime/ToolProgress.ts"
 import type * as Mcp from "../../providers/Mcp.ts"
 import { type CallResult, callError, errorText, mapResult, type ResourceLink, resultError, safetyOf } from "./connectMapping.ts"
 
@@ -23,8 +26,13 @@ import { type CallResult, callError, errorText, mapResult, type ResourceLink, re
 export interface Caller {
   /** The server's label (`options.name`, else its `serverInfo.name`). */
   readonly server: string
-  /** Sends `tools/call`; the signal aborts on interruption. */
-  readonly call: (name: string, args: { readonly [key: string]: unknown }, signal: AbortSignal) => Promise<CallResult>
+  /** Sends `tools/call`; the signal aborts on interruption. With `onProgress`, asks for the server's progress. */
+  readonly call: (
+    name: string,
+    args: { readonly [key: string]: unknown },
+    signal: AbortSignal,
+    onProgress?: (update: Update) => void
+  ) => Promise<CallResult>
 }
 
 /** A tool left out of the registry, and why. */
@@ -71,6 +79,24 @@ const toModelOutput = (output: unknown): ToolResult.ModelOutput =>
 /** An imported tool: fails only with tool errors, needs no service. */
 export type Imported = Tool.Dynamic<ToolError.ToolFailure | ToolError.ToolTransient, never>
 
+/**
+ * Runs `send` with a callback that reports each update to `progress`, in order (the callback is the
+ * SDK's, outside any fiber: updates wait in a queue). Updates that came before the response are all
+ * reported before this returns, whether the call succeeded or failed.
+ */
+const forwarding = <A, E>(
+  progress: ToolProgressShape,
+  send: (onProgress: (update: Update) => void) => Effect.Effect<A, E>
+): Effect.Effect<A, E> =>
+  Effect.gen(function*() {
+    const updates = yield* Queue.unbounded<Update, Cause.Done>()
+    const forwarder = yield* Stream.fromQueue(updates).pipe(Stream.runForEach(progress.report), Effect.forkChild)
+    const exit = yield* Effect.exit(send((update) => Queue.offerUnsafe(updates, update)))
+    yield* Queue.end(updates)
+    yield* Fiber.join(forwarder)
+    return yield* exit
+  })
+
 const importOne = (
   caller: Caller,
   remote: Mcp.Tool,
@@ -84,12 +110,16 @@ const importOne = (
   const handler = (input: { readonly [key: string]: unknown }) =>
     Effect.gen(function*() {
       const context = yield* Effect.serviceOption(ToolCallContext)
+      const progress = yield* Effect.serviceOption(ToolProgress)
       yield* AuditTrail.annotate({ metadata: { mcpServer: server, mcpTool: remote.name } })
       const ambient = Option.isSome(context) ? context.value.abortSignal : undefined
-      const result = yield* Effect.tryPromise({
-        try: (signal) => caller.call(remote.name, input, ambient === undefined ? signal : AbortSignal.any([signal, ambient])),
-        catch: (error) => callError(toolName, server, error)
-      })
+      const send = (onProgress?: (update: Update) => void) =>
+        Effect.tryPromise({
+          try: (signal) =>
+            caller.call(remote.name, input, ambient === undefined ? signal : AbortSignal.any([signal, ambient]), onProgress),
+          catch: (error) => callError(toolName, server, error)
+        })
+      const result = yield* (Option.isSome(progress) ? forwarding(progress.value, send) : send())
       const mapped = mapResult(result)
       if (mapped.isError) return yield* Effect.fail(resultError(toolName, errorText(mapped), result.structuredContent))
       if (Option.isSome(context)) {
@@ -116,8 +146,10 @@ const importOne = (
   let tool = Tool.fromJsonSchema(name, remote.outputSchema === undefined ? base : { ...base, outputSchema: remote.outputSchema })
   if (Result.isFailure(tool) && remote.outputSchema !== undefined) tool = Tool.fromJsonSchema(name, base)
   if (Result.isFailure(tool)) return Result.fail(tool.failure.message)
-  sources.set(tool.success, { server, tool: remote.name })
-  return Result.succeed(tool.success)
+  // Lists `ToolProgress` so that the executor gives each call one; the handler takes it only when it is there.
+  const imported: Imported = { ...tool.success, services: [ToolProgress] }
+  sources.set(imported, { server, tool: remote.name })
+  return Result.succeed(imported)
 }
 
 /**

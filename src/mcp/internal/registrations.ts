@@ -102,12 +102,16 @@ const progressTokenOf = Effect.map(Effect.serviceOption(McpSchema.McpRequestCont
 /**
  * `sink`, also sending each `tool.progress` of call `callId` as a `notifications/progress` for `token`,
  * in `request` (the request's context, which routes the notification). The value of a report is its
- * count when it has one (with the total), else its fraction (of 1); a call that has reported neither
- * yet counts its notifications (1, 2, ...). The MCP spec requires `progress` to increase with each
- * notification, so a report is sent only when its value is above the last one sent: a report with no
- * new value (a message only, or the same count again) or a smaller one (a fraction after a count) is
- * not sent to the client (it is still a `tool.progress` event of the server). `message` is the tool's.
+ * count when it has one (with the total), else its fraction (of 1). The MCP spec requires `progress`
+ * to increase with each notification: a report whose value is above the last one sent is sent with
+ * it; a report with a message and no higher value (a message only, the same count again, a fraction
+ * after a count) is sent a millionth above the last value, so the message reaches the client without
+ * claiming progress; a report with neither is not sent (it is still a `tool.progress` event of the
+ * server). `message` is the tool's.
  */
+/** How far above the last progress value a message-only notification goes. */
+const messageStep = 1e-6
+
 const withProgress = (
   sink: EventSink["Service"],
   callId: string,
@@ -115,24 +119,22 @@ const withProgress = (
   request: Context.Context<never>,
   server: McpServer.McpServer["Service"]
 ): EventSink["Service"] => {
-  let sent = 0
-  let numeric = false
-  let highest = Number.NEGATIVE_INFINITY
+  // MCP requires `progress` to increase with each notification: a report's own value (its count with
+  // its total, else its fraction of 1) is sent when it increases; a report with a message and no
+  // higher value is still sent, a millionth above the last value (it claims no progress)
+  let highest = 0
   let total: number | undefined
   const notify = (event: ToolEvent.ToolProgress): Effect.Effect<void> => {
-    let progress: number | undefined
-    if (event.count !== undefined) {
-      numeric = true
-      progress = event.count
-      total = event.total
-    } else if (event.fraction !== undefined) {
-      numeric = true
-      progress = event.fraction
-      total = 1
-    } else if (!numeric) progress = sent + 1
-    if (progress === undefined || !(progress > highest)) return Effect.void
+    const own = event.count ?? event.fraction
+    let progress: number
+    if (own !== undefined && own > highest) {
+      progress = own
+      total = event.count !== undefined ? event.total : 1
+    } else if (event.message !== undefined) {
+      progress = highest + messageStep
+      if (!(progress > highest)) return Effect.void
+    } else return Effect.void
     highest = progress
-    sent++
     return server.notifications["notifications/progress"]({
       progressToken: token,
       progress,
