@@ -227,6 +227,8 @@ export const loopWith = <R, MR, X, Y>(
           Tracing.chat(inTurn(step.ask({ messages: transcript, tools: advertised.specs }, turn)))
         )
         if (response._tag === "Failure") return yield* inTurn(fail("model", response.failure, turn + 1))
+        // cancelled while the model answered: the answer is not acted on (its calls never start)
+        if (yield* executor.runCancel.isCancelled) return yield* inTurn(finish("cancelled", turn, ""))
         const reply = response.success
         usage = ChatModel.addUsage(usage, reply.usage)
         transcript.push({ role: "assistant", content: reply.text, toolCalls: redactCalls(options.tools, reply.toolCalls) })

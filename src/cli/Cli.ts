@@ -793,6 +793,8 @@ const durableApproveCommand = Command.make("approve", {
             ? `${of} is already decided (a decision stands; it cannot be changed)`
             : error.reason === "finished"
             ? `run ${JSON.stringify(runId)} has finished: nothing to decide for ${of}`
+            : error.reason === "cancelled"
+            ? `run ${JSON.stringify(runId)} has been cancelled: nothing to decide for ${of}`
             : `no pending approval for ${of} (the run has not been picked up by a runner yet)`
         }))),
       Effect.catchCause((cause) =>

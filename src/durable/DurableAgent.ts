@@ -36,12 +36,16 @@
  * `options.approval` does not cover ask the `Approval` service the application provides, as in
  * `Agent.run`.
  *
- * Cancellation: `cancel(runId)` records the reason (table `tinyagents_durable_cancels`) and sends
- * the engine's durable interrupt. The interrupt reaches the runner asynchronously, so each model
- * turn and each batch of calls first reads the table and, if the run is cancelled, waits (suspended)
- * for it: once `cancel` has returned, no step starts (one already starting then may still run). Calls already running finish; a workflow finalizer
- * appends `agent.finished` (reason `cancelled`) after the last journaled event; `poll`/`result`
- * answer `RunCancelled`.
+ * Cancellation: `cancel(runId)` completes the run's durable deferred `cancel` with the reason
+ * (which wakes a run waiting for approvals: each wait races it) and records the reason in the table
+ * `tinyagents_durable_cancels`, which every step reads before it starts anything: a `turn/<n>`
+ * activity then journals `Cancelled` instead of asking the model, a `tool/<n>/<i>` activity journals
+ * the call as not started (`ToolCancelled`, `started: false`; a call whose "started" marker exists
+ * is answered as after a crash), and a turn with approvals journals a check (`cancel-check/<n>`)
+ * before requesting them. Every such answer is journaled, so a replay takes the same path. The loop
+ * then ends as `Agent.run` ends a cancelled run (calls already running finish and keep their
+ * events; `agent.finished` with reason `cancelled`), the outcome records the reason, and
+ * `poll`/`result` answer `RunCancelled`.
  *
  * Limits: the executor's run-scoped call counters (`limits`) are in memory, so a call replayed from
  * the journal is counted again when its journaled events show it was admitted (`tool.started`, or
@@ -66,8 +70,9 @@
  * `start(runId, messages, { threadId, user })` journals the run's `RunContext` with its payload:
  * handlers see that thread id (default the run id) and user context.
  */
-import { Cause, Clock, Data, Effect, Exit, Layer, Option, Stream } from "effect"
-import type { Duration, Schema } from "effect"
+import { Cause, Data, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Schema } from "effect"
+import type { Duration } from "effect"
 import type { SqlClient } from "effect/sql"
 import { Activity, DurableDeferred, Workflow, type WorkflowEngine } from "effect/workflow"
 import * as Agent from "../agent/Agent.ts"
@@ -124,12 +129,13 @@ export interface PendingApproval {
 /**
  * `approve` found no request to decide: the run is unknown to the journal (`"no such run"`: never
  * started, or not yet picked up by a runner), no call `callId` waits (`"not pending"`), its latest
- * request was already decided otherwise (`"already decided"`), or the run has ended (`"finished"`).
+ * request was already decided otherwise (`"already decided"`), the run has ended (`"finished"`) or
+ * it was cancelled (`"cancelled"`).
  */
 export class ApprovalNotPending extends Data.TaggedError("ApprovalNotPending")<{
   readonly runId: string
   readonly callId: string
-  readonly reason: "no such run" | "not pending" | "already decided" | "finished"
+  readonly reason: "no such run" | "not pending" | "already decided" | "finished" | "cancelled"
 }> {
   override get message(): string {
     return `no pending approval for call ${this.callId} of run ${this.runId}: ${this.reason}`
@@ -141,6 +147,10 @@ export class RunCancelled extends Data.TaggedError("RunCancelled")<{
   readonly runId: string
   /** The reason given to the first `cancel`. */
   readonly reason: string
+  /** What the run did before it stopped, as in `Agent.AgentResult`. */
+  readonly turns: number
+  readonly transcript: ReadonlyArray<ChatModel.Message>
+  readonly results: ReadonlyArray<ToolResult.ToolResult>
 }> {
   override get message(): string {
     return `run ${this.runId} was cancelled: ${this.reason}`
@@ -188,8 +198,8 @@ export interface DurableAgent<R, MR> {
   /**
    * Registers the workflow with the engine: provide it with a runner layer (`Runner.*`), the
    * `ChatModel`, a `StoreRegistry` and the tools' services. Only processes that run runs need it.
-   * Clients need a client layer (`Runner.layerSqliteClient`, `Runner.layerPostgresClient`):
-   * `start` uses the engine alone; `result`, `poll`, `events`, `pending`, `approve` and `cancel` also the `SqlClient`.
+   * Clients need a client layer (`Runner.layerSqliteClient`, `Runner.layerPostgresClient`): `start`,
+   * `result` and `poll` use the engine alone; `events`, `pending`, `approve` and `cancel` also the `SqlClient`.
    */
   readonly layer: Layer.Layer<
     never,
@@ -209,11 +219,11 @@ export interface DurableAgent<R, MR> {
    * Waits for run `runId` to finish (polling the engine); it resumes nothing itself. Fails with
    * `AgentFailed` as `Agent.run` does, or `RunCancelled` when the run was cancelled.
    */
-  readonly result: (runId: string) => Effect.Effect<DurableResult, Agent.AgentFailed | RunCancelled, ClientServices>
+  readonly result: (runId: string) => Effect.Effect<DurableResult, Agent.AgentFailed | RunCancelled, WorkflowEngine.WorkflowEngine>
   /** The run's end: `Option.none()` while the run is unfinished (or unknown). */
   readonly poll: (
     runId: string
-  ) => Effect.Effect<Option.Option<Exit.Exit<DurableResult, Agent.AgentFailed | RunCancelled>>, never, ClientServices>
+  ) => Effect.Effect<Option.Option<Exit.Exit<DurableResult, Agent.AgentFailed | RunCancelled>>, never, WorkflowEngine.WorkflowEngine>
   /**
    * The run's journaled events with a sequence number above `since` (default: all), then new ones
    * as they are journaled, until `agent.finished` (or the run ends without one). See the module comment.
@@ -236,14 +246,14 @@ export interface DurableAgent<R, MR> {
     decision: Approval.Decision
   ) => Effect.Effect<void, ApprovalNotPending, ClientServices>
   /**
-   * Cancels run `runId`, from any process connected to the same database, with the engine's durable
-   * interrupt (it survives restarts): the run starts no new model turn or tool call, its pending
-   * approvals stop waiting, calls already running finish, the run's events end with `agent.finished`
-   * (reason `cancelled`), and `result` fails with `RunCancelled` (the first reason given; default
-   * `"cancelled"`). It returns once the cancellation is recorded, not when the run has stopped. Fails
-   * with `RunNotCancellable` when the journal does not know the run or the run has ended otherwise;
-   * cancelling a cancelled run again succeeds. A run that ends before the interrupt reaches it
-   * keeps its result.
+   * Cancels run `runId`, from any process connected to the same database, also while no runner runs
+   * (it is journaled): the run starts no new model turn or tool call, its approvals stop waiting,
+   * calls already running finish, the run's events end with `agent.finished` (reason `cancelled`),
+   * and `result` fails with `RunCancelled` (the first reason given; default `"cancelled"`). It returns
+   * once the cancellation is recorded, not when the run has stopped. Fails with `RunNotCancellable`
+   * when the journal does not know the run or the run has ended otherwise; cancelling a cancelled
+   * run again succeeds (and completes a cancellation that failed half-way). A run that finishes
+   * before it reaches a step keeps its result.
    */
   readonly cancel: (
     runId: string,
@@ -255,11 +265,8 @@ export interface DurableAgent<R, MR> {
 export const approvalDeferred = (turn: number, index: number) =>
   DurableDeferred.make(`approval/${turn}/${index}`, { success: Journal.Decision })
 
-/**
- * Never completed: a run found cancelled (its reason recorded) waits on it, suspended, for the
- * engine's interrupt that `cancel` sent, so that no step starts in between.
- */
-const cancelledDeferred = DurableDeferred.make("cancelled")
+/** Completed by `cancel` with the reason: every approval wait races it. */
+export const cancelDeferred = DurableDeferred.make("cancel", { success: Schema.String })
 
 /** Makes a durable agent (see the module comment). */
 export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR> => {
@@ -277,16 +284,9 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
 
   const poll: DurableAgent<R, MR>["poll"] = (runId) =>
     Effect.flatMap(executionId(runId), (id) => workflow.poll(id)).pipe(
-      Effect.flatMap((result) => {
-        if (Option.isNone(result) || result.value._tag !== "Complete") return Effect.succeed(Option.none())
-        const exit = result.value.exit
-        if (Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)) {
-          // interrupted by `cancel` (its reason is recorded before the interrupt)
-          return Effect.map(Tables.cancelReason(runKey(runId)), (reason) =>
-            Option.some(Exit.fail(new RunCancelled({ runId, reason: reason ?? "cancelled" }))))
-        }
-        return Effect.succeed(Option.some(exitOf(exit)))
-      })
+      Effect.map(Option.flatMap((result) =>
+        result._tag === "Complete" ? Option.some(exitOf(runId, result.exit)) : Option.none()
+      ))
     )
 
   const result: DurableAgent<R, MR>["result"] = (runId) =>
@@ -328,6 +328,7 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
   const pending: DurableAgent<R, MR>["pending"] = (runId) =>
     Effect.gen(function*() {
       if (Option.isSome(yield* poll(runId))) return []
+      if ((yield* Tables.cancelReason(runKey(runId))) !== undefined) return []
       const rows = yield* Tables.approvals(runKey(runId))
       return rows.filter((row) => row.decision === null).reverse().map((row): PendingApproval => ({
         callId: row.callId,
@@ -344,6 +345,7 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
       const notPending = (reason: ApprovalNotPending["reason"]) =>
         Effect.fail(new ApprovalNotPending({ runId, callId, reason }))
       if (Option.isSome(yield* poll(runId))) return yield* notPending("finished")
+      if ((yield* Tables.cancelReason(run)) !== undefined) return yield* notPending("cancelled")
       const latest = (yield* Tables.approvals(run, callId))[0]
       if (latest === undefined) return yield* notPending((yield* Tables.known(run)) ? "not pending" : "no such run")
       const text = JSON.stringify(decision)
@@ -367,18 +369,32 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
         if (Exit.isFailure(exit) && Option.getOrUndefined(Cause.findErrorOption(exit.cause))?._tag === "RunCancelled") return
         return yield* Effect.fail(new RunNotCancellable({ runId, reason: "finished" }))
       }
-      if (!(yield* Tables.known(run))) return yield* Effect.fail(new RunNotCancellable({ runId, reason: "no such run" }))
-      yield* Tables.cancel(run, cancelOptions?.reason ?? "cancelled")
-      yield* workflow.interrupt(yield* executionId(runId))
+      const id = yield* executionId(runId)
+      if (!(yield* Tables.known(run)) && !(yield* Tables.queued(`Workflow/${workflow._tag}`, id))) {
+        return yield* Effect.fail(new RunNotCancellable({ runId, reason: "no such run" }))
+      }
+      // the first reason stays; the deferred first: it wakes a run waiting for approvals even if this
+      // process dies before the row is written (which stops a running run at its next step)
+      const reason = (yield* Tables.cancelReason(run)) ?? cancelOptions?.reason ?? "cancelled"
+      const token = DurableDeferred.tokenFromExecutionId(cancelDeferred, { workflow, executionId: id })
+      yield* DurableDeferred.succeed(cancelDeferred, { token, value: reason })
+      yield* Tables.cancel(run, reason)
     })
 
   return { workflow, layer, start, result, poll, events, pending, approve, cancel }
 }
 
 /** A journaled outcome as the run's exit. */
-const exitOf = (exit: Exit.Exit<typeof Journal.Outcome.Type, never>): Exit.Exit<DurableResult, Agent.AgentFailed> => {
+const exitOf = (
+  runId: string,
+  exit: Exit.Exit<typeof Journal.Outcome.Type, never>
+): Exit.Exit<DurableResult, Agent.AgentFailed | RunCancelled> => {
   if (exit._tag === "Failure") return Exit.failCause(exit.cause as Cause.Cause<never>)
   const outcome = exit.value
+  if (outcome._tag === "Finished" && outcome.cancelled !== undefined) {
+    const { transcript, results, turns } = outcome.result as DurableResult
+    return Exit.fail(new RunCancelled({ runId, reason: outcome.cancelled, turns, transcript, results }))
+  }
   if (outcome._tag === "Finished") return Exit.succeed(outcome.result as DurableResult)
   const error = outcome.error._tag === "ChatModelError" ? Journal.modelErrorOf(outcome.error) : outcome.error
   return Exit.fail(
@@ -412,24 +428,16 @@ const body = <R, MR>(
           return Effect.provide(Tables.append(run, n, { ...event, sequence: n }), sql)
         })
     })
-    // a cancelled run (the engine's durable interrupt, after `cancel` recorded its reason) ends its
-    // events too, after the last one journaled (an interrupted replay may not have got that far)
-    yield* Workflow.addFinalizer((exit) =>
-      Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
-        ? Effect.flatMap(Tables.cancelReason(run), (reason) =>
-          reason === undefined ? Effect.void : Effect.gen(function*() {
-            const { last, lastTag, turns, usage } = yield* Tables.summary(run)
-            if (lastTag === "agent.finished") return // a finalizer before this one got this far
-            const timestamp = yield* Clock.currentTimeMillis
-            const threadId = payload.threadId ?? runId
-            const finished = { _tag: "agent.finished", turns, reason: "cancelled", text: "", usage } as const
-            yield* Tables.append(run, last + 1, { ...finished, runId, threadId, timestamp, sequence: last + 1 })
-          }))
-        : Effect.void
-    )
+    // the reason of a `cancel` the run observed (journaled by the step that observed it)
+    let cancelledBy: string | undefined
+    const onCancelled = (executor: Executor.Executor<R | MR>, reason: string) =>
+      Effect.suspend(() => {
+        cancelledBy ??= reason
+        return executor.runCancel.cancel(reason)
+      })
     const runOptions: Agent.RunOptions<R, MR> = { ...options, messages: payload.messages as ReadonlyArray<ChatModel.Message> }
     const exit = yield* Effect.exit(
-      Agent.loopWith(runOptions, (executor) => durableSteps(options, run, executor)).pipe(
+      Agent.loopWith(runOptions, (executor) => durableSteps(options, run, executor, (reason) => onCancelled(executor, reason))).pipe(
         Effect.provideService(EventSink, journal),
         Effect.provideService(RunContext, {
           runId,
@@ -441,7 +449,11 @@ const body = <R, MR>(
     )
     if (Exit.isSuccess(exit)) {
       const { reason, ...rest } = exit.value
-      return { _tag: "Finished", result: { ...rest, reason } } as typeof Journal.Outcome.Type
+      return {
+        _tag: "Finished",
+        result: { ...rest, reason },
+        ...(reason === "cancelled" && cancelledBy !== undefined ? { cancelled: cancelledBy } : {})
+      } as typeof Journal.Outcome.Type
     }
     const failure = Cause.findErrorOption(exit.cause)
     if (Option.isNone(failure)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
@@ -457,20 +469,23 @@ const body = <R, MR>(
   })
 
 /** The loop's steps as activities (see the module comment). */
-const durableSteps = <R, MR>(options: Options<R, MR>, run: Tables.RunKey, executor: Executor.Executor<R | MR>) =>
+const durableSteps = <R, MR>(
+  options: Options<R, MR>,
+  run: Tables.RunKey,
+  executor: Executor.Executor<R | MR>,
+  onCancelled: (reason: string) => Effect.Effect<void>
+) =>
   Effect.gen(function*() {
     const model = yield* ChatModel.ChatModel
-    // the engine's interrupt reaches the runner asynchronously: a step that sees the cancellation first waits for it
-    const unlessCancelled = Effect.flatMap(
-      Tables.cancelReason(run),
-      (reason) => reason === undefined ? Effect.void : DurableDeferred.await(cancelledDeferred)
-    )
     const ask: Agent.Steps<StepServices<R, MR>>["ask"] = (request, turn) =>
       Effect.flatMap(
-        Effect.andThen(unlessCancelled, Activity.make({
+        Activity.make({
           name: `turn/${turn}`,
           success: Journal.Turn,
-          execute: Effect.suspend(() => ChatModel.collect(model.stream(request))).pipe(
+          execute: Effect.flatMap(Tables.cancelReason(run), (reason) =>
+            reason !== undefined
+              ? Effect.succeed({ _tag: "Cancelled", reason } as const)
+              : Effect.suspend(() => ChatModel.collect(model.stream(request))).pipe(
             Effect.map((response): typeof Journal.Turn.Type => ({
               _tag: "Answered",
               response: {
@@ -481,11 +496,14 @@ const durableSteps = <R, MR>(options: Options<R, MR>, run: Tables.RunKey, execut
               }
             })),
             Effect.catch((error) => Effect.succeed({ _tag: "Failed", error: Journal.modelErrorData(error) } as const))
-          )
-        })),
+          ))
+        }),
         (outcome) =>
           outcome._tag === "Answered"
             ? Effect.succeed(outcome.response as ChatModel.Response)
+            : outcome._tag === "Cancelled"
+            // the loop ends the run as cancelled without reading this answer
+            ? Effect.as(onCancelled(outcome.reason), { text: "", toolCalls: [], usage: ChatModel.noUsage })
             : Effect.fail(Journal.modelErrorOf(outcome.error))
       )
 
@@ -495,11 +513,20 @@ const durableSteps = <R, MR>(options: Options<R, MR>, run: Tables.RunKey, execut
     ) =>
       Effect.gen(function*() {
         // approvals first: every request of the turn is recorded and reported, then each decision is
-        // awaited (durably, in call order); a request is named by its position, so a decision answers it alone
-        const requests = calls.flatMap((call, index) => {
+        // awaited (durably, in call order, each wait racing the run's cancellation); a request is named
+        // by its position, so a decision answers it alone
+        const needsApproval = calls.flatMap((call, index) => {
           const entry = options.tools.get(call.name)
           return entry !== undefined && options.approval?.(call, entry.spec) === true ? [{ call, index, entry }] : []
         })
+        // a cancelled run requests no approval (a journaled check, so a replay takes the same path)
+        const cancelled = needsApproval.length === 0 ? null : yield* Activity.make({
+          name: `cancel-check/${context.turn}`,
+          success: Schema.NullOr(Schema.String),
+          execute: Effect.map(Tables.cancelReason(run), (reason) => reason ?? null)
+        })
+        if (cancelled !== null) yield* onCancelled(cancelled)
+        const requests = cancelled === null ? needsApproval : []
         for (const { call, entry, index } of requests) {
           const args = redactArguments(call.arguments, entry.spec.safety.redact)
           yield* Tables.request(run, {
@@ -520,12 +547,28 @@ const durableSteps = <R, MR>(options: Options<R, MR>, run: Tables.RunKey, execut
         }
         const decisions = new Map<number, Approval.Decision>()
         for (const { index } of requests) {
-          decisions.set(index, (yield* DurableDeferred.await(approvalDeferred(context.turn, index))) as Approval.Decision)
+          const waited = yield* DurableDeferred.raceAll({
+            name: `approval/${context.turn}/${index}`,
+            success: Journal.Waited,
+            error: Schema.Never,
+            effects: [
+              DurableDeferred.await(approvalDeferred(context.turn, index)),
+              Effect.map(DurableDeferred.await(cancelDeferred), (reason) => ({ _tag: "Cancelled", reason } as const))
+            ]
+          })
+          if (waited._tag === "Cancelled") {
+            yield* onCancelled(waited.reason)
+            break
+          }
+          decisions.set(index, waited as Approval.Decision)
         }
-        yield* unlessCancelled
         const outcomes = yield* Effect.forEach(
           calls,
-          (call, index) => callActivity(options, executor, call, index, context, decisions.get(index)),
+          (call, index) =>
+            callActivity(options, run, executor, call, index, context, {
+              decision: decisions.get(index),
+              needsApproval: needsApproval.some((request) => request.index === index)
+            }, onCancelled),
           { concurrency: options.concurrency ?? Executor.defaultConcurrency }
         )
         const sink = yield* EventSink
@@ -542,12 +585,15 @@ const durableSteps = <R, MR>(options: Options<R, MR>, run: Tables.RunKey, execut
 /** Call `index` of its turn as the activity `tool/<turn>/<index>`. */
 const callActivity = <R, MR>(
   options: Options<R, MR>,
+  run: Tables.RunKey,
   executor: Executor.Executor<R | MR>,
   call: ToolCall,
   index: number,
   context: { readonly turn: number; readonly advertised: ToolRegistry.Advertised<unknown> },
-  decision: Approval.Decision | undefined
+  approval: { readonly decision: Approval.Decision | undefined; readonly needsApproval: boolean },
+  onCancelled: (reason: string) => Effect.Effect<void>
 ) => {
+  const { decision } = approval
   const name = `tool/${context.turn}/${index}`
   const toolName = options.tools.get(call.name)?.spec.name ?? call.name
   // the run's limits count calls admitted in an earlier process too: a call this executor did not run
@@ -563,6 +609,20 @@ const callActivity = <R, MR>(
       const entry = options.tools.get(call.name)
       const events: Array<ToolEvent.Event> = []
       const collect = EventSink.of({ emit: (event) => Effect.sync(() => void events.push(event)) })
+      const kind = entry === undefined
+        ? "unknown"
+        : entry.tool.idempotency !== undefined
+        ? "keyed"
+        : entry.spec.safety.idempotent
+        ? "idempotent"
+        : "unsafe"
+      // a cancelled run starts no call (one whose marker shows an earlier start is answered as after a crash)
+      const stop = (yield* Tables.cancelReason(run)) ??
+        (approval.needsApproval && decision === undefined ? executor.runCancel.reasonUnsafe() ?? "cancelled" : undefined)
+      if (stop !== undefined && !((kind === "keyed" || kind === "unsafe") && (yield* Tables.marked(key)))) {
+        const error = new ToolError.ToolCancelled({ toolName, started: false })
+        return { result: ToolResult.fromError(call, error), events, cancelled: stop }
+      }
       if (decision?._tag === "Deny") {
         const error = new ToolError.ApprovalDenied({ toolName, reason: decision.reason })
         yield* Effect.provideService(
@@ -572,13 +632,6 @@ const callActivity = <R, MR>(
         )
         return { result: ToolResult.fromError(call, error), events }
       }
-      const kind = entry === undefined
-        ? "unknown"
-        : entry.tool.idempotency !== undefined
-        ? "keyed"
-        : entry.spec.safety.idempotent
-        ? "idempotent"
-        : "unsafe"
       const resumed = kind === "keyed" || kind === "unsafe" ? !(yield* Tables.mark(key)) : false
       if (kind === "unsafe" && resumed) {
         const error = Idempotency.outcomeUnknown(toolName)
@@ -602,12 +655,14 @@ const callActivity = <R, MR>(
       // an edit's arguments replace the model's, decoded like any call's (`consent`, if installed, reads the same edit)
       const effective = decision?._tag === "Edit" ? { ...call, arguments: decision.arguments } : call
       ranHere = true
-      let run = executor.runBatch([effective], { advertised: context.advertised }).pipe(
+      let attempt = executor.runBatch([effective], { advertised: context.advertised }).pipe(
         Effect.provideService(EventSink, collect)
       )
-      if (kind === "keyed") run = Effect.provideService(run, Idempotency.DurableClaim, { owner: key, resumed })
-      if (decision !== undefined) run = Effect.provideService(run, Approval.Approval, { decide: () => Effect.succeed(decision) })
-      const exit = yield* Effect.result(run)
+      if (kind === "keyed") attempt = Effect.provideService(attempt, Idempotency.DurableClaim, { owner: key, resumed })
+      if (decision !== undefined) {
+        attempt = Effect.provideService(attempt, Approval.Approval, { decide: () => Effect.succeed(decision) })
+      }
+      const exit = yield* Effect.result(attempt)
       const result = exit._tag === "Success" ? exit.success[0]! : exit.failure.results[0]!
       const fatal = exit._tag === "Failure" ? exit.failure.errors[0] : undefined
       const marked = events.map((event) =>
@@ -625,6 +680,7 @@ const callActivity = <R, MR>(
     })
   }), (outcome) =>
     Effect.suspend(() => {
+      if (outcome.cancelled !== undefined) return onCancelled(outcome.cancelled)
       if (ranHere) return Effect.void
       // replayed: count it if it was admitted, and cancel the run again if a handler cancelled it then
       if (admittedBefore(outcome.events as ReadonlyArray<ToolEvent.Event>)) Admission.countReplayed(executor, toolName)

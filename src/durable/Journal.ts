@@ -50,7 +50,9 @@ export const ModelError = Schema.Struct({
 /** The journaled outcome of a `turn/<n>` activity: the answer, or the model's failure. */
 export const Turn = Schema.Union([
   Schema.TaggedStruct("Answered", { response: Response }),
-  Schema.TaggedStruct("Failed", { error: ModelError })
+  Schema.TaggedStruct("Failed", { error: ModelError }),
+  /** The run was cancelled (`DurableAgent.cancel`) before the model was asked: the reason. */
+  Schema.TaggedStruct("Cancelled", { reason: Schema.String })
 ])
 
 /**
@@ -62,6 +64,8 @@ export const Call = Schema.Struct({
   result: ToolResult.ToolResult,
   events: Schema.Array(ToolEvent.Event),
   fatal: Schema.optionalKey(ToolError.ToolError),
+  /** The run was cancelled (`DurableAgent.cancel`) before the call started: the reason (the call did not run). */
+  cancelled: Schema.optionalKey(Schema.String),
   /** The run was cancelled (`Cancellation.cancelRun`) when the call ended: the reason, replayed after a restart. */
   cancelRun: Schema.optionalKey(Schema.String)
 })
@@ -72,6 +76,9 @@ export const Decision = Schema.Union([
   Schema.TaggedStruct("Deny", { reason: Schema.String, decidedBy: Schema.String }),
   Schema.TaggedStruct("Edit", { arguments: ToolError.JsonData, decidedBy: Schema.String })
 ])
+
+/** What an approval's wait ended with: a decision, or the run's cancellation (its reason). */
+export const Waited = Schema.Union([Decision, Schema.TaggedStruct("Cancelled", { reason: Schema.String })])
 
 /** An `Agent.AgentResult` as data: what a finished durable run returns. */
 export const RunResult = Schema.Struct({
@@ -85,7 +92,11 @@ export const RunResult = Schema.Struct({
 
 /** How a durable run ended: its result, or the fields of its `Agent.AgentFailed`. */
 export const Outcome = Schema.Union([
-  Schema.TaggedStruct("Finished", { result: RunResult }),
+  Schema.TaggedStruct("Finished", {
+    result: RunResult,
+    /** The reason given to `DurableAgent.cancel`, when that is how the run ended. */
+    cancelled: Schema.optionalKey(Schema.String)
+  }),
   Schema.TaggedStruct("Failed", {
     reason: Schema.Literals(["tool", "model"]),
     error: Schema.Union([ToolError.ToolError, ModelError]),

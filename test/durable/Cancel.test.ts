@@ -2,6 +2,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Layer, Result, Schema, Scope, Stream } from "effect"
 import { DatabaseSync } from "node:sqlite"
 import { Approval, Cancellation, Tool, ToolRegistry } from "../../src/index.ts"
+import { DurableDeferred } from "effect/workflow"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import * as Core from "./support/core.ts"
 
@@ -152,6 +153,143 @@ describe("DurableAgent.cancel", () => {
         return yield* Effect.flip(agent.result("r"))
       }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
       assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(counters.get("plain_write:0-0"), 0)
+    }), 30_000)
+})
+
+describe("DurableAgent.cancel: what a cancelled run keeps", () => {
+  it.live("a batch larger than `concurrency`: the call that ran keeps its events; the one not started never runs", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const entered = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const agent = DurableAgent.make({
+        name: "cancel-batch",
+        tools: Core.makeTools(counters, {
+          afterApply: (tool) =>
+            tool === "plain_write" ? Effect.andThen(Deferred.succeed(entered, undefined), Deferred.await(release)) : Effect.void
+        }),
+        pollInterval: "20 millis",
+        concurrency: 1
+      })
+      const filename = Core.tempFile("cancel-batch")
+      const { error, events } = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: plain_write,read_value;read_value"))
+        yield* Deferred.await(entered)
+        yield* agent.cancel("r", { reason: "stop" })
+        yield* Deferred.succeed(release, undefined)
+        const error = yield* Effect.flip(agent.result("r"))
+        return { error, events: Array.from(yield* Stream.runCollect(agent.events("r"))) }
+      }).pipe(Effect.provide(Core.runner(agent, sqliteRunner(filename), counters)))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(counters.get("plain_write:0-0"), 1)
+      assert.strictEqual(counters.get("read_value"), 0)
+      assert.deepStrictEqual(error.results.map((r) => [r.toolCallId, r.error?._tag]), [["0-0", undefined], ["0-1", "ToolCancelled"]])
+      assert.strictEqual(error.turns, 1)
+      assert.deepStrictEqual(tags(events), [
+        "agent.turn_started",
+        "agent.model_responded",
+        "tool.started",
+        "tool.completed",
+        "agent.finished"
+      ])
+      const finished = events.at(-1)!
+      assert.strictEqual(finished._tag === "agent.finished" && finished.turns, 1, "the turns the model answered")
+    }), 30_000)
+
+  it.live("cancelled while no runner runs, mid-batch: after the restart the journaled call keeps its events and the call in flight is answered as unknown", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const entered = yield* Deferred.make<void>()
+      const agent = DurableAgent.make({
+        name: "cancel-midbatch",
+        tools: Core.makeTools(counters, {
+          afterApply: (tool) => tool === "plain_write" ? Effect.andThen(Deferred.succeed(entered, undefined), Effect.never) : Effect.void
+        }),
+        pollInterval: "20 millis"
+      })
+      const filename = Core.tempFile("cancel-midbatch")
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(Core.runner(agent, sqliteRunner(filename), counters), scope)
+      yield* Effect.provide(Effect.andThen(agent.start("r", user("plan: read_value,plain_write;read_value")), Deferred.await(entered)), context)
+      yield* Scope.close(scope, Exit.void)
+      yield* Effect.provide(agent.cancel("r", { reason: "deploy" }), sqliteClient(filename))
+      const { error, events } = yield* Effect.provide(
+        Effect.gen(function*() {
+          const error = yield* Effect.flip(agent.result("r"))
+          return { error, events: Array.from(yield* Stream.runCollect(agent.events("r"))) }
+        }),
+        Core.runner(agent, sqliteRunner(filename), counters)
+      )
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(counters.get("read_value"), 1)
+      assert.strictEqual(counters.get("plain_write:0-1"), 1, "never run again")
+      assert.strictEqual(counters.get("model"), 1)
+      const failed = events.find((e) => e._tag === "tool.failed")
+      assert.strictEqual(failed?._tag === "tool.failed" && failed.outcome, "unknown")
+      assert.deepStrictEqual(tags(events).filter((t) => t.startsWith("tool.")), ["tool.started", "tool.completed", "tool.failed"])
+      assert.strictEqual(tags(events).at(-1), "agent.finished")
+      assert.deepStrictEqual(events.map((e) => e.sequence), events.map((_, i) => i))
+    }), 30_000)
+
+  it.live("after cancel, pending() is empty and approve fails with `cancelled`, also while no runner runs", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({ name: "cancel-pending", tools: Core.makeTools(counters), pollInterval: "20 millis", approval: () => true })
+      const filename = Core.tempFile("cancel-pending")
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(Core.runner(agent, sqliteRunner(filename), counters), scope)
+      yield* Effect.provide(
+        Effect.andThen(
+          agent.start("r", user("plan: plain_write")),
+          Stream.runHead(Stream.filter(agent.events("r"), (e) => e._tag === "agent.approval_requested"))
+        ),
+        context
+      )
+      yield* Scope.close(scope, Exit.void)
+      const { before, after, approve } = yield* Effect.provide(
+        Effect.gen(function*() {
+          const before = yield* agent.pending("r")
+          yield* agent.cancel("r")
+          return { before, after: yield* agent.pending("r"), approve: yield* Effect.flip(agent.approve("r", "0-0", Approval.approve("eve"))) }
+        }),
+        sqliteClient(filename)
+      )
+      assert.strictEqual(before.length, 1)
+      assert.deepStrictEqual(after, [])
+      assert.strictEqual(approve.reason, "cancelled")
+    }), 30_000)
+
+  it.live("a run started while no runner runs can be cancelled before it is picked up: the model is never asked", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({ name: "cancel-queued", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+      const filename = Core.tempFile("cancel-queued")
+      // the journal's tables exist once a runner has opened the file
+      yield* Effect.provide(Effect.void, Core.runner(agent, sqliteRunner(filename), counters))
+      yield* Effect.provide(Effect.andThen(agent.start("q", user("plan: plain_write")), agent.cancel("q", { reason: "queued" })), sqliteClient(filename))
+      const error = yield* Effect.flip(Effect.provide(agent.result("q"), Core.runner(agent, sqliteRunner(filename), counters)))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(error.reason, "queued")
+      assert.strictEqual(error.turns, 0)
+      assert.strictEqual(counters.get("model"), 0)
+    }), 30_000)
+
+  it.live("a cancellation that reached only the deferred (the process died before the row) still ends a run waiting for approval", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({ name: "cancel-half", tools: Core.makeTools(counters), pollInterval: "20 millis", approval: () => true })
+      const filename = Core.tempFile("cancel-half")
+      const error = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: plain_write"))
+        yield* Stream.runHead(Stream.filter(agent.events("r"), (e) => e._tag === "agent.approval_requested"))
+        const executionId = yield* agent.workflow.executionId({ runId: "r", messages: [] })
+        const token = DurableDeferred.tokenFromExecutionId(DurableAgent.cancelDeferred, { workflow: agent.workflow, executionId })
+        yield* DurableDeferred.succeed(DurableAgent.cancelDeferred, { token, value: "half-way" })
+        return yield* Effect.flip(agent.result("r"))
+      }).pipe(Effect.provide(Core.runner(agent, sqliteRunner(filename), counters)))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(error.reason, "half-way")
       assert.strictEqual(counters.get("plain_write:0-0"), 0)
     }), 30_000)
 })

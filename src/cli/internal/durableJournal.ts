@@ -170,14 +170,13 @@ const endOf = (payload: string): RunState | undefined => {
   const result = field(exit, "value")
   if (field(result, "_tag") !== "Complete") return undefined
   const inner = field(result, "exit")
-  if (field(inner, "_tag") !== "Success") {
-    const reasons = field(inner, "cause")
-    const interrupted = Array.isArray(reasons) && reasons.length > 0 && reasons.every((r) => field(r, "_tag") === "Interrupt")
-    // the reason is filled in by `runState` from the cancellations table
-    return interrupted ? { _tag: "Cancelled", reason: "cancelled" } : { _tag: "Ended", detail: "the workflow ended with a defect" }
-  }
+  if (field(inner, "_tag") !== "Success") return { _tag: "Ended", detail: "the workflow ended with a defect" }
   const outcome = decodeOutcome(field(inner, "value"))
-  return Option.isSome(outcome) ? { _tag: "Finished", outcome: outcome.value } : { _tag: "Ended", detail: "unreadable outcome" }
+  if (Option.isNone(outcome)) return { _tag: "Ended", detail: "unreadable outcome" }
+  const value = outcome.value
+  return value._tag === "Finished" && value.cancelled !== undefined
+    ? { _tag: "Cancelled", reason: value.cancelled }
+    : { _tag: "Finished", outcome: value }
 }
 
 /**
@@ -201,13 +200,13 @@ export const runState = (options: {
         ? { _tag: "UnknownRun" }
         : { _tag: "UnknownWorkflow", workflows }
     }
-    const cancelReason = yield* cancelReasonOf(options)
     for (const row of runs) {
       const end = row.payload === null ? undefined : endOf(row.payload)
-      if (end?._tag === "Cancelled") return { _tag: "Cancelled", reason: cancelReason ?? end.reason }
       if (end !== undefined) return end
     }
-    return { _tag: "Running", pending: yield* pendingOf(options), cancelling: cancelReason }
+    // a cancelled run waits for no approval any more
+    const cancelling = yield* cancelReasonOf(options)
+    return { _tag: "Running", pending: cancelling === undefined ? yield* pendingOf(options) : [], cancelling }
   })
 
 /**

@@ -173,34 +173,24 @@ export const cancelReason = (run: RunKey): Effect.Effect<string | undefined, nev
     (rows) => rows[0]?.reason
   )
 
-/** What the run's journaled events add up to: the last sequence number (-1 if none) and tag, turns started, usage. */
-export const summary = (run: RunKey): Effect.Effect<
-  {
-    readonly last: number
-    readonly lastTag: string | undefined
-    readonly turns: number
-    readonly usage: { readonly inputTokens: number; readonly outputTokens: number }
-  },
-  never,
-  SqlClient.SqlClient
-> =>
-  Effect.gen(function*() {
-    let last = -1
-    let lastTag: string | undefined
-    let turns = 0
-    let inputTokens = 0
-    let outputTokens = 0
-    while (true) {
-      const batch = yield* read(run, last)
-      for (const event of batch) {
-        last = event.sequence
-        lastTag = event._tag
-        if (event._tag === "agent.turn_started") turns++
-        if (event._tag === "agent.model_responded") {
-          inputTokens += event.usage.inputTokens
-          outputTokens += event.usage.outputTokens
-        }
-      }
-      if (batch.length === 0) return { last, lastTag, turns, usage: { inputTokens, outputTokens } }
-    }
-  })
+/** Whether activity `key` has a "started" marker (read only). */
+export const marked = (key: string): Effect.Effect<boolean, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<{ readonly activity_key: string }>`SELECT activity_key FROM tinyagents_durable_markers WHERE activity_key = ${key}`
+    ),
+    (rows) => rows.length > 0
+  )
+
+/**
+ * Whether the engine's journal holds the `run` message of execution `executionId` of entity type
+ * `entityType` (`Workflow/<name>`): the run was started, even if no runner has picked it up yet.
+ * `false` when the engine keeps no SQL journal here (the in-memory engine).
+ */
+export const queued = (entityType: string, executionId: string): Effect.Effect<boolean, never, SqlClient.SqlClient> =>
+  SqlClient.SqlClient.use((sql) =>
+    sql<{ readonly found: number }>`SELECT 1 AS found FROM cluster_messages WHERE entity_type = ${entityType} AND entity_id = ${executionId} AND tag = 'run' LIMIT 1`
+  ).pipe(
+    Effect.map((rows) => rows.length > 0),
+    Effect.catch(() => Effect.succeed(false))
+  )

@@ -67,8 +67,10 @@ export interface ConnectionOptions {
   readonly timeout?: Duration.Input
   /**
    * Which failures to ask again, and when. Only retryable errors (429, 408,
-   * 409, 5xx such as Anthropic's 529 `overloaded_error`, transport, timeout)
-   * are retried, never sooner than the server's `retry-after`. Default
+   * 409, 5xx such as Anthropic's 529 `overloaded_error`, transport, timeout;
+   * when streaming, also an overload or rate-limit error event) are retried,
+   * never sooner than the server's `retry-after`; a stream only until its
+   * first part (nothing delivered is ever re-sent). Default
    * {@link defaultRetry}; `false` never retries.
    */
   readonly retry?: RetryPolicy | false
@@ -119,6 +121,24 @@ export const scrub = (text: string, secrets: ReadonlyArray<Redacted.Redacted<str
   let out = text
   for (const value of values) out = out.split(value).join("<redacted>")
   return out
+}
+
+/**
+ * `error` with its message scrubbed of `secrets` (the same error when there was nothing to scrub),
+ * keeping its `retry-after`. For messages that quote whole values; text that is cut must be scrubbed before the cut.
+ */
+export const scrubbed = (error: ChatModelError, secrets: ReadonlyArray<Redacted.Redacted<string>>): ChatModelError => {
+  const message = scrub(error.message, secrets)
+  if (message === error.message) return error
+  return withRetryAfter(
+    new ChatModelError({
+      reason: error.reason,
+      message,
+      retryable: error.retryable,
+      ...(error.status === undefined ? {} : { status: error.status })
+    }),
+    retryAfter(error)
+  )
 }
 
 /** Headers whose values are credentials, whatever the adapter calls its key. */
@@ -318,6 +338,17 @@ const logFailure = (provider: string, error: ChatModelError): Effect.Effect<void
     })
   )
 
+/** `once` bounded by the policy's timeout (a retryable `timeout` error when it runs out); unbounded without one. */
+export const withTimeout = <A>(
+  once: Effect.Effect<A, ChatModelError>,
+  policy: AttemptPolicy
+): Effect.Effect<A, ChatModelError> => {
+  const timeout = policy.timeout
+  return timeout === undefined ? once : once.pipe(
+    Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(timeoutError(policy.provider, timeout)) })
+  )
+}
+
 /**
  * Runs `once` under `policy`: each attempt bounded by the timeout, each
  * failure logged (warning; message already scrubbed), retryable failures
@@ -327,11 +358,7 @@ export const withPolicy = <A>(
   once: Effect.Effect<A, ChatModelError>,
   policy: AttemptPolicy
 ): Effect.Effect<A, ChatModelError> => {
-  const timeout = policy.timeout
-  const bounded = timeout === undefined ? once : once.pipe(
-    Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(timeoutError(policy.provider, timeout)) })
-  )
-  const logged = bounded.pipe(
+  const logged = withTimeout(once, policy).pipe(
     Effect.tapError((error) => logFailure(policy.provider, error))
   )
   return policy.retry === false ? logged : Effect.retry(logged, honouring(policy.retry, policy.maxRetryAfter))
@@ -365,25 +392,26 @@ export const jsonRequest = (
 
 /**
  * Runs `stream` under `policy`'s retries, but only until its first element:
- * a failure before anything was delivered is logged and asked again as the
- * policy says; once an element went out, a failure ends the stream (nothing
+ * a failure before anything was delivered is logged (also when the policy
+ * never retries) and asked again as the policy says; once an element went
+ * out, a failure ends the stream unlogged (the caller's to report; nothing
  * is ever re-sent). No per-attempt timeout: the caller bounds reads.
  */
 export const retryBeforeFirst = <A>(
   stream: Stream.Stream<A, ChatModelError>,
   policy: AttemptPolicy
-): Stream.Stream<A, ChatModelError> => {
-  const retry = policy.retry
-  if (retry === false) return stream
-  return Stream.suspend(() => {
+): Stream.Stream<A, ChatModelError> =>
+  Stream.suspend(() => {
     let delivered = false
-    return stream.pipe(
+    const logged = stream.pipe(
       Stream.tap(() => Effect.sync(() => (delivered = true))),
-      Stream.tapError((error) => delivered ? Effect.void : logFailure(policy.provider, error)),
-      Stream.retry(honouring(retry, policy.maxRetryAfter).pipe(Schedule.while(() => !delivered)))
+      Stream.tapError((error) => delivered ? Effect.void : logFailure(policy.provider, error))
     )
+    const retry = policy.retry
+    return retry === false
+      ? logged
+      : logged.pipe(Stream.retry(honouring(retry, policy.maxRetryAfter).pipe(Schedule.while(() => !delivered))))
   })
-}
 
 /** POSTs `body` as JSON and returns the parsed 2xx body, retrying as `options.retry` says. */
 export const postJson = (

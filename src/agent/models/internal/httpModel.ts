@@ -53,13 +53,17 @@ export const make = <Body>(spec: () => Spec<Body>): Effect.Effect<ChatModelShape
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
     const { decode, encode, model, name, post, stream } = spec()
+    const secrets = HttpChat.secretsOf(post)
     const attributes = { attributes: { model } }
     return ChatModelMake({
       generate: (request) =>
         Effect.gen(function*() {
           const body = yield* Effect.fromResult(encode(request))
           const json = yield* HttpChat.postJson(client, post, body)
-          return yield* Effect.fromResult(decode(json, request))
+          // A decoded answer may quote the body (a failed response's message): scrubbed like every other error.
+          return yield* Effect.fromResult(decode(json, request)).pipe(
+            Effect.mapError((error) => HttpChat.scrubbed(error, secrets))
+          )
         }).pipe(Effect.withSpan(`${name}.generate`, attributes)),
       stream: (request) =>
         Stream.unwrap(Effect.map(Effect.fromResult(encode(request)), (body) => {

@@ -3,16 +3,21 @@
  * answer is server-sent events, decoded with Effect's own SSE parser
  * (`effect/encoding` `Sse`) over the response's byte stream, and handed
  * event by event to the adapter's decoder, which turns them into
- * `StreamPart`s. Opening the stream (up to the response headers) runs under
- * the adapter's attempt policy (timeout, retries, `retry-after`); once the
- * body is flowing nothing is ever sent again: a failure is the stream's
- * typed error. Each read of the body is bounded by the same timeout (no
- * bytes within it fails with `timeout`). Ending or interrupting the stream
- * closes the HTTP response. It knows nothing about any provider's events.
+ * `StreamPart`s. Each attempt (opening, up to the response headers, bounded
+ * by the timeout; then the events) runs under the adapter's retry policy
+ * until its first part: a retryable failure before any part went out
+ * (overload or rate limit reported in the stream, 5xx, a connection closed
+ * before any event, a timeout) asks again as the policy says (attempts,
+ * backoff, `retry-after`); once a part was delivered nothing is ever sent
+ * again: a failure is the stream's typed error. Each read of the body is
+ * bounded by the same timeout (no bytes within it fails with `timeout`).
+ * Every error message is scrubbed of secrets; quotes of event text are
+ * scrubbed before they are cut. Ending or interrupting the stream closes the
+ * HTTP response. It knows nothing about any provider's events.
  */
-import { Effect, Result, Stream } from "effect"
+import { Effect, type Redacted, Result, Stream } from "effect"
 import { Sse } from "effect/encoding"
-import type { HttpClient, HttpClientResponse } from "effect/http"
+import type { HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { ChatModelError, partsOf, type Response, type StreamPart } from "../../ChatModel.ts"
 import * as HttpChat from "./httpChat.ts"
 
@@ -20,7 +25,17 @@ import * as HttpChat from "./httpChat.ts"
 export interface Event {
   readonly event: string
   readonly data: string
+  /** What a quote of `data` must not show (the key, credential header values): see {@link excerpt}. */
+  readonly secrets: ReadonlyArray<Redacted.Redacted<string>>
 }
+
+/**
+ * The event's `data` as an error message may quote it: scrubbed of its
+ * secrets first, then cut to `max` characters (a key straddling the cut
+ * would otherwise leave its prefix, which no later scrub can recognise).
+ */
+export const excerpt = (event: Event, max = 200): string =>
+  HttpChat.truncate(HttpChat.scrub(event.data, event.secrets).trim(), max)
 
 /** What one adapter makes of one stream's events; a fresh one per stream (it may keep state). */
 export interface EventDecoder {
@@ -50,7 +65,7 @@ export const json = (provider: string, event: Event): Result.Result<unknown, Cha
     return Result.fail(
       new ChatModelError({
         reason: "decode",
-        message: `${provider}: a stream event (${event.event}) is not JSON: ${HttpChat.truncate(event.data, 200)}`,
+        message: `${provider}: a stream event (${event.event}) is not JSON: ${excerpt(event)}`,
         retryable: false
       })
     )
@@ -98,21 +113,39 @@ export const typedEvents = (
 const mediaType = (response: HttpClientResponse.HttpClientResponse): string =>
   (response.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
 
+/** The innermost message of a cause chain (`terminated` → `other side closed`), for a plain account of a broken body. */
+const rootMessage = (cause: { readonly message: string }): string => {
+  let message = cause.message
+  let current: unknown = cause
+  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
+    const text = (current as { readonly message?: unknown }).message
+    if (typeof text === "string" && text !== "") message = text
+    current = (current as { readonly cause?: unknown }).cause
+  }
+  return message
+}
+
 /** The response body as SSE events, each read bounded by `timeout`. */
 const events = (
   options: StreamOptions,
   response: HttpClientResponse.HttpClientResponse
 ): Stream.Stream<Event, ChatModelError> =>
   Stream.suspend(() => {
+    const secrets = HttpChat.secretsOf(options)
     const pending: Array<Event> = []
+    let seen = false
     // Retry directives and event ids are for `EventSource` reconnection, which a POST cannot do: ignored.
     const parser = Sse.makeParser((event) => {
-      if (event._tag === "Event") pending.push({ event: event.event, data: event.data })
+      if (event._tag !== "Event") return
+      seen = true
+      pending.push({ event: event.event, data: event.data, secrets })
     })
     const bytes = response.stream.pipe(Stream.mapError((cause) =>
       new ChatModelError({
         reason: "transport",
-        message: `${options.provider}: the stream broke before the answer finished: ${cause.message}`,
+        message: seen
+          ? `${options.provider}: the connection closed before the answer finished (${rootMessage(cause)})`
+          : `${options.provider}: the connection closed before any event (${rootMessage(cause)})`,
         retryable: true
       })
     ))
@@ -152,28 +185,20 @@ const decode = (
     )
   })
 
-/**
- * POSTs `body` as JSON (`accept: text/event-stream`) and streams the answer's
- * parts through `decoder`. The attempt policy covers opening only; a failure
- * mid-stream (its message scrubbed of secrets) is logged (warning) and ends the stream.
- */
-export const postSse = (
+/** One attempt's parts: open (bounded by the timeout), then the events, or a whole JSON answer when the server did not stream. */
+const open = (
   client: HttpClient.HttpClient,
   options: StreamOptions,
-  body: unknown,
+  request: HttpClientRequest.HttpClientRequest,
   decoder: () => EventDecoder
-): Stream.Stream<StreamPart, ChatModelError> =>
-  Stream.unwrap(Effect.gen(function*() {
-    const request = yield* HttpChat.jsonRequest(options, body, "text/event-stream")
-    const response = yield* HttpChat.withPolicy(HttpChat.send(client, options, request), options)
+): Effect.Effect<Stream.Stream<StreamPart, ChatModelError>, ChatModelError> =>
+  Effect.gen(function*() {
+    const response = yield* HttpChat.withTimeout(HttpChat.send(client, options, request), options)
     if (mediaType(response) === "application/json") {
       const whole = options.whole
-      const text = yield* response.text.pipe(
-        Effect.mapError((cause) => HttpChat.transportError(options, cause)),
-        Effect.timeoutOrElse({
-          duration: options.timeout,
-          orElse: () => Effect.fail(HttpChat.timeoutError(options.provider, options.timeout))
-        })
+      const text = yield* HttpChat.withTimeout(
+        response.text.pipe(Effect.mapError((cause) => HttpChat.transportError(options, cause))),
+        options
       )
       const parsed = yield* HttpChat.parseBody(options, response.status, text)
       if (whole === undefined) {
@@ -186,19 +211,49 @@ export const postSse = (
       }
       return Stream.fromIterable(partsOf(yield* Effect.fromResult(whole(parsed))))
     }
-    return decode(events(options, response), decoder).pipe(
-      Stream.mapError((error) =>
-        new ChatModelError({
-          reason: error.reason,
-          message: HttpChat.scrub(error.message, HttpChat.secretsOf(options)),
-          retryable: error.retryable,
-          ...(error.status === undefined ? {} : { status: error.status })
-        })
-      ),
+    return decode(events(options, response), decoder)
+  })
+
+/**
+ * One attempt, its errors scrubbed of secrets; a failure after a part went
+ * out is logged here (warning), one before is the retry's to log.
+ */
+const attempt = (
+  client: HttpClient.HttpClient,
+  options: StreamOptions,
+  request: HttpClientRequest.HttpClientRequest,
+  decoder: () => EventDecoder
+): Stream.Stream<StreamPart, ChatModelError> =>
+  Stream.suspend(() => {
+    const secrets = HttpChat.secretsOf(options)
+    let delivered = false
+    return Stream.unwrap(open(client, options, request, decoder)).pipe(
+      Stream.mapError((error) => HttpChat.scrubbed(error, secrets)),
+      Stream.tap(() => Effect.sync(() => (delivered = true))),
       Stream.tapError((error) =>
-        Effect.logWarning("chat model stream failed").pipe(
-          Effect.annotateLogs({ provider: options.provider, reason: error.reason, retryable: error.retryable, error: error.message })
-        )
+        delivered
+          ? Effect.logWarning("chat model stream failed").pipe(
+            Effect.annotateLogs({ provider: options.provider, reason: error.reason, retryable: error.retryable, error: error.message })
+          )
+          : Effect.void
       )
     )
-  }))
+  })
+
+/**
+ * POSTs `body` as JSON (`accept: text/event-stream`) and streams the answer's
+ * parts through `decoder`. A retryable failure before the first part (at
+ * opening or in the stream) is logged (warning) and asked again under the
+ * attempt policy; a failure after it ends the stream and is logged once.
+ * Every error's message is scrubbed of secrets.
+ */
+export const postSse = (
+  client: HttpClient.HttpClient,
+  options: StreamOptions,
+  body: unknown,
+  decoder: () => EventDecoder
+): Stream.Stream<StreamPart, ChatModelError> =>
+  Stream.unwrap(Effect.map(
+    HttpChat.jsonRequest(options, body, "text/event-stream"),
+    (request) => HttpChat.retryBeforeFirst(attempt(client, options, request, decoder), options)
+  ))

@@ -4,11 +4,15 @@
  * deltas keyed by `index` with the id and name in the first one, the
  * `finish_reason` on the last choice chunk, usage on a final chunk with no
  * choices when `stream_options.include_usage` is set), then `data: [DONE]`.
- * A call is complete when a later index starts and its argument text is
- * complete JSON, or else at `[DONE]`. At `[DONE]` the chunks are put back
- * together as one `ChatCompletion` and read by the same decoder `generate`
- * uses, so `Finished` holds exactly the `Response` `generate` would return.
- * A chunk carrying `error` is the provider's error; a body that ends before
+ * Compatible servers vary: a delta without an `index` (Google's endpoint)
+ * starts a call when it brings a new `id` and otherwise continues the latest
+ * call; a new `id` at an index that holds a call with another id starts a
+ * new call. A call is complete when a later call starts and its argument
+ * text is complete JSON, or else at `[DONE]`. At `[DONE]` the chunks are put
+ * back together as one `ChatCompletion` and read by the same decoder
+ * `generate` uses, so `Finished` holds exactly the `Response` `generate`
+ * would return. A chunk carrying `error`, and an `event: error` (its `error`,
+ * else its whole data), is the provider's error; a body that ends before
  * `[DONE]` was cut.
  */
 import { Result } from "effect"
@@ -46,17 +50,31 @@ export const chunkError = (error: unknown): ChatModelError => {
   )
 }
 
+/** A call being assembled: its `index` when the deltas gave one. */
+interface Slot {
+  readonly index: number | undefined
+  readonly call: PendingCall
+}
+
 /** A fresh decoder for one stream. */
 export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
   let content = ""
   let refusal = ""
   let finishReason: unknown = null
   let usage: unknown = undefined
-  const calls = new Map<number, PendingCall>()
+  /** Every call, in the order it started. */
+  const slots: Array<Slot> = []
+  /** The call each index currently stands for. */
+  const byIndex = new Map<number, Slot>()
+  const byId = new Map<string, Slot>()
 
-  const complete = (index: number, call: PendingCall): Result.Result<Array<StreamPart>, ChatModelError> => {
+  const label = (slot: Slot): string =>
+    slot.index === undefined ? `tool call ${slot.call.id ?? `#${slots.indexOf(slot)}`}` : `tool call ${slot.index}`
+
+  const complete = (slot: Slot): Result.Result<Array<StreamPart>, ChatModelError> => {
+    const call = slot.call
     if (call.id === undefined || call.name === undefined) {
-      return Result.fail(HttpStream.decodeError(provider, `tool call ${index} ended without ${call.id === undefined ? "an id" : "a name"}`))
+      return Result.fail(HttpStream.decodeError(provider, `${label(slot)} ended without ${call.id === undefined ? "an id" : "a name"}`))
     }
     call.done = true
     return Result.succeed([{
@@ -65,34 +83,55 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
     }])
   }
 
-  const ordered = () => [...calls.entries()].sort(([a], [b]) => a - b)
+  /** Starts a call; the earlier calls whose arguments are whole JSON are complete now. */
+  const start = (index: number | undefined, parts: Array<StreamPart>): Result.Result<Slot, ChatModelError> => {
+    for (const earlier of slots) {
+      if (!earlier.call.done && earlier.call.started && isCompleteJson(earlier.call.text)) {
+        const done = complete(earlier)
+        if (Result.isFailure(done)) return Result.fail(done.failure)
+        parts.push(...done.success)
+      }
+    }
+    const slot: Slot = { index, call: new PendingCall() }
+    slots.push(slot)
+    if (index !== undefined) byIndex.set(index, slot)
+    return Result.succeed(slot)
+  }
+
+  /** The call a delta belongs to, started when the delta begins one. */
+  const slotFor = (index: number | undefined, id: string | undefined, parts: Array<StreamPart>): Result.Result<Slot, ChatModelError> => {
+    const known = id === undefined ? undefined : byId.get(id)
+    if (index === undefined) {
+      // No index: a known id is its call, a new id a new call, no id the latest call.
+      if (known !== undefined) return Result.succeed(known)
+      const latest = slots.at(-1)
+      return id === undefined && latest !== undefined ? Result.succeed(latest) : start(undefined, parts)
+    }
+    const current = byIndex.get(index)
+    if (current === undefined) return start(index, parts)
+    // A different id at an index already taken is another call (two whole calls at `index: 0`).
+    if (id !== undefined && current.call.id !== undefined && current.call.id !== id) return known !== undefined ? Result.succeed(known) : start(index, parts)
+    return Result.succeed(current)
+  }
 
   const toolDelta = (raw: unknown): Result.Result<Array<StreamPart>, ChatModelError> => {
-    if (!isRecord(raw) || typeof raw.index !== "number") {
-      return Result.fail(HttpStream.decodeError(provider, `a tool call delta without an index: ${JSON.stringify(raw)}`))
+    if (!isRecord(raw)) {
+      return Result.fail(HttpStream.decodeError(provider, `a tool call delta is not an object: ${JSON.stringify(raw)}`))
     }
-    const index = raw.index
+    const index = typeof raw.index === "number" ? raw.index : undefined
+    const id = str(raw.id) === "" ? undefined : str(raw.id)
     const fn = isRecord(raw.function) ? raw.function : {}
     const parts: Array<StreamPart> = []
-    let call = calls.get(index)
-    if (call === undefined) {
-      // A later index starting completes the earlier calls whose arguments are whole JSON.
-      for (const [i, earlier] of ordered()) {
-        if (i < index && !earlier.done && earlier.started && isCompleteJson(earlier.text)) {
-          const done = complete(i, earlier)
-          if (Result.isFailure(done)) return done
-          parts.push(...done.success)
-        }
-      }
-      call = new PendingCall()
-      calls.set(index, call)
+    const found = slotFor(index, id, parts)
+    if (Result.isFailure(found)) return Result.fail(found.failure)
+    const slot = found.success
+    if (slot.call.done) {
+      return Result.fail(HttpStream.decodeError(provider, `${label(slot)} received more arguments after it was complete`))
     }
-    if (call.done) {
-      return Result.fail(HttpStream.decodeError(provider, `tool call ${index} received more arguments after it was complete`))
-    }
-    parts.push(...call.identify(str(raw.id), str(fn.name)))
+    parts.push(...slot.call.identify(id, str(fn.name)))
+    if (slot.call.id !== undefined) byId.set(slot.call.id, slot)
     const piece = str(fn.arguments)
-    if (piece !== undefined) parts.push(...call.append(piece))
+    if (piece !== undefined) parts.push(...slot.call.append(piece))
     return Result.succeed(parts)
   }
 
@@ -127,15 +166,23 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
     return Result.succeed(parts)
   }
 
+  /** An `event: error`: its `error` when it has one, else its whole data (a message and a type, or text). */
+  const errorEvent = (event: HttpStream.Event): Result.Result<Array<StreamPart>, ChatModelError> => {
+    const parsed = HttpStream.json(provider, event)
+    if (Result.isFailure(parsed)) return Result.fail(chunkError(HttpStream.excerpt(event, 1000)))
+    const body = parsed.success
+    return Result.fail(chunkError(isRecord(body) && body.error !== undefined && body.error !== null ? body.error : body))
+  }
+
   const done = (): Result.Result<Array<StreamPart>, ChatModelError> => {
     const parts: Array<StreamPart> = []
-    for (const [i, call] of ordered()) {
-      if (call.done) continue
-      const out = complete(i, call)
+    for (const slot of slots) {
+      if (slot.call.done) continue
+      const out = complete(slot)
       if (Result.isFailure(out)) return out
       parts.push(...out.success)
     }
-    const toolCalls = ordered().map(([, call]) => ({
+    const toolCalls = slots.map(({ call }) => ({
       id: call.id!,
       type: "function" as const,
       function: { name: call.name!, arguments: call.text }
@@ -158,6 +205,7 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
 
   return {
     event: (event) => {
+      if (event.event === "error") return errorEvent(event)
       if (event.data.trim() === "[DONE]") return done()
       return Result.flatMap(HttpStream.json(provider, event), chunk)
     },
