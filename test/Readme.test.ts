@@ -203,10 +203,13 @@ describe("README names", () => {
       "MAX_TOKENS",
       "RESOURCE_EXHAUSTED",
       "DEADLINE_EXCEEDED",
-      // error codes: DNS, SQLite
+      // error codes: DNS, Node, SQLite
       "EAI_AGAIN",
+      "ERR_INVALID_URL",
       "SQLITE_BUSY",
-      "SQLITE_LOCKED"
+      "SQLITE_LOCKED",
+      "SQLITE_AUTH",
+      "SQLITE_PERM"
     ])
     const variables = new Set<string>()
     for (const file of [...files("src"), ...files("scratchpad")]) {

@@ -86,14 +86,25 @@ export const redactValue = (
   return { value: root, fields }
 }
 
-/** `text` with every pattern match replaced. */
+/** `text` with every pattern match replaced (matches of several patterns that overlap become one marker). */
 export const redactText = (text: string, policy: Redact | undefined): string => {
-  if (isEmpty(policy) || policy.patterns === undefined) return text
-  let out = text
-  for (const pattern of policy.patterns) {
-    out = out.replace(pattern.global ? pattern : new RegExp(pattern.source, `${pattern.flags}g`), marker)
+  if (isEmpty(policy) || policy.patterns === undefined || policy.patterns.length === 0) return text
+  return withRegionsRedacted(text, mergeRegions(patternRegions(text, policy.patterns)))
+}
+
+/**
+ * Where `patterns` match `text` (each pattern on the text as given, every match from its start: a copy
+ * of each, so a `lastIndex` the caller's instance keeps is ignored), unsorted.
+ */
+export const patternRegions = (text: string, patterns: ReadonlyArray<RegExp> | undefined): Array<Region> => {
+  const found: Array<Region> = []
+  if (patterns === undefined) return found
+  for (const pattern of patterns) {
+    for (const match of text.matchAll(new RegExp(pattern.source, pattern.global ? pattern.flags : `${pattern.flags}g`))) {
+      found.push([match.index, match.index + match[0].length])
+    }
   }
-  return out
+  return found
 }
 
 // ---------------------------------------------------------------------------
@@ -122,11 +133,10 @@ export const scrubberOf = (policy: Redact | undefined, root?: unknown): Scrubber
   if (secrets.length === 0) {
     return { text: (text) => redactText(text, policy), value: (value) => redactValue(value, policy).value }
   }
-  const clean = (text: string) => withoutSecrets(text, secrets)
-  return {
-    text: (text) => redactText(clean(text), policy),
-    value: (value) => mapStrings(redactValue(value, policy).value, clean)
-  }
+  const forms = secretForms(secrets)
+  const text = (text: string) => withRegionsRedacted(text, scrubbedRegions(text, forms, policy.patterns))
+  const byKey: Redact = policy.keys === undefined ? {} : { keys: policy.keys }
+  return { text, value: (value) => mapStrings(redactValue(value, byKey).value, text) }
 }
 
 /** `value` with `f` applied to every string in it (a copy; plain objects and arrays only, bounded depth). */
@@ -404,17 +414,76 @@ const withoutQuotedValue = (message: string): string => {
   return `Invalid value (${marker})`
 }
 
-/** `text` with every occurrence of each secret (and of its JSON form) replaced by the marker. */
-const withoutSecrets = (text: string, secrets: ReadonlyArray<string>): string => {
-  let out = text
+/** The texts a scrubber removes for `secrets`: each value (of at least `minSecret` characters) and its JSON-escaped form. */
+export const secretForms = (secrets: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const forms = new Set<string>()
   for (const secret of secrets) {
     if (secret.length < minSecret) continue
-    out = out.split(secret).join(marker)
-    const json = JSON.stringify(secret).slice(1, -1)
-    if (json !== secret) out = out.split(json).join(marker)
+    forms.add(secret)
+    forms.add(JSON.stringify(secret).slice(1, -1))
+  }
+  return [...forms]
+}
+
+/** A part of a text, from `start` (included) to `end` (excluded). */
+export type Region = [start: number, end: number]
+
+/**
+ * Where `forms` occur in `text`, in order: every occurrence of each (overlapping ones too), occurrences
+ * that overlap (one secret holding or sharing characters with another) merged into one region, so no
+ * part of any occurrence is left out. Occurrences that only touch stay apart.
+ */
+export const secretRegions = (text: string, forms: ReadonlyArray<string>): Array<Region> =>
+  mergeRegions(occurrences(text, forms))
+
+const occurrences = (text: string, forms: ReadonlyArray<string>): Array<Region> => {
+  const found: Array<Region> = []
+  for (const form of forms) {
+    for (let at = text.indexOf(form); at >= 0; at = text.indexOf(form, at + 1)) found.push([at, at + form.length])
+  }
+  return found
+}
+
+/**
+ * What a scrubber replaces in `text`: the occurrences of the secret `forms` (see {@link secretForms}) and
+ * the matches of `patterns`, all found in the text as given and merged where they overlap, so that a
+ * secret holding the first character of a match (or two secrets sharing characters) is redacted whole.
+ */
+export const scrubbedRegions = (
+  text: string,
+  forms: ReadonlyArray<string>,
+  patterns: ReadonlyArray<RegExp> | undefined
+): Array<Region> => mergeRegions([...occurrences(text, forms), ...patternRegions(text, patterns)])
+
+/** `regions` sorted, overlapping ones merged. */
+export const mergeRegions = (regions: Array<Region>): Array<Region> => {
+  if (regions.length <= 1) return regions
+  regions.sort((a, b) => a[0] - b[0])
+  const out: Array<Region> = [regions[0]!]
+  for (let i = 1; i < regions.length; i++) {
+    const [start, end] = regions[i]!
+    const last = out[out.length - 1]!
+    if (start < last[1]) last[1] = Math.max(last[1], end)
+    else out.push([start, end])
   }
   return out
 }
+
+/** `text` with each of `regions` (sorted, apart) replaced by the marker. */
+export const withRegionsRedacted = (text: string, regions: ReadonlyArray<Region>): string => {
+  if (regions.length === 0) return text
+  let out = ""
+  let at = 0
+  for (const [start, end] of regions) {
+    out += text.slice(at, start) + marker
+    at = end
+  }
+  return out + text.slice(at)
+}
+
+/** `text` with every occurrence of each secret (and of its JSON form) replaced by the marker (see {@link secretRegions}). */
+const withoutSecrets = (text: string, secrets: ReadonlyArray<string>): string =>
+  withRegionsRedacted(text, secretRegions(text, secretForms(secrets)))
 
 /**
  * Issues found in `root` (arguments or an output) under the policy: an issue at or under a
@@ -429,14 +498,12 @@ export const redactIssues = (
 ): ReadonlyArray<ToolError.Issue> => {
   if (isEmpty(policy)) return issues
   const keys = new Set(policy.keys ?? [])
-  const secrets = keys.size === 0 ? [] : secretsUnder(root, keys)
+  const forms = secretForms(keys.size === 0 ? [] : secretsUnder(root, keys))
   return issues.map((issue): ToolError.Issue => {
     const sensitive = keys.size > 0 &&
       (issue.path.some((key) => typeof key === "string" && keys.has(key)) || holdsKey(valueAt(root, issue.path), keys))
-    const message = redactText(
-      withoutSecrets(sensitive ? withoutQuotedValue(issue.message) : issue.message, secrets),
-      policy
-    )
+    const text = sensitive ? withoutQuotedValue(issue.message) : issue.message
+    const message = withRegionsRedacted(text, scrubbedRegions(text, forms, policy.patterns))
     return message === issue.message ? issue : { path: issue.path, message }
   })
 }

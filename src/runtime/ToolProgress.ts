@@ -11,27 +11,30 @@
  * The executor bounds them:
  *
  * - Rate: at most one event per `interval` of `Clock` time per call (default
- *   100 ms, `Executor.Options.progress.interval`). The first report goes out
- *   at once; reports within the interval are coalesced into the next event
- *   (the latest message, fraction and count win; partial output is
- *   concatenated), sent when the interval ends, and whatever is pending when
- *   the call ends is sent before its terminal event, so the last report is
+ *   100 ms, `Executor.Options.progress.interval`), plus a last one when the
+ *   call ends. The first report goes out at once; reports within the interval
+ *   are coalesced into the next event (the latest message, fraction and count
+ *   win; partial output is concatenated), sent when the interval ends; whatever
+ *   is pending when the call ends is sent at once, before its terminal event
+ *   (sooner than the interval after the previous event), so the last report is
  *   never lost. `reports` on the event says how many reports it stands for.
- * - Size: a message keeps its first {@link limits}.messageChars characters; an
- *   event's partial output keeps its last {@link limits}.chunkChars characters
- *   (`chunkDropped` counts the rest).
+ * - Size: a message keeps the first {@link limits}.messageChars characters of
+ *   its redacted text; an event's partial output keeps the last
+ *   {@link limits}.chunkChars characters of its redacted text (`chunkDropped`
+ *   counts the rest). Caps cut redacted text only, never a surrogate pair.
  * - Redaction: messages and partial output are redacted like results (the
  *   tool's `safety.redact` patterns, and the values the call's arguments hold
- *   under a redacted key). A message is redacted as a whole; partial output is
- *   redacted as one stream, so a consumer that joins the chunks of a call never
- *   sees a secret value or a pattern match, even one the tool reported split
- *   across several reports: the last characters reported wait for what follows
- *   (as many as the longest secret value less one, and at least
- *   {@link limits}.redactHoldChars when the tool has patterns) and are sent with
- *   the next event that can send them, or before the terminal event (an event
- *   that only sends held output of reports already counted has `reports: 0`). A pattern
- *   match longer than `redactHoldChars + 1` characters split across reports is
- *   redacted only when the text kept (twice `chunkChars`) still holds it whole.
+ *   under a redacted key, also in their JSON-escaped form). A message is
+ *   redacted as a whole; partial output is redacted as one stream, so a
+ *   consumer that joins the chunks of a call never sees a secret value or a
+ *   pattern match, even one the tool reported split across several reports:
+ *   the last characters reported wait for what follows (as many as the longest
+ *   form of a secret value less one, and at least {@link limits}.redactHoldChars
+ *   when the tool has patterns) and are sent with the next event that can send
+ *   them, or before the terminal event (an event that only sends held output
+ *   of reports already counted has `reports: 0`). A pattern match longer than
+ *   `redactHoldChars + 1` characters split across reports is redacted only
+ *   when the text kept (twice `chunkChars`) still holds it whole.
  *
  * `report` waits while the event is with the sink (an event sink that applies
  * backpressure slows the reporting tool), never while it is being rate limited.

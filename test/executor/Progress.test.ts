@@ -11,6 +11,7 @@ import { Effect, Fiber, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { EventSink, Executor, Tool, ToolProgress, ToolRegistry, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
+import { scrubberOf } from "../../src/internal/redact.ts"
 import { random } from "../support/random.ts"
 
 const call = (id: string, name: string, args: unknown = {}) => ({ id, name, arguments: args })
@@ -297,6 +298,275 @@ describe("ToolProgress", () => {
         const joined = joinedChunks((yield* events).filter((e) => "toolCallId" in e && e.toolCallId === `r${n}`))
         const expected = text.replaceAll(pw, "[redacted]").replaceAll(key, "[redacted]")
         assert.strictEqual(joined, expected, `seed ${seed} run ${n}: ${JSON.stringify(pieces)}`)
+      }
+    })))
+
+  /**
+   * A tool that makes the given reports (`message` and/or `chunk`), each followed by a sleep of `gap` ms,
+   * under the given redaction policy; its arguments hold the secret under `password`.
+   */
+  const reporterOf = (redact: { readonly keys?: ReadonlyArray<string>; readonly patterns?: ReadonlyArray<RegExp> }) =>
+    Tool.make("reporter", {
+      description: "Makes the reports it is given.",
+      input: Schema.Struct({
+        password: Schema.Unknown,
+        reports: Schema.Array(Schema.Struct({
+          message: Schema.optionalKey(Schema.String),
+          chunk: Schema.optionalKey(Schema.String),
+          gap: Schema.optionalKey(Schema.Int)
+        }))
+      }),
+      safety: { redact },
+      services: [ToolProgress.ToolProgress],
+      handler: ({ reports }) =>
+        Effect.gen(function*() {
+          for (const { gap, ...update } of reports) {
+            yield* ToolProgress.report(update)
+            if ((gap ?? 0) > 0) yield* Effect.sleep(gap!)
+          }
+          return "ok"
+        })
+    })
+  type Report = { readonly message?: string; readonly chunk?: string; readonly gap?: number }
+  /** The progress events of one call of {@link reporterOf}'s tool. */
+  const reported = (
+    redact: { readonly keys?: ReadonlyArray<string>; readonly patterns?: ReadonlyArray<RegExp> },
+    password: unknown,
+    reports: ReadonlyArray<Report>
+  ) =>
+    Effect.gen(function*() {
+      const executor = yield* Executor.make(yield* ToolRegistry.make([reporterOf(redact)]))
+      const result = yield* driven(executor.run(call("c1", "reporter", { password, reports })))
+      assert.strictEqual(result.value, "ok")
+      const all = yield* events
+      assert.strictEqual(tagsOf(all).at(-1), "tool.completed")
+      return progressOf(all)
+    })
+  /** Every run of `size` characters of `secret` (the fragments no event may carry). */
+  const fragments = (secret: string, size: number) =>
+    Array.from({ length: secret.length - size + 1 }, (_, i) => secret.slice(i, i + size))
+  const wellFormed = (text: string) => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text)
+
+  it.effect("a long message is redacted whole before it is cut: no start of a secret at the cut", () =>
+    run(Effect.gen(function*() {
+      const password = `P${"w".repeat(49)}`
+      const [event, ...rest] = yield* reported({ keys: ["password"] }, password, [
+        { message: Array(120).fill(password).join(" ") }
+      ])
+      assert.lengthOf(rest, 0)
+      const redacted = Array(120).fill("[redacted]").join(" ")
+      assert.strictEqual(event!.message, `${redacted.slice(0, ToolProgress.limits.messageChars - 1)}…`)
+      assert.notInclude(event!.message!, "Pww")
+    })))
+
+  it.effect("partial output cut at its front while pending: no end of a secret at the cut", () =>
+    run(Effect.gen(function*() {
+      const password = `${"q".repeat(99)}Z`
+      // 20,199 characters at once: more than is kept raw while pending (twice chunkChars).
+      const progress = yield* reported({ keys: ["password"] }, password, [{ chunk: Array(200).fill(password).join(" ") }])
+      const joined = progress.map((e) => e.chunk ?? "").join("")
+      for (const fragment of fragments(password, 2)) assert.notInclude(joined, fragment)
+      // Redacted before it was cut: what is left fits, and nothing is dropped.
+      assert.strictEqual(joined, Array(200).fill("[redacted]").join(" "))
+      assert.isTrue(progress.every((e) => e.chunkDropped === undefined))
+    })))
+
+  it.effect("partial output cut at its front while pending: no end of a pattern match at the cut", () =>
+    run(Effect.gen(function*() {
+      const key = `sk-${"ABCDEFGHIJKLMNOPQRSTUVWXYZABCD"}`
+      // 600 keys and 33 more characters: the text kept raw while pending (its last 16,000 characters)
+      // would start inside a key, after its 12th character.
+      const text = `${Array(600).fill(key).join(" ")}${"y".repeat(33)}`
+      assert.strictEqual((text.length - 2 * ToolProgress.limits.chunkChars) % (key.length + 1), 12)
+      const progress = yield* reported({ patterns: [/sk-[A-Z]{30}/g] }, "none", [{ chunk: text }])
+      const joined = progress.map((e) => e.chunk ?? "").join("")
+      for (const fragment of fragments(key.slice(12), 6)) assert.notInclude(joined, fragment)
+      assert.strictEqual(joined, `${Array(600).fill("[redacted]").join(" ")}${"y".repeat(33)}`)
+    })))
+
+  it.effect("the hold covers the JSON-escaped form of a secret (a secret with a quote, split across reports)", () =>
+    run(Effect.gen(function*() {
+      const password = `correct"horse-battery`
+      const escaped = JSON.stringify(password).slice(1, -1)
+      const progress = yield* reported({ keys: ["password"] }, password, [
+        { chunk: `POST body={"password":"${escaped.slice(0, -1)}`, gap: 150 },
+        { chunk: `${escaped.slice(-1)}"}` }
+      ])
+      const joined = progress.map((e) => e.chunk ?? "").join("")
+      assert.strictEqual(joined, `POST body={"password":"[redacted]"}`)
+    })))
+
+  it.effect("the hold covers the escaped form of a control character or a lone surrogate in a secret", () =>
+    run(Effect.gen(function*() {
+      for (const password of ["ab\u0001\u0002cd", "\uD800xy\uDFFF"]) {
+        const escaped = JSON.stringify(password).slice(1, -1)
+        const pieces = [`{"pw":"${escaped.slice(0, 4)}`, `${escaped.slice(4, -2)}`, `${escaped.slice(-2)}"}`]
+        const progress = yield* reported(
+          { keys: ["password"] },
+          password,
+          pieces.map((chunk) => ({ chunk, gap: 150 }))
+        )
+        assert.strictEqual(progress.map((e) => e.chunk ?? "").join(""), `{"pw":"[redacted]"}`, JSON.stringify(password))
+        yield* EventSink.EventLog.use((log) => log.clear)
+      }
+    })))
+
+  it.effect("a secret that holds another (or overlaps it) is redacted whole, in a message and in partial output", () =>
+    run(Effect.gen(function*() {
+      const secrets = { short: "hunter", long: "hunter22-and-more", other: "more-tail" }
+      const text = "a hunter22-and-more-tail b"
+      const progress = yield* reported({ keys: ["password"] }, secrets, [{ message: text, chunk: text }])
+      for (const e of progress) {
+        for (const secret of Object.values(secrets)) {
+          for (const fragment of fragments(secret, 3)) {
+            assert.notInclude(e.message ?? "", fragment)
+            assert.notInclude(e.chunk ?? "", fragment)
+          }
+        }
+      }
+      assert.strictEqual(progress[0]!.message, "a [redacted] b")
+    })))
+
+  it.effect("a secret split by a cut that waited too long for a pattern is still redacted", () =>
+    run(Effect.gen(function*() {
+      // A pattern for long tokens: no cut inside a long run of them keeps the stream's redaction, so the
+      // text waits until the text kept is full and is then cut where no secret crosses.
+      const password = "open sesame 1234"
+      const run1 = "A".repeat(1_000)
+      const run2 = "A".repeat(2 * ToolProgress.limits.chunkChars - 1_000)
+      const progress = yield* reported({ keys: ["password"], patterns: [/\S{300,}/g] }, password, [
+        { chunk: run1, gap: 150 },
+        { chunk: `${run2}${password}${" ".repeat(248)}`, gap: 150 },
+        { chunk: "end" }
+      ])
+      const joined = progress.map((e) => e.chunk ?? "").join("")
+      for (const fragment of fragments(password, 4)) assert.notInclude(joined, fragment)
+      // The cut went through the password: each side of it is redacted.
+      assert.strictEqual(joined, `[redacted][redacted]${" ".repeat(248)}end`)
+    })))
+
+  it.effect("caps never split a surrogate pair (message and partial output)", () =>
+    run(Effect.gen(function*() {
+      const cap = ToolProgress.limits.messageChars
+      const message = `${"a".repeat(cap - 2)}${"😀".repeat(10)}`
+      const chunk = `${"😀".repeat(ToolProgress.limits.chunkChars / 2 + 1)}a`
+      const [event] = yield* reported({}, "none", [{ message, chunk }])
+      assert.isTrue(wellFormed(event!.message!), "message")
+      assert.isTrue(event!.message!.endsWith("…"))
+      assert.isTrue(wellFormed(event!.chunk!), "chunk")
+      assert.isAtMost(event!.chunk!.length, ToolProgress.limits.chunkChars)
+      assert.strictEqual(event!.chunk!.length + event!.chunkDropped!, chunk.length)
+      yield* EventSink.EventLog.use((log) => log.clear)
+      // Cut while pending (more than twice the cap at once), with a redaction policy.
+      const long = `${"😀".repeat(ToolProgress.limits.chunkChars + 1)}a`
+      const progress = yield* reported({ keys: ["password"] }, "hunter2", [{ chunk: long }])
+      for (const e of progress) assert.isTrue(wellFormed(e.chunk ?? ""), "pending chunk")
+      yield* EventSink.EventLog.use((log) => log.clear)
+      // A pair split across two reports (no redaction policy): its high half waits for the low one.
+      const split = yield* reported({}, "none", [{ chunk: "a\uD83D", gap: 150 }, { chunk: "\uDE00b" }])
+      assert.deepStrictEqual(split.map((e) => e.chunk), ["a", "😀b"])
+    })))
+
+  it.effect("a secret that is part of the marker: redacted, split across reports or not", () =>
+    run(Effect.gen(function*() {
+      const progress = yield* reported({ keys: ["password"] }, "dacted", [
+        { message: "pw dacted, and [redacted] as text", chunk: "x dac", gap: 150 },
+        { chunk: "ted y" }
+      ])
+      assert.strictEqual(progress[0]!.message, "pw [redacted], and [re[redacted]] as text")
+      assert.strictEqual(progress.map((e) => e.chunk ?? "").join(""), "x [redacted] y")
+    })))
+
+  it.effect("rate: a report pending when the call ends is sent before its terminal event, sooner than the interval", () =>
+    run(Effect.gen(function*() {
+      // Report, 10 ms, report, 10 ms, return: the second report does not wait for the interval (the call
+      // has ended); the events are 20 ms apart. At most one event per interval, plus this last one.
+      const progress = yield* reported({}, "none", [{ message: "one", gap: 10 }, { message: "two", gap: 10 }])
+      const started = (yield* events)[0]!.timestamp
+      assert.deepStrictEqual(progress.map((e) => [e.message, e.timestamp - started]), [["one", 0], ["two", 20]])
+    })))
+
+  it.effect("no character of a secret or a match reaches an event (seeded): overlapping secrets, escaped forms, split pairs, caps", () =>
+    run(Effect.gen(function*() {
+      const seed = Number(process.env["TINYAGENTS_PROGRESS_SEED"] ?? 2718)
+      const runs = Number(process.env["TINYAGENTS_PROGRESS_RUNS"] ?? 40)
+      const rng = random(seed)
+      // Secrets and matches are made of characters that filler text and the marker never hold, so any of
+      // them in an event is a leak.
+      const secretUnits = [..."ABCFGHKQ0123456789\"\\", "\u0001", "😀"]
+      const filler = [..."xyz .,\n"]
+      const allowed = new Set([...filler, ..."[redacted]", "…"])
+      // Two patterns: a short match, and a long one (reported whole, in one report: a longer match split
+      // across reports can be cut, see the module comment).
+      const policy = { keys: ["password"], patterns: [/K[0-9]{20}K/g, /Z[0-9A-Q"\\\u0001\uD83D\uDE00]{300,}Z/g] }
+      const executor = yield* Executor.make(yield* ToolRegistry.make([reporterOf(policy)]))
+      for (let n = 0; n < runs; n++) {
+        const secrets: Array<string> = []
+        for (let i = rng.int(1, 3); i > 0; i--) {
+          const unit = () => rng.pick(secretUnits)
+          const kind = rng.int(0, 2)
+          const secret = kind === 0 || secrets.length === 0
+            ? Array.from({ length: rng.int(3, 30) }, unit).join("")
+            : kind === 1
+            ? Array.from({ length: rng.int(2, 12) }, () => "").fill(Array.from({ length: rng.int(1, 3) }, unit).join("")).join("")
+            : secrets[0]!.slice(0, rng.int(3, Math.max(3, secrets[0]!.length - 1)))
+          if (secret.length >= 3) secrets.push(secret)
+        }
+        if (secrets.length === 0) secrets.push("QQQ")
+        const escaped = (secret: string) => JSON.stringify(secret).slice(1, -1)
+        const items = Array.from({ length: rng.int(1, 40) }, () => {
+          switch (rng.int(0, 4)) {
+            case 0:
+            case 1:
+              return Array.from({ length: rng.int(0, 30) }, () => rng.pick(filler)).join("")
+            case 2:
+              return rng.chance(0.5) ? rng.pick(secrets) : escaped(rng.pick(secrets))
+            case 3:
+              return `K${Array.from({ length: 20 }, () => rng.int(0, 9)).join("")}K`
+            default:
+              return rng.chance(0.1)
+                ? "x".repeat(rng.int(1, 3) * ToolProgress.limits.chunkChars)
+                : rng.chance(0.2)
+                ? `Z${Array.from({ length: rng.pick([300, 1_000, 17_000]) }, () => rng.pick(secretUnits)).join("")}Z`
+                : rng.pick(secrets)
+          }
+        })
+        const text = items.join("")
+        // No report ends inside a long match.
+        const long = items.flatMap((item, i) => {
+          const start = items.slice(0, i).join("").length
+          return item.startsWith("Z") ? [[start, start + item.length] as const] : []
+        })
+        const cuts = Array.from({ length: rng.int(0, 12) }, () => rng.int(0, text.length))
+          .filter((cut) => !long.some(([start, end]) => start < cut && cut < end))
+          .sort((a, b) => a - b)
+        const bounds = [0, ...cuts, text.length]
+        const pieces = bounds.slice(1).map((end, i) => text.slice(bounds[i], end)).filter((p) => p !== "")
+        const reports = pieces.map((chunk): Report => ({
+          chunk,
+          gap: rng.pick([0, 0, 50, 150]),
+          // A message is whole: some of the items, or all of the text.
+          ...(rng.chance(0.3) ? { message: rng.chance(0.2) ? text : items.slice(rng.int(0, items.length - 1)).join("") } : {})
+        }))
+        const id = `f${n}`
+        yield* driven(executor.run(call(id, "reporter", { password: secrets, reports })))
+        const progress = progressOf(yield* events).filter((e) => e.toolCallId === id)
+        const context = `seed ${seed} run ${n}: ${JSON.stringify({ secrets, pieces })}`.slice(0, 2_000)
+        for (const e of progress) {
+          for (const out of [e.message ?? "", e.chunk ?? ""]) {
+            const leaked = [...out].findIndex((c) => !allowed.has(c))
+            if (leaked >= 0) {
+              const at = [...out].slice(0, leaked).join("").length
+              assert.fail(`${context.slice(0, 300)}\nleaked in ${out === e.chunk ? "chunk" : "message"} (${out.length}, dropped ${e.chunkDropped}) at ${at}: ${JSON.stringify(out.slice(Math.max(0, at - 60), at + 60))}`)
+            }
+          }
+        }
+        const joined = progress.map((e) => e.chunk ?? "").join("")
+        if (progress.every((e) => e.chunkDropped === undefined) && text.length <= 2 * ToolProgress.limits.chunkChars) {
+          // Nothing was cut: the joined chunks are the text redacted whole.
+          const whole = scrubberOf(policy, { password: secrets })!.text(text)
+          assert.strictEqual(joined, whole, context)
+        }
       }
     })))
 

@@ -17,6 +17,7 @@ import {
   Tool,
   ToolError,
   ToolEvent,
+  ToolProgress,
   ToolRegistry,
   ToolResult,
   ToolServices
@@ -257,6 +258,60 @@ describe("executor redaction: outputs, declared failures and audit", () => {
       assert.strictEqual(ToolResult.textOf(failed), "wrong password [redacted]")
       assert.strictEqual(ToolResult.textOf(ok), "welcome, you typed [redacted]")
       assert.notInclude(outbound(yield* eventsOf, [failed, ok]), "hunter2-echo")
+    }).pipe(Effect.provide(test)))
+})
+
+describe("executor redaction: overlapping secrets and matches", () => {
+  it.effect("a secret inside another, or sharing a character with a pattern match, is redacted whole", () =>
+    Effect.gen(function*() {
+      // "hunter" is inside "hunter22-x"; the password's last "s" starts a match of /sk-live-.../.
+      const args = { token: "hunter", password: "hunter22-x", pin: "my-pass-s" }
+      const text = "tried hunter22-x then my-pass-sk-live-ABC123 ok"
+      const overlapping = Tool.make("overlapping", {
+        description: "Echoes text that holds its secrets.",
+        input: Schema.Struct({ token: Schema.String, password: Schema.String, pin: Schema.String, fail: Schema.Boolean }),
+        safety: { access: "read", redact },
+        services: [ToolProgress.ToolProgress],
+        handler: ({ fail }) =>
+          Effect.andThen(
+            ToolProgress.report({ message: text, chunk: text }),
+            fail ? Effect.fail(ToolError.repairable(text, { text })) : Effect.succeed(text)
+          )
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([overlapping]))
+      const ok = yield* executor.run(call("c1", "overlapping", { ...args, fail: false }))
+      const failed = yield* executor.run(call("c2", "overlapping", { ...args, fail: true }))
+      const redacted = "tried [redacted] then [redacted] ok"
+      assert.strictEqual(ToolResult.textOf(ok), redacted)
+      assert.strictEqual(ToolResult.textOf(failed), redacted)
+      const events = yield* eventsOf
+      const progress = events.filter((e): e is ToolEvent.ToolProgress => e._tag === "tool.progress")
+      for (const id of ["c1", "c2"]) {
+        const ofCall = progress.filter((e) => e.toolCallId === id)
+        assert.deepStrictEqual(ofCall.flatMap((e) => e.message ?? []), [redacted])
+        assert.strictEqual(ofCall.map((e) => e.chunk ?? "").join(""), redacted)
+      }
+      // (tool.started carries the arguments, redacted by key: only their values' tails are searched for)
+      const out = outbound(events, [ok, failed])
+      for (const tail of ["22-x", "live-ABC123", "ABC123"]) assert.notInclude(out, tail)
+    }).pipe(Effect.provide(test)))
+
+  it.effect("a global pattern whose lastIndex was moved by its owner still matches from the start", () =>
+    Effect.gen(function*() {
+      const pattern = /sk-live-[A-Za-z0-9]+/g
+      pattern.lastIndex = 5
+      const echo = Tool.make("echo_key", {
+        description: "Echoes a key.",
+        input: Schema.Struct({}),
+        safety: { access: "read", redact: { patterns: [pattern] } },
+        services: [ToolProgress.ToolProgress],
+        handler: () => Effect.andThen(ToolProgress.message("sk-live-AAA1 and sk-live-BBB2"), Effect.succeed("sk-live-AAA1 ok"))
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([echo]))
+      const result = yield* executor.run(call("c1", "echo_key"))
+      assert.strictEqual(ToolResult.textOf(result), "[redacted] ok")
+      const progress = (yield* eventsOf).filter((e): e is ToolEvent.ToolProgress => e._tag === "tool.progress")
+      assert.strictEqual(progress[0]!.message, "[redacted] and [redacted]")
     }).pipe(Effect.provide(test)))
 })
 

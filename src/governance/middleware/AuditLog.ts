@@ -5,9 +5,9 @@
  * arguments and result instead of the payloads. Failed calls (handler errors,
  * crashes, fatal refusals) get a receipt too: the layer records, writes, and
  * raises the failure again. A keyed tool's receipt records its idempotency
- * key. Calls the executor refuses before any middleware runs (unknown tool,
- * not advertised, malformed or invalid arguments, over a call limit) get a
- * receipt too, from the `rejected` hook (`refused: true`, status
+ * key, redacted like the arguments it comes from. Calls the executor refuses
+ * before any middleware runs (unknown tool, not advertised, malformed or
+ * invalid arguments, over a call limit) get a receipt too, from the `rejected` hook (`refused: true`, status
  * `tool_not_found`, `scope_violation`, `schema_violation` or `rate_limited`):
  * their raw arguments appear only as a hash and their error text names paths,
  * never values. A receipt of a call that ran records the tool's access level
@@ -19,7 +19,7 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { Clock, Effect, Exit, FileSystem, Option, Semaphore } from "effect"
 import { hash, withoutKeys } from "../../internal/canonical.ts"
-import { redactAudit, redactText } from "../../internal/redact.ts"
+import { redactAudit, scrubberOf } from "../../internal/redact.ts"
 import type { Middleware, Refusal } from "../../runtime/Middleware.ts"
 import { RunContext, type RunInfo } from "../../runtime/RunContext.ts"
 import { ToolCallContext } from "../../runtime/ToolCallContext.ts"
@@ -32,7 +32,7 @@ import * as AuditTrail from "./AuditTrail.ts"
 export interface Receipt {
   readonly tool: string
   readonly callId: string
-  /** The call's idempotency key, for tools that declare one. */
+  /** The call's idempotency key, for tools that declare one (redacted per the tool's `safety.redact`). */
   readonly idempotencyKey?: string
   readonly runId: string
   readonly threadId: string
@@ -199,10 +199,13 @@ export const auditLog = <R = never>(
             Effect.suspend(() => {
               const emitOrder = nextOrder(run.runId)
               const result = Exit.isSuccess(exit) ? exit.value : undefined
+              // the call's scrubber: the tool's patterns, and the values its arguments hold under redacted keys
+              const scrubber = scrubberOf(invocation.spec.safety.redact, invocation.input)
+              const scrub = (text: string) => scrubber === undefined ? text : scrubber.text(text)
               return target.write({
                 tool: invocation.spec.name,
                 callId: invocation.call.id,
-                ...(key === undefined ? {} : { idempotencyKey: key }),
+                ...(key === undefined ? {} : { idempotencyKey: scrub(key) }),
                 runId: run.runId,
                 threadId: run.threadId,
                 turn: invocation.turn,
@@ -210,7 +213,7 @@ export const auditLog = <R = never>(
                 destructive: Safety.toMcpAnnotations(invocation.spec.safety).destructiveHint,
                 status: layer.status,
                 isError: result === undefined || result.isError,
-                ...(layer.error === undefined ? {} : { error: redactText(layer.error, invocation.spec.safety.redact) }),
+                ...(layer.error === undefined ? {} : { error: scrub(layer.error) }),
                 startedAt: layer.startedAt,
                 endedAt: layer.endedAt,
                 durationMillis: layer.endedAt - layer.startedAt,

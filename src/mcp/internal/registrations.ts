@@ -67,7 +67,7 @@ const toCallToolResult = (
     type: "resource_link",
     uri: remember(ref),
     name: ref.key,
-    description: `The whole output of ${result.name} call ${result.toolCallId} (${ref.bytes} bytes); the text above is its head and tail.`,
+    description: `The output of ${result.name} call ${result.toolCallId} as stored (${ref.bytes} bytes); the text above is its head and tail.`,
     mimeType: ref.mimeType,
     size: ref.bytes
   }))

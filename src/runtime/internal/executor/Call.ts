@@ -49,11 +49,11 @@ export interface Config {
   readonly progress: Progress.Config
 }
 
-/** The fields every event of a started call carries (with the idempotency key of a keyed call). */
+/** The fields every event of a started call carries (with the idempotency key of a keyed call, redacted). */
 const stampOf = (call: ToolCall, spec: Tool.ToolSpec, state: CallState.CallState) =>
-  state.idempotencyKey === undefined
+  state.shownKey === undefined
     ? { toolCallId: call.id, toolName: spec.name, attempt: state.count }
-    : { toolCallId: call.id, toolName: spec.name, attempt: state.count, idempotencyKey: state.idempotencyKey }
+    : { toolCallId: call.id, toolName: spec.name, attempt: state.count, idempotencyKey: state.shownKey }
 
 export const make = (config: Config) => {
   const { admit, invoke, render, reporter } = config
@@ -184,7 +184,8 @@ export const make = (config: Config) => {
     const spec = entry.spec
     const startedAt = env.clock.currentTimeMillisUnsafe()
     const { key, defect: keyDefect } = Idempotency.keyOf(entry.tool, spec.name, input)
-    const state = new CallState.CallState(call.id, spec.name, key, env.ctx.turn, config.runCancel.cancel)
+    const shown = key === undefined ? undefined : Idempotency.shownKey(key, spec.safety.redact, input)
+    const state = new CallState.CallState(call.id, spec.name, key, shown, env.ctx.turn, config.runCancel.cancel)
     if (Progress.reports(entry.tool)) state.progress = new Progress.Channel(config.progress, env, state, spec, input)
     // 7-9: middleware around the handler (timeout, retries, exclusivity; a keyed call at most once), encode,
     // then redact or offload.

@@ -1,5 +1,6 @@
 /**
- * One started call's state: its attempt counter, its idempotency key, and the
+ * One started call's state: its attempt counter, its idempotency key (and the
+ * key as events and receipts show it, redacted), and the
  * object the handler reads as both `ToolCallContext` and `Cancellation` (one
  * allocation per call; the `AbortController` only when a handler reads the
  * signal), plus its progress channel for tools that list `ToolProgress`.
@@ -21,19 +22,24 @@ export class CallState implements ToolCallInfo, CancellationShape {
   progress: Channel | undefined = undefined
   readonly toolCallId: string
   readonly toolName: string
+  /** The key itself: what the handler reads (to pass downstream) and what the store is claimed by. */
   readonly idempotencyKey: string | undefined
+  /** The key as it leaves the call (events): redacted like the arguments (`Idempotency.shownKey`). */
+  readonly shownKey: string | undefined
   readonly turn: number
   readonly cancelRun: (reason: string) => Effect.Effect<void>
   constructor(
     toolCallId: string,
     toolName: string,
     idempotencyKey: string | undefined,
+    shownKey: string | undefined,
     turn: number,
     cancelRun: (reason: string) => Effect.Effect<void>
   ) {
     this.toolCallId = toolCallId
     this.toolName = toolName
     this.idempotencyKey = idempotencyKey
+    this.shownKey = shownKey
     this.turn = turn
     this.cancelRun = cancelRun
   }

@@ -4,7 +4,9 @@
  * a stored result is answered again (with this call's id) and the handler does
  * not run. Otherwise the call runs, and a successful result (its content blocks
  * and encoded value) is stored before it is returned; failures are not stored,
- * so a failed attempt can run again.
+ * so a failed attempt can run again. The store and its claims use the key
+ * itself; what leaves the call (events, the result's `idempotency.key`,
+ * receipts) shows it redacted ({@link shownKey}).
  *
  * What the store keeps: the result as the handler's output encoded it, before
  * redaction: its content blocks (text and images) and its encoded value, with
@@ -67,7 +69,7 @@ import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Redact } from "../../../contract/Safety.ts"
-import { secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact.ts"
+import { scrubberOf, secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact.ts"
 import { textOfValue } from "./Render.ts"
 
 export interface Config {
@@ -194,6 +196,16 @@ export const keyOf = (
   }
 }
 
+/**
+ * `key` as it leaves the call (events, the result's `idempotency.key`, audit receipts): through the
+ * call's scrubber, like its arguments (the tool's patterns, and the values the arguments hold under
+ * redacted keys). The store's claim and lookup, and the handler's `ToolCallContext`, use `key` itself.
+ */
+export const shownKey = (key: string, policy: Redact | undefined, input: unknown): string => {
+  const scrubber = scrubberOf(policy, input)
+  return scrubber === undefined ? key : scrubber.text(key)
+}
+
 /** The storage key of `key` for the tool `toolName` (also its claim's key). */
 export const storageKey = (toolName: string, key: string): string => `${toolName}/${key}`
 
@@ -221,6 +233,8 @@ export const make = (config: Config) => {
       ([store, claims]) => {
         const { running, typed } = slotOf(store)
         const id = storageKey(toolName, key)
+        // what the result says its key is: redacted like the arguments it comes from
+        const shown = redaction === undefined ? key : shownKey(key, redaction.policy, redaction.input)
         const replay = (found: typeof Stored.Type): ToolResult.ToolResult => {
           // the storing call's values under redacted keys go; this call's go in `Render.finalize`
           const stored = withoutStoredSecrets(found, found.scrub ?? [])
@@ -233,7 +247,7 @@ export const make = (config: Config) => {
             isError: false,
             elapsed: 0,
             ...(call.provider === undefined ? {} : { provider: call.provider }),
-            idempotency: { key, replayed: true }
+            idempotency: { key: shown, replayed: true }
           }
         }
         const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
@@ -249,7 +263,7 @@ export const make = (config: Config) => {
             Effect.mapError((cause) =>
               new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
             ),
-            Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key, replayed: false } })
+            Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
           )
         /** The stored result that still answers repeats, if any. */
         const lookup = typed.get(id).pipe(

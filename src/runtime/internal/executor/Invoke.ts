@@ -178,7 +178,7 @@ export const make = (config: Config) => {
               toolCallId: invocation.call.id,
               toolName: name,
               attempt: state.count,
-              ...(state.idempotencyKey === undefined ? {} : { idempotencyKey: state.idempotencyKey }),
+              ...(state.shownKey === undefined ? {} : { idempotencyKey: state.shownKey }),
               delay: Duration.toMillis(duration),
               error: input
             }),

@@ -2,8 +2,9 @@
  * One call's progress reports (`ToolProgress`), made into `tool.progress`
  * events under the bounds the public module documents: rate (one event per
  * interval; reports in between coalesce into a pending update, sent by a timer
- * fiber when the interval ends), size (message and partial output capped) and
- * redaction (the tool's policy and its arguments' redacted values).
+ * fiber when the interval ends, or by `close` when the call ends first), size
+ * (message and partial output capped) and redaction (the tool's policy and its
+ * arguments' redacted values).
  *
  * A `Channel` exists only for calls of tools that list `ToolProgress` in their
  * services. Ordering: a pending update becomes an event only when its turn at
@@ -14,12 +15,22 @@
  * Partial output is redacted as one stream, not event by event: the call's
  * reported text not yet sent (`held`) is redacted together with what comes
  * next, and only a start of it that later text cannot change is sent; the last
- * {@link holdCharsOf} characters wait for more text, or for `close`.
+ * `Redaction.hold` characters wait for more text, or for `close`. No cap cuts
+ * raw text: a message is redacted whole before it is cut, and partial output
+ * that outgrows what is kept is redacted (the same way) before its start is
+ * dropped. No cut splits a surrogate pair.
  */
 import { type Clock, Effect, Fiber } from "effect"
 import type * as Tool from "../../../contract/Tool.ts"
 import type * as ToolEvent from "../../../contract/ToolEvent.ts"
-import { type Scrubber, scrubberOf, secretsOf } from "../../../internal/redact.ts"
+import {
+  mergeRegions,
+  type Region,
+  scrubbedRegions,
+  secretForms,
+  secretsOf,
+  withRegionsRedacted
+} from "../../../internal/redact.ts"
 import { limits, ToolProgress, type ToolProgressShape, type Update } from "../../ToolProgress.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 
@@ -34,7 +45,8 @@ export interface CallInfo {
   readonly toolCallId: string
   readonly toolName: string
   readonly attempt: number
-  readonly idempotencyKey: string | undefined
+  /** The idempotency key as events show it: redacted like the arguments (`CallState.shownKey`). */
+  readonly shownKey: string | undefined
 }
 
 /** True when `tool` lists `ToolProgress` among its services (cached per tool). */
@@ -50,49 +62,120 @@ export const reports = (tool: Tool.Any): boolean => {
 
 const finite = (n: number | undefined): n is number => typeof n === "number" && Number.isFinite(n)
 
-const cutMessage = (text: string): string =>
-  text.length <= limits.messageChars ? text : `${text.slice(0, limits.messageChars - 1)}…`
+/**
+ * True when a cut of `text` at `at` falls between the halves of a surrogate pair, or after a high
+ * surrogate that ends the text (its low half may come with the next report).
+ */
+const splitsPair = (text: string, at: number): boolean => {
+  if (at <= 0 || at > text.length) return false
+  const before = text.charCodeAt(at - 1)
+  if (before < 0xd800 || before > 0xdbff) return false
+  if (at === text.length) return true
+  const after = text.charCodeAt(at)
+  return after >= 0xdc00 && after <= 0xdfff
+}
 
-/** Partial output kept while pending: enough that redacting then cutting to the cap sees whole values. */
+/** A (redacted) message cut to the cap: its start, marked with `…`. */
+const cutMessage = (text: string): string => {
+  if (text.length <= limits.messageChars) return text
+  let end = limits.messageChars - 1
+  if (splitsPair(text, end)) end--
+  return `${text.slice(0, end)}…`
+}
+
+/** The last (at most) `chars` characters of a (redacted) text, and how many were cut before them. */
+const keepEnd = (text: string, chars: number): { readonly kept: string; readonly dropped: number } => {
+  if (text.length <= chars) return { kept: text, dropped: 0 }
+  let start = text.length - chars
+  if (splitsPair(text, start)) start++
+  return { kept: text.slice(start), dropped: start }
+}
+
+/** Partial output kept raw while pending: enough that redacting then cutting to the cap sees whole values. */
 const pendingChunkChars = limits.chunkChars * 2
 
 /**
- * How many of the last characters of partial output wait for what follows before they are sent: enough
- * that a secret value (or a pattern match of at most {@link limits}.redactHoldChars + 1 characters) that
- * starts in them is whole before it is redacted. 0 without a redaction policy.
+ * A call's redaction, as its scrubber applies it (the secret values' forms and the pattern matches found
+ * in a text replaced by the marker, see `scrubbedRegions`), with the regions exposed for cuts.
  */
-const holdCharsOf = (spec: Tool.ToolSpec, input: unknown): number => {
-  const policy = spec.safety.redact
-  const longest = secretsOf(policy, input).reduce((max, secret) => Math.max(max, secret.length), 0)
-  const patterns = (policy?.patterns?.length ?? 0) > 0 ? limits.redactHoldChars : 0
-  return Math.max(longest - 1, patterns, 0)
+export interface Redaction {
+  /** The regions of `text` to redact, its first `covered` characters (the rest of one cut before) among them. */
+  readonly regions: (text: string, covered: number) => Array<Region>
+  /**
+   * How many of the last characters of partial output wait for what follows before they are sent: enough
+   * that any form of a secret value the scrubber removes (the value, its JSON-escaped form), or a pattern
+   * match of at most `limits.redactHoldChars + 1` characters, that starts in them is whole before it is
+   * redacted. 0 without a redaction policy.
+   */
+  readonly hold: number
 }
 
+/** `text` redacted, its first `covered` characters as part of a secret or match. */
+const scrub = (redaction: Redaction, text: string, covered: number): string =>
+  withRegionsRedacted(text, redaction.regions(text, covered))
+
+/** The redaction of a tool's calls with `input` (its arguments). */
+export const redactionOf = (spec: Tool.ToolSpec, input: unknown): Redaction => {
+  const policy = spec.safety.redact
+  const forms = secretForms(secretsOf(policy, input))
+  const longest = forms.reduce((max, form) => Math.max(max, form.length), 0)
+  const patterns = (policy?.patterns?.length ?? 0) > 0 ? limits.redactHoldChars : 0
+  return {
+    regions: (text, covered) => {
+      const found = scrubbedRegions(text, forms, policy?.patterns)
+      return covered > 0 ? mergeRegions([[0, Math.min(covered, text.length)], ...found]) : found
+    },
+    hold: Math.max(longest - 1, patterns, 0)
+  }
+}
+
+/** True when `at` falls strictly inside one of `regions` (sorted, apart). */
+const inside = (regions: ReadonlyArray<Region>, at: number): boolean =>
+  regions.some(([start, end]) => start < at && at < end)
+
 /**
- * `raw` (partial output not sent yet) split into what can be sent, redacted, and the raw rest to keep:
- * the longest start, short of the last `hold` characters, whose redaction joined to the rest's equals
- * the redaction of the whole (no secret or match crosses the cut). `final` sends everything.
+ * `raw` (partial output not sent yet; its first `covered` characters the rest of a secret or match cut
+ * before) split into what can be sent, redacted, and the raw rest to keep: the longest start, short of
+ * the last `hold` characters, that no secret or match of `raw` crosses and whose redaction joined to the
+ * rest's equals the redaction of the whole. When there is none (a match longer than the hold, not yet
+ * whole, or overlapping ones in a long run) it waits, unless the text kept is too long: then it cuts
+ * anyway, and what crosses the cut is redacted on both sides (the rest starts `covered`); only a match
+ * not yet whole in the text kept can be cut. `final` sends everything.
  */
 export const splitRedacted = (
   raw: string,
-  hold: number,
-  scrub: (text: string) => string,
+  covered: number,
+  redaction: Redaction,
   final: boolean
-): { readonly out: string; readonly rest: string } => {
-  if (final) return { out: scrub(raw), rest: "" }
-  let cut = raw.length - hold
-  if (cut <= 0) return { out: "", rest: raw }
-  const whole = scrub(raw)
-  for (let tries = 0; cut > 0 && tries <= hold + 1; tries++, cut--) {
-    const code = raw.charCodeAt(cut - 1)
-    if (code >= 0xd800 && code <= 0xdbff) continue // not between the halves of a surrogate pair
-    const head = scrub(raw.slice(0, cut))
-    if (head + scrub(raw.slice(cut)) === whole) return { out: head, rest: raw.slice(cut) }
+): { readonly out: string; readonly rest: string; readonly covered: number } => {
+  if (final) return { out: scrub(redaction, raw, covered), rest: "", covered: 0 }
+  const hold = redaction.hold
+  const last = raw.length - hold
+  if (last <= 0) return { out: "", rest: raw, covered }
+  const regions = redaction.regions(raw, covered)
+  // Redactions are compared on the text from a little before the earliest cut tried (a pattern that
+  // looks around a match sees it); what crosses a cut is known from `regions`, found in all of `raw`.
+  const first = Math.max(1, covered, last - hold - 1)
+  const from = Math.max(0, first - 2 * (hold + 1))
+  const fromCovered = Math.max(0, covered - from)
+  const whole = scrub(redaction, raw.slice(from), fromCovered)
+  const near = regions.filter(([start, end]) => start < last && end > first)
+  for (let cut = last; cut >= first; cut--) {
+    if (splitsPair(raw, cut) || inside(near, cut)) continue
+    const head = scrub(redaction, raw.slice(from, cut), fromCovered)
+    if (head + scrub(redaction, raw.slice(cut), 0) === whole) {
+      return { out: scrub(redaction, raw.slice(0, cut), covered), rest: raw.slice(cut), covered: 0 }
+    }
   }
-  // A match longer than the hold: wait for more text, unless the text kept is already too long.
-  if (raw.length <= pendingChunkChars + hold) return { out: "", rest: raw }
-  cut = raw.length - hold
-  return { out: scrub(raw.slice(0, cut)), rest: raw.slice(cut) }
+  if (raw.length <= pendingChunkChars + hold) return { out: "", rest: raw, covered }
+  const cut = splitsPair(raw, last) ? last - 1 : last
+  const head = regions.filter(([start]) => start < cut).map(([start, end]): Region => [start, Math.min(end, cut)])
+  const crossing = regions.find(([start, end]) => start < cut && cut < end)
+  return {
+    out: withRegionsRedacted(raw.slice(0, cut), head),
+    rest: raw.slice(cut),
+    covered: crossing === undefined ? 0 : crossing[1] - cut
+  }
 }
 
 export class Channel implements ToolProgressShape {
@@ -101,7 +184,10 @@ export class Channel implements ToolProgressShape {
     fraction?: number
     count?: number
     total?: number
-    chunk?: string
+    /** Partial output was reported since the last event (it is in `held`, raw, and in `ready`). */
+    chunked: boolean
+    /** Partial output redacted (while pending, because the text held grew too long), not sent yet. */
+    ready: string
     dropped: number
     reports: number
   } | undefined = undefined
@@ -111,10 +197,11 @@ export class Channel implements ToolProgressShape {
   private closing = false
   /** No more events are made (set once the last one is out). */
   private sealed = false
-  private scrubber: Scrubber | undefined | null = null
+  private redaction_: Redaction | undefined = undefined
   /** Partial output reported but not sent yet (raw): its redaction may depend on what follows. */
   private held = ""
-  private hold: number | undefined = undefined
+  /** How many first characters of `held` are the rest of a secret or match a cut went through. */
+  private covered = 0
 
   private readonly config: Config
   private readonly env: Env
@@ -134,9 +221,19 @@ export class Channel implements ToolProgressShape {
     return this.env.clock
   }
 
-  private text(text: string): string {
-    if (this.scrubber === null) this.scrubber = scrubberOf(this.spec.safety.redact, this.input)
-    return this.scrubber === undefined ? text : this.scrubber.text(text)
+  private get redaction(): Redaction {
+    return this.redaction_ ??= redactionOf(this.spec, this.input)
+  }
+
+  /** Redacts the start of `held` that can be, into `ready` (whose start is dropped beyond the cap). */
+  private settle(pending: NonNullable<Channel["pending"]>, final: boolean): void {
+    const { covered, out, rest } = splitRedacted(this.held, this.covered, this.redaction, final)
+    this.held = rest
+    this.covered = covered
+    if (out === "") return
+    const { dropped, kept } = keepEnd(pending.ready + out, limits.chunkChars)
+    pending.ready = kept
+    pending.dropped += dropped
   }
 
   /** Folds `update` into the pending one; false when it says nothing. */
@@ -149,19 +246,17 @@ export class Channel implements ToolProgressShape {
     if (message === undefined && fraction === undefined && count === undefined && total === undefined && chunk === undefined) {
       return false
     }
-    const pending = this.pending ??= { dropped: 0, reports: 0 }
+    const pending = this.pending ??= { chunked: false, ready: "", dropped: 0, reports: 0 }
     pending.reports++
-    if (message !== undefined) pending.message = message.length > limits.messageChars * 4 ? message.slice(0, limits.messageChars * 4) : message
+    // Kept whole: it is redacted whole (when it becomes an event) before it is cut.
+    if (message !== undefined) pending.message = message
     if (fraction !== undefined) pending.fraction = fraction
     if (count !== undefined) pending.count = count
     if (total !== undefined) pending.total = total
     if (chunk !== undefined) {
-      let all = pending.chunk === undefined ? chunk : pending.chunk + chunk
-      if (all.length > pendingChunkChars) {
-        pending.dropped += all.length - pendingChunkChars
-        all = all.slice(all.length - pendingChunkChars)
-      }
-      pending.chunk = all
+      pending.chunked = true
+      this.held += chunk
+      if (this.held.length > pendingChunkChars) this.settle(pending, false)
     }
     return true
   }
@@ -171,39 +266,28 @@ export class Channel implements ToolProgressShape {
     const pending = this.pending
     if (pending === undefined || this.sealed) return undefined
     this.pending = undefined
-    let dropped = pending.dropped
-    let chunk: string | undefined
-    if (pending.chunk !== undefined || (this.closing && this.held !== "")) {
-      // Text dropped before this chunk went after the held text: the held text is dropped too.
-      if (dropped > 0) {
-        dropped += this.held.length
-        this.held = ""
-      }
-      const hold = this.hold ??= holdCharsOf(this.spec, this.input)
-      const { out, rest } = splitRedacted(this.held + (pending.chunk ?? ""), hold, (text) => this.text(text), this.closing)
-      this.held = rest
-      chunk = out === "" ? undefined : out
-    }
+    if (pending.chunked || (this.closing && this.held !== "")) this.settle(pending, this.closing)
+    const chunk = pending.ready === "" ? undefined : pending.ready
+    const dropped = pending.dropped
     if (
       chunk === undefined && dropped === 0 && pending.message === undefined && pending.fraction === undefined &&
       pending.count === undefined && pending.total === undefined
     ) {
       // Only held partial output: nothing to send yet; the reports count on.
-      this.pending = { dropped: 0, reports: pending.reports }
+      this.pending = { chunked: false, ready: "", dropped: 0, reports: pending.reports }
       return undefined
     }
-    if (chunk !== undefined && chunk.length > limits.chunkChars) {
-      dropped += chunk.length - limits.chunkChars
-      chunk = chunk.slice(chunk.length - limits.chunkChars)
-    }
     const call = this.call
+    const message = pending.message === undefined
+      ? undefined
+      : cutMessage(scrub(this.redaction, pending.message, 0))
     return {
       _tag: "tool.progress",
       toolCallId: call.toolCallId,
       toolName: call.toolName,
       attempt: call.attempt,
-      ...(call.idempotencyKey === undefined ? {} : { idempotencyKey: call.idempotencyKey }),
-      ...(pending.message === undefined ? {} : { message: cutMessage(this.text(pending.message)) }),
+      ...(call.shownKey === undefined ? {} : { idempotencyKey: call.shownKey }),
+      ...(message === undefined ? {} : { message }),
       ...(pending.fraction === undefined ? {} : { fraction: pending.fraction }),
       ...(pending.count === undefined ? {} : { count: pending.count }),
       ...(pending.total === undefined ? {} : { total: pending.total }),
@@ -248,13 +332,14 @@ export class Channel implements ToolProgressShape {
     this.closing = true
     const timer = this.timer
     this.timer = undefined
-    if (this.pending === undefined && this.held !== "") this.pending = { dropped: 0, reports: 0 }
+    if (this.pending === undefined && this.held !== "") this.pending = { chunked: false, ready: "", dropped: 0, reports: 0 }
     const flush = this.pending === undefined ? Effect.void : this.config.reporter.emitMasked(this.env, this.take)
     const stopped = timer === undefined ? flush : Effect.andThen(flush, Fiber.interrupt(timer))
     return Effect.andThen(stopped, Effect.sync(() => {
       this.sealed = true
       this.pending = undefined
       this.held = ""
+      this.covered = 0
     }))
   })
 }

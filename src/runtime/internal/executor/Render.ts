@@ -9,10 +9,17 @@
  * The artifact store keeps the full text as the handler produced it, before
  * redaction (`textOf` of the encoded output): the store holds what the tool
  * returned, the model and the events get the redacted text.
+ *
+ * What the store kept is read back after the write, and the result says what it is: a store with
+ * a size cap (`artifacts.maxBytes`) keeps a cut copy, and then the `ArtifactRef` has the stored size
+ * and the model's note says where it is cut. A write that fails does not fail the call: the handler
+ * succeeded (a side effect done cannot be undone, and an error would ask for it again), so the
+ * result is a success with the same head and tail and a note that the full output could not be
+ * stored, and the failure is logged at `Warn` level (no artifact, no event of its own).
  */
 import { Cause, Effect, Result, Schema } from "effect"
 import { toModelCodec } from "../../../contract/internal/modelSchema.ts"
-import { redactIssues, scrubberOf, scrubError } from "../../../internal/redact.ts"
+import { redactIssues, type Scrubber, scrubberOf, scrubError } from "../../../internal/redact.ts"
 import type { Redact } from "../../../contract/Safety.ts"
 import { StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../../contract/Tool.ts"
@@ -54,7 +61,54 @@ const redactErrorResult = (
   return changed ? { ...result, content, ...(error === undefined ? {} : { error }) } : result
 }
 
+/** What the artifact store holds after a write: the text whole, a cut copy of it, or nothing (the write failed). */
+type Offloaded =
+  | { readonly _tag: "Whole"; readonly bytes: number }
+  | { readonly _tag: "Cut"; readonly bytes: number }
+  | { readonly _tag: "Failed"; readonly error: ToolError.StoreFailed }
+
 export const make = (config: Config) => {
+  const failed = (cause: unknown) => new ToolError.StoreFailed({ store: config.store, operation: "write", cause })
+
+  /**
+   * Writes `text` under `key`, then reads it back: a store may keep less than it is given (a size
+   * cap cuts a text, so fewer bytes is a cut copy). A read that fails after a successful write
+   * counts as whole; a failed write (or a store that then holds nothing) is `Failed`. Interruption
+   * passes through.
+   */
+  const offload = (key: string, text: string): Effect.Effect<Offloaded, never, StoreRegistry> =>
+    StoreRegistry.use((stores) => stores.store(config.store)).pipe(
+      Effect.flatMap((store) =>
+        Effect.andThen(
+          Effect.mapError(store.set(key, text), failed),
+          Effect.matchEffect(store.get(key), {
+            onFailure: () => Effect.succeed<Offloaded>({ _tag: "Whole", bytes: Buffer.byteLength(text) }),
+            onSuccess: (kept): Effect.Effect<Offloaded, ToolError.StoreFailed> => {
+              if (kept === undefined) return Effect.fail(failed("the store holds nothing under the key after the write"))
+              const bytes = Buffer.byteLength(text)
+              const stored = Buffer.byteLength(kept)
+              return Effect.succeed(stored < bytes ? { _tag: "Cut", bytes: stored } : { _tag: "Whole", bytes })
+            }
+          })
+        )
+      ),
+      Effect.catch((error) => Effect.succeed<Offloaded>({ _tag: "Failed", error }))
+    )
+
+  /** The warning of a failed artifact write (its error redacted like everything else that leaves the call). */
+  const warnFailed = (
+    error: ToolError.StoreFailed,
+    scrubber: Scrubber | undefined,
+    spec: Tool.ToolSpec,
+    call: ToolCall,
+    key: string
+  ): Effect.Effect<void> =>
+    Effect.logWarning(
+      "tinyagents: the artifact store failed to write a large output; " +
+        "the call succeeded and its result keeps only the head and tail",
+      Cause.fail(scrubber === undefined ? error : scrubError(error, scrubber))
+    ).pipe(Effect.annotateLogs({ tool: spec.name, toolCallId: call.id, store: config.store, key }))
+
   const encoders = new WeakMap<Tool.Any, (value: unknown) => Result.Result<unknown, Schema.SchemaError>>()
   const encoderOf = (tool: Tool.Any) => {
     let encode = encoders.get(tool)
@@ -110,7 +164,7 @@ export const make = (config: Config) => {
     call: ToolCall,
     runId: string,
     input?: unknown
-  ): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed, StoreRegistry> => {
+  ): Effect.Effect<ToolResult.ToolResult, never, StoreRegistry> => {
     const policy = spec.safety.redact
     if (result.isError) return Effect.succeed(redactErrorResult(result, policy, input))
     const fullText = ToolResult.textOf(result)
@@ -137,23 +191,39 @@ export const make = (config: Config) => {
     }
     const keepHead = Math.min(config.head, Math.floor(limit * 0.6))
     const keepTail = Math.min(config.tail, Math.floor(limit * 0.2))
-    return Effect.gen(function*() {
-      const key = `${runId}/${call.id}`
-      const store = yield* StoreRegistry.use((stores) => stores.store(config.store))
-      yield* store.set(key, fullText).pipe(
-        Effect.mapError((cause) => new ToolError.StoreFailed({ store: config.store, operation: "write", cause }))
-      )
+    const key = `${runId}/${call.id}`
+    const bounded = (note: string): ReadonlyArray<ToolResult.ContentBlock> => [
+      ToolResult.text(
+        `${modelText.slice(0, keepHead)}\n\n[... ${modelText.length - keepHead - keepTail} characters omitted; ${note} ...]\n\n${
+          keepTail > 0 ? modelText.slice(-keepTail) : ""
+        }`
+      ),
+      ...others
+    ]
+    return Effect.flatMap(offload(key, fullText), (kept): Effect.Effect<ToolResult.ToolResult> => {
+      if (kept._tag === "Failed") {
+        return Effect.as(warnFailed(kept.error, scrubber, spec, call, key), {
+          ...withValue,
+          content: bounded(
+            `the full output (${fullText.length} characters) could not be stored; the call itself succeeded, ` +
+              `and only this head and tail are available`
+          )
+        })
+      }
       const artifact: ToolResult.ArtifactRef = {
         store: config.store,
         key,
-        bytes: Buffer.byteLength(fullText),
-        mimeType: fromValue && typeof result.value !== "string" ? "application/json" : "text/plain"
+        bytes: kept.bytes,
+        // a cut copy of JSON is no longer JSON
+        mimeType: kept._tag === "Whole" && fromValue && typeof result.value !== "string"
+          ? "application/json"
+          : "text/plain"
       }
-      const cut = modelText.length - keepHead - keepTail
-      const bounded = `${modelText.slice(0, keepHead)}\n\n[... ${cut} characters omitted; the full output (${fullText.length} characters) is stored as artifact "${key}" ...]\n\n${
-        keepTail > 0 ? modelText.slice(-keepTail) : ""
-      }`
-      return { ...withValue, content: [ToolResult.text(bounded), ...others], artifacts: [...result.artifacts, artifact] }
+      const note = kept._tag === "Whole"
+        ? `the full output (${fullText.length} characters) is stored as artifact "${key}"`
+        : `the full output has ${fullText.length} characters; artifact "${key}" keeps only its start, ` +
+          `cut at ${kept.bytes} bytes by the store's size limit`
+      return Effect.succeed({ ...withValue, content: bounded(note), artifacts: [...result.artifacts, artifact] })
     })
   }
 
