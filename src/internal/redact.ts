@@ -610,11 +610,58 @@ export const withoutSecretsValue = (value: unknown, secrets: ReadonlyArray<strin
   secrets.length === 0 ? value : mapStrings(value, (text) => withoutSecrets(text, secrets))
 
 /**
+ * In text that looks like JSON but does not parse (a copy cut by a store's size limit), the value
+ * after each member named by one of `keys`: from its start to its end, or to the end of the text
+ * when it was cut off.
+ */
+const keyedValueRegions = (text: string, keys: ReadonlyArray<string>): Array<Region> => {
+  const regions: Array<Region> = []
+  const space = (at: number) => {
+    while (at < text.length && /\s/.test(text[at]!)) at++
+    return at
+  }
+  for (const key of keys) {
+    const name = JSON.stringify(key)
+    for (let found = text.indexOf(name); found >= 0; found = text.indexOf(name, found + 1)) {
+      let at = space(found + name.length)
+      if (text[at] !== ":") continue
+      at = space(at + 1)
+      const end = valueEnd(text, at)
+      if (end > at) regions.push([at, end])
+    }
+  }
+  return regions
+}
+
+/** Where the JSON value starting at `start` ends (the text's length when it is cut off). */
+const valueEnd = (text: string, start: number): number => {
+  let depth = 0
+  let inString = false
+  for (let at = start; at < text.length; at++) {
+    const c = text[at]!
+    if (inString) {
+      if (c === "\\") at++
+      else if (c === '"') {
+        inString = false
+        if (depth === 0) return at + 1
+      }
+    } else if (c === '"') inString = true
+    else if (c === "{" || c === "[") depth++
+    else if (c === "}" || c === "]") {
+      if (depth === 0) return at
+      if (--depth === 0) return at + 1
+    } else if (depth === 0 && (c === "," || /\s/.test(c))) return at
+  }
+  return text.length
+}
+
+/**
  * A stored text (an artifact's full output) as it may be served: under the policy and, with
  * `root` (the producing call's arguments), without the values held there under a redacted key.
  * Text that parses as JSON is redacted as a value (redacted keys become the marker), re-serialized,
  * then scrubbed as text (a pattern that matches across its structure); other text is scrubbed as
- * text. The same text when the policy is empty.
+ * text, after the values of members named by a redacted key (a JSON copy cut by a store's size
+ * limit no longer parses). The same text when the policy is empty.
  */
 export const redactStoredText = (text: string, policy: Redact | undefined, root?: unknown): string => {
   const scrubber = scrubberOf(policy, root)
@@ -627,7 +674,7 @@ export const redactStoredText = (text: string, policy: Redact | undefined, root?
   } catch {
     json = false
   }
-  if (!json) return scrubber.text(text)
+  if (!json) return scrubber.text(withRegionsRedacted(text, mergeRegions(keyedValueRegions(text, policy?.keys ?? []))))
   const redacted = scrubber.value(parsed)
   const serialized = JSON.stringify(redacted)
   return scrubber.text(serialized === JSON.stringify(parsed) ? text : serialized)

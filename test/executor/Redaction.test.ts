@@ -24,6 +24,7 @@ import {
 } from "../../src/index.ts"
 import { auditLog, type AuditLog, summary } from "../../src/governance/middleware/index.ts"
 import { Anthropic, Gemini, Mcp, OpenAiChat, OpenAiResponses } from "../../src/providers/index.ts"
+import { redactStoredText } from "../../src/internal/redact.ts"
 
 const call = (id: string, name: string, args: unknown = {}) => ({ id, name, arguments: args })
 const eventsOf = EventSink.EventLog.use((log) => log.all)
@@ -351,5 +352,23 @@ describe("executor redaction: the idempotency store (finding 7)", () => {
     const executor = source("runtime/Executor.ts")
     assert.include(executor, "The store keeps each result as the handler produced it")
     assert.include(executor, "An artifact is the full")
+  })
+})
+
+describe("a stored JSON copy cut by a store's size limit", () => {
+  it("is served without the values of redacted members, though it no longer parses", () => {
+    const policy = { keys: ["token"] }
+    const whole = JSON.stringify({ user: "bob", token: "abc-secret-123", nested: { token: { a: "deep-secret", b: [1, 2] } }, n: 7, tail: "x".repeat(50) })
+    for (let cut = 1; cut < whole.length; cut++) {
+      const text = whole.slice(0, cut)
+      const served = redactStoredText(text, policy)
+      for (const secret of ["abc-secret-123", "deep-secret"]) {
+        // no prefix of a secret longer than 2 characters survives the cut
+        for (let n = 3; n <= secret.length; n++) assert.notInclude(served, secret.slice(0, n), `cut at ${cut}`)
+      }
+    }
+    const served = redactStoredText(whole.slice(0, whole.length - 10), policy)
+    assert.include(served, `"user":"bob"`)
+    assert.include(served, `"n":7`)
   })
 })
