@@ -325,6 +325,43 @@ describe.skipIf(postgresSkipReason !== undefined)(`DurableAgent on Postgres${pos
       assert.strictEqual(result.events.at(-1)?._tag, "agent.finished")
       assert.deepStrictEqual(result.events.map((e) => e.sequence), result.events.map((_, i) => i))
     }), 60_000)
+
+  it.live("a runner and a client on Postgres: the client cancels a run waiting for approval", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "pg-cancel",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const url = Redacted.make(pg!.url)
+      const runId = `pg-cancel-${Date.now()}`
+      const port = 40_000 + Math.floor(Math.random() * 10_000)
+      const runner = Runner.layerPostgres({
+        url,
+        address: { host: "127.0.0.1", port },
+        pollInterval: "50 millis",
+        lockExpiration: "3 seconds",
+        shutdownTimeout: "50 millis"
+      })
+      const { error, events } = yield* Effect.gen(function*() {
+        yield* agent.start(runId, user("plan: read_value,plain_write;read_value"))
+        yield* Stream.runHead(Stream.filter(agent.events(runId), (e) => e._tag === "agent.approval_requested"))
+        yield* Effect.provide(
+          agent.cancel(runId, { reason: "from the client" }),
+          Runner.layerPostgresClient({ url, pollInterval: "50 millis" })
+        )
+        const error = yield* Effect.flip(agent.result(runId))
+        return { error, events: Array.from(yield* Stream.runCollect(agent.events(runId))) }
+      }).pipe(Effect.provide(Core.runner(agent, runner, counters)))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(error.reason, "from the client")
+      assert.strictEqual(counters.get("plain_write:0-1"), 0)
+      assert.strictEqual(counters.get("read_value"), 0)
+      assert.strictEqual(events.at(-1)?._tag, "agent.finished")
+      assert.deepStrictEqual(events.map((e) => e.sequence), events.map((_, i) => i))
+    }), 60_000)
 })
 
 /** Waits (bounded) until run `runId` has at least `n` pending approvals, and returns them. */
