@@ -295,27 +295,68 @@ const transientNames: ReadonlySet<string> = new Set([
 ])
 
 /**
- * True when a store failure's `cause` is transient (connection refused, dropped or timed out, a
- * server restarting, `SQLITE_BUSY`, a deadlock): the cause, or any cause it wraps (`cause`,
- * `reason`), says so by its code, its tag or name, or an `isRetryable` of `true` (Effect's `SqlError`).
+ * Error codes of a store that is misconfigured, which no retry fixes: an invalid URL (Node's
+ * `ERR_INVALID_URL`), Postgres's invalid authorization (28000), wrong password (28P01), unknown
+ * database (3D000), and SQLite's authorization failures.
  */
-export const isTransientStoreCause = (cause: unknown): boolean => {
-  let current = cause
-  for (let depth = 0; depth < 8 && typeof current === "object" && current !== null; depth++) {
+const permanentCodes: ReadonlySet<string> = new Set(["ERR_INVALID_URL", "28000", "28P01", "3D000", "SQLITE_AUTH", "SQLITE_PERM"])
+const permanentNames: ReadonlySet<string> = new Set(["AuthenticationError", "AuthorizationError"])
+/** Redis's replies to a wrong or missing password or user, or a command the user may not run. */
+const permanentReply = /^(WRONGPASS|NOAUTH|NOPERM)\b|^ERR (invalid password|invalid username-password pair|AUTH )/
+
+/** The errors `cause` wraps, itself first: through `reason`, `cause` and node-redis's `originalError`. */
+const chainOf = (cause: unknown): ReadonlyArray<Record<string, unknown>> => {
+  const chain: Array<Record<string, unknown>> = []
+  const visit = (current: unknown, depth: number): void => {
+    if (depth >= 8 || typeof current !== "object" || current === null || chain.includes(current as Record<string, unknown>)) return
     const record = current as Record<string, unknown>
-    if (record["isRetryable"] === true) return true
-    const code = record["code"]
-    if ((typeof code === "string" && transientCodes.has(code.split(":")[0]!)) || transientCodes.has(String(code))) {
-      return true
-    }
-    if (typeof code === "string" && /^SQLITE_(BUSY|LOCKED)/.test(code)) return true
-    for (const key of ["_tag", "name"]) {
-      const name = record[key]
-      if (typeof name === "string" && transientNames.has(name)) return true
-    }
-    current = record["reason"] !== undefined && typeof record["reason"] === "object" ? record["reason"] : record["cause"]
+    chain.push(record)
+    for (const key of ["reason", "cause", "originalError"]) visit(record[key], depth + 1)
+  }
+  visit(cause, 0)
+  return chain
+}
+
+const codeOf = (record: Record<string, unknown>): string | undefined => {
+  const code = record["code"]
+  return typeof code === "string" ? code.split(":")[0]! : typeof code === "number" ? String(code) : undefined
+}
+
+/** True when `record` says the store is misconfigured (wrong password, no such database, invalid URL). */
+const isPermanent = (record: Record<string, unknown>): boolean => {
+  const code = codeOf(record)
+  if (code !== undefined && (permanentCodes.has(code) || /^SQLITE_(AUTH|PERM)/.test(code))) return true
+  for (const key of ["_tag", "name"]) {
+    const name = record[key]
+    if (typeof name === "string" && permanentNames.has(name)) return true
+  }
+  const message = record["message"]
+  return typeof message === "string" && (permanentReply.test(message) || /^Invalid URL\b/.test(message))
+}
+
+/** True when `record` says the store is unreachable, restarting or busy. */
+const isTransient = (record: Record<string, unknown>): boolean => {
+  if (record["isRetryable"] === true) return true
+  const code = codeOf(record)
+  if (code !== undefined && (transientCodes.has(code) || /^SQLITE_(BUSY|LOCKED)/.test(code))) return true
+  for (const key of ["_tag", "name"]) {
+    const name = record[key]
+    if (typeof name === "string" && transientNames.has(name)) return true
   }
   return false
+}
+
+/**
+ * True when a store failure's `cause` is transient (connection refused, dropped or timed out, a
+ * server restarting, `SQLITE_BUSY`, a deadlock): the cause, or any cause it wraps (`cause`,
+ * `reason`, `originalError`), says so by its code, its tag or name, or an `isRetryable` of `true`
+ * (Effect's `SqlError`). A misconfiguration anywhere in the chain wins, as no retry fixes it: a wrong
+ * password or user (Postgres 28P01, 28000; Redis `WRONGPASS`, `NOAUTH`), an unknown database
+ * (3D000), an invalid URL (even inside a "retryable" connection error).
+ */
+export const isTransientStoreCause = (cause: unknown): boolean => {
+  const chain = chainOf(cause)
+  return !chain.some(isPermanent) && chain.some(isTransient)
 }
 
 /**

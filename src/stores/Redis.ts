@@ -16,8 +16,9 @@
  * UTF-16 (a lone surrogate) continues after its well-formed start with the
  * byte 0xFF (never in UTF-8) and the rest as UTF-16LE, so any string is a key
  * and prefixes still match. Values are binary-safe: one type byte (`s`: the
- * rest is a string as UTF-8, `b`: the rest is bytes) then the value, so `get`
- * and `getUint8Array` answer exactly as the memory store does. `keys`, `size`
+ * rest is a string as UTF-8, `b`: the rest is bytes, `u`: the rest is a string
+ * that is not well-formed UTF-16, a lone surrogate, as UTF-16LE) then the value,
+ * so `get` and `getUint8Array` answer exactly as the memory store does. `keys`, `size`
  * and `clearPrefix` use `SCAN` (never `KEYS`); `modify` is atomic across
  * processes: a read, `f`, then a compare-and-set Lua script that writes only if
  * the value is still the one read, retried (with a short random pause) when
@@ -25,18 +26,22 @@
  * `<prefix>~claim/<name>/<key>` (`SET` when free or held by the same owner,
  * with `PX`, and a compare-and-delete release, both as Lua scripts); the rate
  * limiter's keys start with `<prefix>~rate/` (Effect's `RateLimiter.layerStoreRedis`).
- * Redis expiry is not used for stored values (they live until removed), except
- * in the artifacts store, which has a size cap and an expiry like the SQL
- * layers' (`Options.artifacts`; expiry is Redis's `PX`).
+ * Stored values live until removed, except writes with a ttl (the executor's
+ * idempotency results, through `internal/expiry`'s `withTtl`) and the artifacts
+ * store, which has a size cap and an expiry like the SQL layers'
+ * (`Options.artifacts`): both are Redis's `PX`, so Redis deletes them.
+ * Errors never carry a key or a value.
  *
  * A failure because Redis is unreachable, restarting or loading (the client
  * offline or closed, a dropped socket, a timeout, a `LOADING`/`BUSY`/`TRYAGAIN`
  * reply) carries a {@link RedisUnavailable} cause, which `StoreFailed` reads as
- * transient (disposition `"retry"`); other failures keep node-redis's error.
+ * transient (disposition `"retry"`); other failures keep node-redis's error, and
+ * a misconfiguration (a wrong password, `WRONGPASS`/`NOAUTH`; an invalid URL) is
+ * fatal, as no retry fixes it.
  */
 import * as NodeRedis from "@effect/platform-node/NodeRedis"
 import { createHash } from "node:crypto"
-import { Context, Data, Duration, Effect, Layer, Schedule, Scope } from "effect"
+import { Context, Data, Duration, Effect, Layer, Schedule, Scope, Semaphore } from "effect"
 import { KeyValueStore, RateLimiter } from "effect/persistence"
 import {
   ClientClosedError,
@@ -49,6 +54,7 @@ import {
 } from "redis"
 import { StoreFailed } from "../contract/ToolError.ts"
 import * as StoreRegistry from "../runtime/StoreRegistry.ts"
+import { expiring } from "./internal/expiry.ts"
 import { lazily } from "./internal/lazily.ts"
 import { checkArtifactPolicy, tooLarge, truncateText } from "./internal/sqlBackend.ts"
 import type * as Stores from "./Stores.ts"
@@ -102,12 +108,18 @@ const networkCodes: ReadonlySet<unknown> = new Set([
   "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"
 ])
 
-/** `cause` as a {@link RedisUnavailable} when it says Redis is unreachable or restarting, else itself. */
+/**
+ * `cause` as a {@link RedisUnavailable} when it says Redis is unreachable or restarting, else itself.
+ * A connection that gave up (`ReconnectStrategyError`) is classified by why it did: refused or timed
+ * out is transient, a wrong password (`WRONGPASS`) is not.
+ */
 const classify = (cause: unknown): unknown =>
-  cause instanceof ClientOfflineError || cause instanceof ClientClosedError ||
-    cause instanceof SocketClosedUnexpectedlyError || cause instanceof ConnectionTimeoutError ||
-    cause instanceof SocketTimeoutError || cause instanceof ReconnectStrategyError ||
-    (cause instanceof Error && (transientReply.test(cause.message) || networkCodes.has((cause as { code?: unknown }).code)))
+  cause instanceof ReconnectStrategyError
+    ? classify(cause.originalError)
+    : cause instanceof ClientOfflineError || cause instanceof ClientClosedError ||
+        cause instanceof SocketClosedUnexpectedlyError || cause instanceof ConnectionTimeoutError ||
+        cause instanceof SocketTimeoutError ||
+        (cause instanceof Error && (transientReply.test(cause.message) || networkCodes.has((cause as { code?: unknown }).code)))
     ? new RedisUnavailable({ cause })
     : cause
 
@@ -136,7 +148,11 @@ const connection = (options: Options): Effect.Effect<Effect.Effect<Connection, S
         reconnectStrategy: (retries: number, cause: Error) =>
           state.ready ? Math.min(2 ** retries * 50, 2_000) + Math.floor(Math.random() * 100) : cause
       }
-    })).pipe(Effect.mapError((error) => new StoreFailed({ store: "redis", operation: "open", cause: classify(error.cause) })))
+    })).pipe(
+      Effect.mapError((error) => new StoreFailed({ store: "redis", operation: "open", cause: classify(error.cause) })),
+      // node-redis throws on an invalid URL: a failure of the open (fatal: no retry fixes it), not a defect
+      Effect.catchDefect((defect) => Effect.fail(new StoreFailed({ store: "redis", operation: "open", cause: classify(defect) })))
+    )
     state.ready = true
     const client = Context.get(context, NodeRedis.NodeRedis).client
     const limiterStore = yield* RateLimiter.makeStoreRedis({ prefix: `${prefix.toString("utf8")}~rate/` }).pipe(
@@ -150,7 +166,9 @@ const connection = (options: Options): Effect.Effect<Effect.Effect<Connection, S
     })
     return {
       store: makeKeyValueStore(client, prefix),
-      view: (name: string) => name === artifactName ? artifactStore : undefined,
+      // every store name its own view (not the registry's prefixed one), so `withTtl` works on it
+      view: (name: string) =>
+        name === artifactName ? artifactStore : makeKeyValueStore(client, Buffer.concat([prefix, Buffer.from(`${name}/`, "utf8")])),
       claims: (name: string) => makeClaims(client, Buffer.concat([prefix, Buffer.from(`~claim/${name}/`, "utf8")]), name),
       limiterStore
     } satisfies Connection
@@ -222,6 +240,8 @@ const startsWithPattern = (bytes: Buffer): Buffer => {
 
 const stringType = 0x73 // "s"
 const bytesType = 0x62 // "b"
+/** A string that is not well-formed UTF-16 (a lone surrogate, which UTF-8 cannot hold): the rest is UTF-16LE. */
+const utf16Type = 0x75 // "u"
 
 /** Writes only when the key still holds `ARGV[1]`: `ARGV[2]`, with expiry `ARGV[3]` ms when given. 1 when written. */
 const compareAndSetLua = `if redis.call('GET', KEYS[1]) ~= ARGV[1] then
@@ -238,31 +258,33 @@ const compareAndSetSha = createHash("sha1").update(compareAndSetLua).digest("hex
 /** How many times a `modify` retries its compare-and-set before it fails. */
 const modifyAttempts = 10_000
 
-/** A cap and an expiry for every write of a store (the artifacts store). */
+/** A cap and an expiry for every write of a store (the artifacts store's, or a `withTtl` view's). */
 interface WritePolicy {
-  readonly maxBytes: number
+  readonly maxBytes?: number | undefined
   /** Milliseconds. */
-  readonly ttl: number | undefined
+  readonly ttl?: number | undefined
 }
 
-/** A `KeyValueStore` on the Redis keys that start with `prefix` (see the module comment); `policy` caps writes. */
+/**
+ * A `KeyValueStore` on the Redis keys that start with `prefix` (see the module comment); `policy` caps
+ * writes and makes them expire. `withTtl` (`internal/expiry`) gives the same store with another expiry.
+ * Its `modify`s run one at a time in this process (`lock`, shared with those views): each is atomic
+ * across processes anyway, but many at once on one key would mostly lose their compare-and-set races.
+ */
 export const makeKeyValueStore = (
   client: Client,
   prefix: Uint8Array,
-  policy?: WritePolicy
+  policy: WritePolicy = {},
+  lock: Semaphore.Semaphore = Semaphore.makeUnsafe(1)
 ): KeyValueStore.KeyValueStore => {
   const base = Buffer.from(prefix)
   const redisKey = (key: string) => Buffer.concat([base, encodeKey(key)])
   const send = <A>(method: string, key: string | undefined, args: ReadonlyArray<string | Buffer>) =>
     Effect.tryPromise({
       try: () => client.sendCommand(args, binary) as Promise<A>,
+      // the message names the command only: a store error never carries a key or a value
       catch: (cause) =>
-        new KeyValueStore.KeyValueStoreError({
-          method,
-          ...(key === undefined ? {} : { key }),
-          message: `Redis ${String(args[0])} failed${key === undefined ? "" : ` for ${JSON.stringify(key)}`}`,
-          cause: classify(cause)
-        })
+        new KeyValueStore.KeyValueStoreError({ method, message: `Redis ${String(args[0])} failed`, cause: classify(cause) })
     })
   const raw = (key: string) => send<Buffer | null>("get", key, ["GET", redisKey(key)])
   /** Every store key whose Redis key starts with `from` (de-duplicated: `SCAN` may repeat keys). */
@@ -281,19 +303,23 @@ export const makeKeyValueStore = (
   const keyOf = (redis: Buffer) => decodeKey(redis.subarray(base.length))
   const keys = Effect.map(scan("keys", base), (found) => found.map(keyOf))
   /** The stored form of `value` (type byte, then bytes), under the policy's cap. */
-  const encodeValue = (key: string, value: string | Uint8Array): Effect.Effect<Buffer, KeyValueStore.KeyValueStoreError> => {
+  const encodeValue = (value: string | Uint8Array): Effect.Effect<Buffer, KeyValueStore.KeyValueStoreError> => {
+    const maxBytes = policy.maxBytes
     if (typeof value === "string") {
-      const bytes = Buffer.from(value, "utf8")
-      const kept = policy !== undefined && bytes.length > policy.maxBytes ? truncateText(value, policy.maxBytes) : bytes
-      return Effect.succeed(Buffer.concat([Buffer.of(stringType), kept]))
+      const wellFormed = !loneSurrogate.test(value)
+      const bytes = wellFormed ? Buffer.from(value, "utf8") : Buffer.from(value, "utf16le")
+      if (maxBytes !== undefined && bytes.length > maxBytes) {
+        return Effect.succeed(Buffer.concat([Buffer.of(stringType), truncateText(value, maxBytes)]))
+      }
+      return Effect.succeed(Buffer.concat([Buffer.of(wellFormed ? stringType : utf16Type), bytes]))
     }
-    if (policy !== undefined && value.length > policy.maxBytes) return Effect.fail(tooLarge(key, value.length, policy.maxBytes))
+    if (maxBytes !== undefined && value.length > maxBytes) return Effect.fail(tooLarge(value.length, maxBytes))
     return Effect.succeed(Buffer.concat([Buffer.of(bytesType), value]))
   }
-  const expiry: ReadonlyArray<string> = policy?.ttl === undefined ? [] : ["PX", String(policy.ttl)]
+  const expiry: ReadonlyArray<string> = policy.ttl === undefined ? [] : ["PX", String(policy.ttl)]
   /** `SET` of the stored form (with the policy's expiry). */
   const write = (key: string, value: string | Uint8Array) =>
-    Effect.flatMap(encodeValue(key, value), (stored) => send<unknown>("set", key, ["SET", redisKey(key), stored, ...expiry]))
+    Effect.flatMap(encodeValue(value), (stored) => send<unknown>("set", key, ["SET", redisKey(key), stored, ...expiry]))
   /** Writes `next` only when `key` still holds `current`: `true` when written. */
   const compareAndSet = (key: string, current: Buffer, next: Buffer) =>
     Effect.tryPromise({
@@ -307,12 +333,7 @@ export const makeKeyValueStore = (
         }
       },
       catch: (cause) =>
-        new KeyValueStore.KeyValueStoreError({
-          method: "modify",
-          key,
-          message: `Redis compare-and-set failed for ${JSON.stringify(key)}`,
-          cause: classify(cause)
-        })
+        new KeyValueStore.KeyValueStoreError({ method: "modify", message: "Redis compare-and-set failed", cause: classify(cause) })
     }).pipe(Effect.map((written) => written === 1))
   class Conflict extends Data.TaggedError("Conflict")<{}> {}
   /** Read, `f`, compare-and-set; again when another writer came between (atomic across processes). */
@@ -321,7 +342,7 @@ export const makeKeyValueStore = (
       const current = yield* raw(key)
       if (current === null) return undefined
       const next = f(current)
-      if (!(yield* compareAndSet(key, current, yield* encodeValue(key, next)))) return yield* Effect.fail(new Conflict())
+      if (!(yield* compareAndSet(key, current, yield* encodeValue(next)))) return yield* Effect.fail(new Conflict())
       return next
     }).pipe(
       Effect.retry({
@@ -333,20 +354,26 @@ export const makeKeyValueStore = (
         Effect.fail(
           new KeyValueStore.KeyValueStoreError({
             method: "modify",
-            key,
-            message: `modify of ${JSON.stringify(key)} lost ${modifyAttempts} races with other writers`
+            message: `a modify lost ${modifyAttempts} races with other writers`
           })
         ))
     )
+  /** A stored value as `get` answers: a string as itself, bytes as base64. */
   const asString = (value: Buffer) =>
-    value[0] === bytesType ? value.subarray(1).toString("base64") : value.subarray(1).toString("utf8")
-  return KeyValueStore.make({
+    value[0] === bytesType
+      ? value.subarray(1).toString("base64")
+      : value[0] === utf16Type
+      ? value.subarray(1).toString("utf16le")
+      : value.subarray(1).toString("utf8")
+  /** A stored value as `getUint8Array` answers: bytes as themselves, a string as its UTF-8 (as in memory). */
+  const asBytes = (value: Buffer) =>
+    value[0] === utf16Type ? new TextEncoder().encode(asString(value)) : new Uint8Array(value.subarray(1))
+  const store = KeyValueStore.make({
     get: (key) => Effect.map(raw(key), (value) => value === null ? undefined : asString(value)),
-    getUint8Array: (key) =>
-      Effect.map(raw(key), (value) => value === null ? undefined : new Uint8Array(value.subarray(1))),
+    getUint8Array: (key) => Effect.map(raw(key), (value) => value === null ? undefined : asBytes(value)),
     set: (key, value) => Effect.asVoid(write(key, value)),
-    modify: (key, f) => modify(key, (stored) => f(asString(stored))),
-    modifyUint8Array: (key, f) => modify(key, (stored) => f(new Uint8Array(stored.subarray(1)))),
+    modify: (key, f) => lock.withPermits(1)(modify(key, (stored) => f(asString(stored)))),
+    modifyUint8Array: (key, f) => lock.withPermits(1)(modify(key, (stored) => f(asBytes(stored)))),
     remove: (key) => Effect.asVoid(send<number>("remove", key, ["DEL", redisKey(key)])),
     has: (key) => Effect.map(send<number>("has", key, ["EXISTS", redisKey(key)]), (n) => n > 0),
     keys,
@@ -358,6 +385,7 @@ export const makeKeyValueStore = (
         ? clearFrom(send, scan, base, (key) => keyOf(key).startsWith(start))
         : clearFrom(send, scan, Buffer.concat([base, Buffer.from(start, "utf8")]), () => true)
   })
+  return expiring(store, (ttl) => makeKeyValueStore(client, prefix, { ...policy, ttl }, lock))
 }
 
 /** Deletes the keys `scan` finds from `from` that `keep` selects, 500 per `DEL`. */

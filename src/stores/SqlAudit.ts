@@ -5,7 +5,9 @@
  * `receipt`. Use it next to the JSONL sink (`AuditLog.all([AuditLog.jsonl(dir), SqlAudit.sink()])`).
  *
  * Booleans are `SMALLINT` 0/1 and times epoch milliseconds (`BIGINT`), so one query text runs on both
- * dialects. "Every destructive call this week, with its consent decision" is {@link destructiveCallsQuery}
+ * dialects. Text that SQL cannot hold (NUL, which Postgres refuses; a lone surrogate, which would become
+ * U+FFFD) is written JSON-style escaped (`\u0000`, `\ud800`) in every text column, so a receipt is
+ * always written, whatever ids and keys a model sent; the `receipt` column (JSON) keeps it exactly. "Every destructive call this week, with its consent decision" is {@link destructiveCallsQuery}
  * (run by {@link destructiveCallsSince}):
  *
  * ```sql
@@ -58,34 +60,44 @@ export const createTable = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlEr
     yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${table}_run`)} ON ${t} (run_id, emit_order)`
   })
 
-/** The row of a receipt. */
+/** NUL or a lone surrogate (a pair is one code point under the `u` flag). */
+const unsafeText = /\u0000|\p{Cs}/gu
+
+/** `text` as SQL text holds it: NUL and lone surrogates as JSON-style escapes (`\u0000`, `\ud800`), the rest as is. */
+export const sqlText = (text: string): string =>
+  text.replace(unsafeText, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, "0")}`)
+
+const textOrNull = (text: string | undefined): string | null => text === undefined ? null : sqlText(text)
+
+/** The row of a receipt (every text through {@link sqlText}). */
 export const rowOf = (receipt: Receipt) => {
   const uri = receipt.audit.metadata?.["receiptUri"]
   return {
-    tool: receipt.tool,
-    call_id: receipt.callId,
-    idempotency_key: receipt.idempotencyKey ?? null,
-    run_id: receipt.runId,
-    thread_id: receipt.threadId,
+    tool: sqlText(receipt.tool),
+    call_id: sqlText(receipt.callId),
+    idempotency_key: textOrNull(receipt.idempotencyKey),
+    run_id: sqlText(receipt.runId),
+    thread_id: sqlText(receipt.threadId),
     turn: receipt.turn,
-    status: receipt.status,
+    status: sqlText(receipt.status),
     is_error: receipt.isError ? 1 : 0,
-    error: receipt.error ?? null,
+    error: textOrNull(receipt.error),
     started_at: receipt.startedAt,
     ended_at: receipt.endedAt,
     duration_millis: receipt.durationMillis,
     emit_order: receipt.emitOrder,
-    arguments_sha256: receipt.argumentsSha256,
-    result_sha256: receipt.resultSha256 ?? null,
+    arguments_sha256: sqlText(receipt.argumentsSha256),
+    result_sha256: textOrNull(receipt.resultSha256),
     refused: receipt.refused === true ? 1 : 0,
-    access: receipt.access ?? null,
+    access: textOrNull(receipt.access),
     destructive: receipt.destructive === true ? 1 : 0,
-    consent_decision: receipt.audit.consent?.decision ?? null,
-    consent_decided_by: receipt.audit.consent?.decidedBy ?? null,
+    consent_decision: textOrNull(receipt.audit.consent?.decision),
+    consent_decided_by: textOrNull(receipt.audit.consent?.decidedBy),
     consent_decided_at: receipt.audit.consent?.decidedAt ?? null,
-    receipt_uri: typeof uri === "string" ? uri : null,
-    audit: JSON.stringify(receipt.audit),
-    receipt: JSON.stringify(receipt)
+    receipt_uri: typeof uri === "string" ? sqlText(uri) : null,
+    // JSON escapes NUL and lone surrogates itself
+    audit: sqlText(JSON.stringify(receipt.audit)),
+    receipt: sqlText(JSON.stringify(receipt))
   }
 }
 

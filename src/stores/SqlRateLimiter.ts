@@ -14,14 +14,19 @@ import { Clock, Duration, Effect, Layer } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { withSchemaLock } from "./internal/schemaLock.ts"
-import { encodeId } from "./internal/sqlBackend.ts"
+import { scrubSqlError } from "./internal/scrub.ts"
+import { idsOf } from "./internal/sqlBackend.ts"
 
 /** The table of counters. */
 export const table = "tinyagents_rate_limits"
 
-const storeError = (operation: string, cause: unknown) =>
+/** A store error naming the operation; the database's text is scrubbed of the key and its id. */
+const storeError = (operation: string, cause: unknown, secrets: ReadonlyArray<string>) =>
   new RateLimiter.RateLimiterError({
-    reason: new RateLimiter.RateLimitStoreError({ message: `rate limit store failed to ${operation}`, cause })
+    reason: new RateLimiter.RateLimitStoreError({
+      message: `rate limit store failed to ${operation}`,
+      cause: scrubSqlError(cause, secrets)
+    })
   })
 
 /** Creates the counters table. */
@@ -51,9 +56,10 @@ export const makeStore = <E>(
       ) => readonly [write: readonly [number, number] | undefined, result: A]
     ) =>
       Effect.gen(function*() {
-        const sql = yield* client
+        const sql = yield* Effect.mapError(client, (cause) => storeError(operation, cause, [key]))
         const t = sql(table)
-        const id = encodeId(key) // a key that SQL text cannot hold as itself (a lone surrogate, NUL)
+        // a key that SQL text cannot hold as itself (a lone surrogate, NUL) is escaped; a long one bounded on Postgres
+        const { id } = idsOf(sql)(key)
         const now = yield* Clock.currentTimeMillis
         const lock = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
         return yield* sql.withTransaction(Effect.gen(function*() {
@@ -69,8 +75,8 @@ export const makeStore = <E>(
             yield* sql`UPDATE ${t} SET amount = ${write[0]}, stamp = ${Math.floor(write[1])} WHERE id = ${id}`
           }
           return result
-        }))
-      }).pipe(Effect.mapError((cause) => storeError(operation, cause)))
+        })).pipe(Effect.mapError((cause) => storeError(operation, cause, [key, id])))
+      })
 
     return RateLimiter.RateLimiterStore.of({
       // as Effect's memory store: the row is [count, expiresAt]

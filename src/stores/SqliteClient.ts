@@ -4,13 +4,20 @@
  * `SqlClient.makeSqliteAcquirers`), so statements and transactions of one process run one at a
  * time; transactions begin with `BEGIN IMMEDIATE`, so a read-then-write transaction holds the write
  * lock from its start and two processes never deadlock on a lock upgrade. A file database is put in
- * WAL mode with a `busy_timeout`, so two processes on one file wait for each other instead of
- * failing. Errors are `SqlError`s whose reason says whether a retry can help (`SQLITE_BUSY` is a
- * retryable `LockTimeoutError`).
+ * WAL mode, so two processes on one file wait for each other instead of failing.
+ *
+ * Waiting for a lock does not block the process: `node:sqlite` is synchronous, so the driver itself
+ * waits a few milliseconds at most (its `busy_timeout`); a statement that still finds the database
+ * locked (`SQLITE_BUSY`) is tried again after an asynchronous pause (2 ms doubling to 100 ms,
+ * jittered, on the wall clock, never a test clock), for up to `busyTimeout` in all. Only what SQLite
+ * says is safe to run again is retried: a statement outside a transaction (its implicit transaction
+ * was rolled back), `BEGIN IMMEDIATE` itself, and `COMMIT`; inside a transaction the statement fails
+ * and the transaction rolls back. Errors are `SqlError`s whose reason says whether a retry can help
+ * (`SQLITE_BUSY` is a retryable `LockTimeoutError`).
  *
  * This module owns the client only; the stores on it are in `Stores`.
  */
-import { Context, Effect, Layer, Scope, Semaphore, Stream } from "effect"
+import { Clock, Context, Effect, Layer, Schedule, Scope, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlConnection, SqlError, Statement } from "effect/sql"
 import { DatabaseSync } from "node:sqlite"
@@ -20,7 +27,10 @@ import type { SQLInputValue } from "node:sqlite"
 export interface SqliteClientConfig {
   /** The database file (created when missing), or `":memory:"` for a private in-memory database. */
   readonly filename: string
-  /** How long a statement waits for another process's lock before failing with `SQLITE_BUSY`. Default 5000 ms. */
+  /**
+   * How long a statement waits for another process's lock before failing with `SQLITE_BUSY`, waiting
+   * asynchronously (the process keeps running). Default 5000 ms.
+   */
   readonly busyTimeout?: number | undefined
   /** Open read-only. Default `false`. */
   readonly readonly?: boolean | undefined
@@ -64,8 +74,60 @@ const toSqlError = (cause: unknown, message: string, operation: string): SqlErro
 const attempt = <A>(f: () => A, operation: string): Effect.Effect<A, SqlError.SqlError> =>
   Effect.try({ try: f, catch: (cause) => toSqlError(cause, `SQLite ${operation} failed`, operation) })
 
-/** The `SqlConnection` of an open database. */
-const connectionOf = (db: DatabaseSync): SqlConnection.Connection & { readonly db: DatabaseSync } => {
+/** The default of `busyTimeout`, in milliseconds. */
+const defaultBusyTimeout = 5_000
+/** The most the driver itself waits for a lock, blocking the thread (longer waits are asynchronous retries). */
+const driverBusyTimeout = 5
+
+/** The wall clock: a lock is held on another process's time, so its waits never follow a test clock. */
+const wallClock = Clock.Clock.defaultValue()
+
+/** `SQLITE_BUSY` (or `SQLITE_LOCKED`): the database was locked. */
+const isBusy = (error: SqlError.SqlError): boolean => error.reason._tag === "LockTimeoutError"
+
+/** The pauses between tries of a statement that found the database locked, for `budget` ms in all. */
+const busySchedule = (budget: number) =>
+  Schedule.max([
+    Schedule.min([Schedule.exponential("2 millis"), Schedule.spaced("100 millis")]),
+    Schedule.during(budget)
+  ]).pipe(Schedule.jittered)
+
+/**
+ * `effect` retried, after asynchronous pauses on the wall clock (2 ms doubling to 100 ms, jittered),
+ * while it fails because the database is locked and `retryable()` says running it again is safe, for
+ * up to `budget` milliseconds in all; then its last error (a retryable `LockTimeoutError`). The first
+ * try is `effect` as it is: the retrying starts only once it found the database locked.
+ */
+const whileBusy = <A>(
+  effect: Effect.Effect<A, SqlError.SqlError>,
+  budget: number,
+  retryable: () => boolean
+): Effect.Effect<A, SqlError.SqlError> => {
+  if (budget <= driverBusyTimeout) return effect
+  const again = (error: SqlError.SqlError) => isBusy(error) && retryable()
+  return Effect.catchIf(effect, again, () =>
+    effect.pipe(
+      Effect.retry({ schedule: busySchedule(budget), while: again }),
+      Effect.delay(Math.min(2, budget)),
+      Effect.provideService(Clock.Clock, wallClock)
+    ))
+}
+
+/** `COMMIT` (SQLite keeps the transaction open when it is busy: it can be run again). */
+const isCommit = (sql: string): boolean => /^\s*COMMIT\b/i.test(sql)
+
+/**
+ * The `SqlConnection` of an open database; a statement that finds it locked is retried (see the module
+ * comment) for up to `busyTimeout` milliseconds.
+ */
+const connectionOf = (
+  db: DatabaseSync,
+  busyTimeout: number
+): SqlConnection.Connection & { readonly db: DatabaseSync } => {
+  /** Safe to run `sql` again after `SQLITE_BUSY`: outside a transaction (`BEGIN` included), or `COMMIT`. */
+  const retryable = (sql: string) => () => !db.isTransaction || isCommit(sql)
+  const retried = <A>(sql: string, effect: Effect.Effect<A, SqlError.SqlError>) =>
+    whileBusy(effect, busyTimeout, retryable(sql))
   const cache = new Map<string, ReturnType<DatabaseSync["prepare"]>>()
   const prepared = (sql: string) => {
     let statement = cache.get(sql)
@@ -89,37 +151,49 @@ const connectionOf = (db: DatabaseSync): SqlConnection.Connection & { readonly d
     transformRows: (<A extends object>(row: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined,
     cached: boolean
   ) =>
-    attempt(() => {
-      const result = rows(sql, params, cached)
-      return transformRows === undefined ? result : transformRows(result)
-    }, "execute")
+    retried(
+      sql,
+      attempt(() => {
+        const result = rows(sql, params, cached)
+        return transformRows === undefined ? result : transformRows(result)
+      }, "execute")
+    )
   return {
     db,
     execute: (sql, params, transformRows) => run(sql, params, transformRows, true),
     executeUnprepared: (sql, params, transformRows) => run(sql, params, transformRows, false),
     executeRaw: (sql, params) =>
-      attempt(() => {
-        const statement = prepared(sql)
-        return statement.columns().length === 0
-          ? statement.run(...params.map(toInput))
-          : (statement.setReturnArrays(false), statement.all(...params.map(toInput)))
-      }, "execute"),
+      retried(
+        sql,
+        attempt(() => {
+          const statement = prepared(sql)
+          return statement.columns().length === 0
+            ? statement.run(...params.map(toInput))
+            : (statement.setReturnArrays(false), statement.all(...params.map(toInput)))
+        }, "execute")
+      ),
     executeValues: (sql, params) =>
-      attempt(() => {
-        const statement = prepared(sql)
-        statement.setReturnArrays(true)
-        try {
-          return statement.all(...params.map(toInput)) as unknown as ReadonlyArray<ReadonlyArray<unknown>>
-        } finally {
-          statement.setReturnArrays(false)
-        }
-      }, "execute"),
+      retried(
+        sql,
+        attempt(() => {
+          const statement = prepared(sql)
+          statement.setReturnArrays(true)
+          try {
+            return statement.all(...params.map(toInput)) as unknown as ReadonlyArray<ReadonlyArray<unknown>>
+          } finally {
+            statement.setReturnArrays(false)
+          }
+        }, "execute")
+      ),
     executeValuesUnprepared: (sql, params) =>
-      attempt(() => {
-        const statement = db.prepare(sql)
-        statement.setReturnArrays(true)
-        return statement.all(...params.map(toInput)) as unknown as ReadonlyArray<ReadonlyArray<unknown>>
-      }, "execute"),
+      retried(
+        sql,
+        attempt(() => {
+          const statement = db.prepare(sql)
+          statement.setReturnArrays(true)
+          return statement.all(...params.map(toInput)) as unknown as ReadonlyArray<ReadonlyArray<unknown>>
+        }, "execute")
+      ),
     executeStream: (sql, params, transformRows) =>
       Stream.suspend(() => {
         const statement = db.prepare(sql)
@@ -132,20 +206,31 @@ const connectionOf = (db: DatabaseSync): SqlConnection.Connection & { readonly d
   }
 }
 
-/** Opens the database (WAL mode and a busy timeout for a file), closed with `scope`. */
-const open = (config: SqliteClientConfig): Effect.Effect<DatabaseSync, SqlError.SqlError, Scope.Scope> =>
+/** Opens the database (WAL mode for a file; the driver's own busy wait a few milliseconds), closed with `scope`. */
+const open = (config: SqliteClientConfig, busyTimeout: number): Effect.Effect<DatabaseSync, SqlError.SqlError, Scope.Scope> =>
   Effect.acquireRelease(
-    attempt(() => {
-      const db = new DatabaseSync(config.filename, {
-        readOnly: config.readonly ?? false,
-        timeout: config.busyTimeout ?? 5_000
-      })
+    Effect.gen(function*() {
+      const db = yield* attempt(
+        () =>
+          new DatabaseSync(config.filename, {
+            readOnly: config.readonly ?? false,
+            timeout: Math.min(busyTimeout, driverBusyTimeout)
+          }),
+        "connect"
+      )
       if (config.filename !== ":memory:" && config.filename !== "" && config.readonly !== true) {
-        db.exec("PRAGMA journal_mode = WAL")
-        db.exec("PRAGMA synchronous = NORMAL")
+        // another process may hold a lock while the journal mode is read or set
+        yield* whileBusy(
+          attempt(() => {
+            db.exec("PRAGMA journal_mode = WAL")
+            db.exec("PRAGMA synchronous = NORMAL")
+          }, "connect"),
+          busyTimeout,
+          () => true
+        ).pipe(Effect.tapError(() => Effect.sync(() => db.close())))
       }
       return db
-    }, "connect"),
+    }),
     (db) => Effect.sync(() => db.isOpen && db.close())
   )
 
@@ -154,8 +239,9 @@ export const make = (
   config: SqliteClientConfig
 ): Effect.Effect<SqliteClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
-    const db = yield* open(config)
-    const connection = connectionOf(db)
+    const busyTimeout = Math.max(0, config.busyTimeout ?? defaultBusyTimeout)
+    const db = yield* open(config, busyTimeout)
+    const connection = connectionOf(db, busyTimeout)
     const acquirers = SqlClient.makeSqliteAcquirers({
       connection: Effect.succeed(connection),
       semaphore: yield* Semaphore.make(1),

@@ -7,10 +7,17 @@
  * The database is opened on first use, not when the layer is built: a database that is down at
  * start fails the calls that need it with a retryable `StoreFailed` (or `RateLimitStoreError`), and
  * the next use tries again. Tables (`tinyagents_store`, `tinyagents_claims`, `tinyagents_artifacts`,
- * `tinyagents_rate_limits`) are created when missing. Values are stored as bytes (BLOB / BYTEA). Any
- * string is a key: one SQL text cannot hold (a lone surrogate, NUL) is stored escaped, so distinct
- * keys stay distinct. Claims expire on the database's clock; rate limits use each process's `Clock`,
- * so processes on several machines sharing one database should have synchronized clocks (NTP).
+ * `tinyagents_rate_limits`) are created when missing (one made by an older version gets the columns
+ * it lacks). Values are stored as bytes (BLOB / BYTEA); a string that is not well-formed UTF-16 (a
+ * lone surrogate) as its UTF-16 code units, so every string reads back as it was written. Any string
+ * is a key: one SQL text cannot hold (a lone surrogate, NUL) is stored escaped, so distinct keys stay
+ * distinct, and on Postgres a key over 512 bytes is stored under a bounded id (its start and its
+ * SHA-256) with the whole key beside it, as Postgres cannot index a long key. A failure's error never
+ * holds a key or a value. Claims expire on the database's clock; rate limits use each process's
+ * `Clock`, so processes on several machines sharing one database should have synchronized clocks (NTP).
+ *
+ * A write can expire (the executor's idempotency results, through `internal/expiry`'s `withTtl`): its
+ * row is not readable once past, and writes delete expired rows, at most once a minute.
  *
  * Artifacts (the store the executor writes large outputs to, `"artifacts"` by default) have their own
  * table with a size cap and an expiry ({@link ArtifactPolicy}): a text artifact over the cap is kept
@@ -47,7 +54,7 @@ export interface Options {
 /** The services every store layer provides. */
 export type Services = StoreRegistry | RateLimiter.RateLimiter
 
-/** A defect (e.g. `KeyValueStore.layerSql`'s table creation dies) as a failure, so it is not kept and is retried. */
+/** A defect while opening (a driver that throws) as a failure, so it is not kept and is retried. */
 const defectsAsFailures = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R> =>
   Effect.catchCause(effect, (cause) => Effect.fail(Cause.squash(cause)))
 
@@ -82,7 +89,7 @@ export const layerSql = <E>(
 export interface SqliteOptions extends Options {
   /** The database file, created when missing (WAL mode: `<file>-wal` and `<file>-shm` beside it). */
   readonly filename: string
-  /** How long a statement waits for another process's lock. Default 5000 ms. */
+  /** How long a statement waits for another process's lock (asynchronously: the process keeps running). Default 5000 ms. */
   readonly busyTimeout?: number | undefined
 }
 

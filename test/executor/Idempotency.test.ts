@@ -18,6 +18,8 @@ import { TestClock } from "effect/testing"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { DatabaseSync } from "node:sqlite"
+import { Stores } from "../../src/stores/index.ts"
 import {
   EventSink,
   Executor,
@@ -511,4 +513,40 @@ describe("idempotency keys", () => {
 const registryOf = (tool: Tool.Any) => ToolRegistry.makeResult([tool]).pipe((r) => {
   if (r._tag === "Failure") throw r.failure
   return r.success
+})
+
+describe("idempotency ttl on a store that deletes expired entries", () => {
+  it.live("with a ttl, the stored result is written to expire (SQLite: expires_at); without one, never", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "tinyagents-idem-ttl-"))
+      try {
+        const filename = join(dir, "stores.db")
+        const tool = Tool.make("book", {
+          description: "Books once per id.",
+          input: Schema.Struct({ id: Schema.String }),
+          safety: { access: "write" },
+          idempotency: ({ id }) => id,
+          handler: ({ id }) => Effect.succeed(`booked ${id}`)
+        })
+        const registry = yield* ToolRegistry.make([tool])
+        const before = Date.now()
+        yield* Effect.gen(function*() {
+          const withTtl = yield* Executor.make(registry, { idempotency: { ttl: "1 hour" } })
+          yield* withTtl.run({ id: "a", name: "book", arguments: { id: "with-ttl" } })
+          const forever = yield* Executor.make(registry)
+          yield* forever.run({ id: "b", name: "book", arguments: { id: "no-ttl" } })
+        }).pipe(Effect.provide(Layer.mergeAll(ToolServices.layerTest({ runId: "run-1", threadId: "thread-1" }), Stores.layerSqlite({ filename }))))
+        const db = new DatabaseSync(filename)
+        const rows = db.prepare("SELECT full_key, id, expires_at FROM tinyagents_store").all() as Array<{ full_key: string | null; id: string; expires_at: number | null }>
+        db.close()
+        const expiry = (key: string) => rows.find((row) => (row.full_key ?? row.id).includes(key))?.expires_at
+        const withTtl = expiry("with-ttl")
+        assert.isNumber(withTtl)
+        assert.isAtLeast(Number(withTtl), before + 3_600_000)
+        assert.isAtMost(Number(withTtl), Date.now() + 3_600_000)
+        assert.isNull(expiry("no-ttl"))
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }))
 })

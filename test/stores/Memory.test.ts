@@ -16,5 +16,5 @@ storeConformance("memory", () => StoreRegistry.layerMemory)
 storeConformance(
   "file system",
   () => StoreRegistry.layerFileSystem(root).pipe(Layer.provide([NodeFileSystem.layer, NodePath.layer])),
-  { largeValueBytes: 1024 * 1024, oddKeysListed: "named" }
+  { largeValueBytes: 1024 * 1024, oddKeysListed: "named", loneSurrogateValues: "replaced" }
 )

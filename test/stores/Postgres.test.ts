@@ -2,7 +2,9 @@
  * The Postgres store (`Postgres.layer`, `@effect/sql-pg`): the conformance suite against PGlite
  * served on a loopback socket (always) and against a real `postgres` server when the machine has
  * one; values as BYTEA of their own size; a server stopped and restarted mid-run fails the calls in
- * between with a retryable `StoreFailed` and serves later calls.
+ * between with a retryable `StoreFailed` and serves later calls; keys over Postgres's index limit (a
+ * 12 KB idempotency id); failed operations whose errors hold no key or value; a wrong password, an
+ * unknown role or database, an invalid URL: a fatal `StoreFailed`, never "retry later".
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
@@ -34,9 +36,14 @@ const layerOf = (url: () => string | undefined, maxConnections: number) => () =>
 
 storeConformance("postgres via PGlite", layerOf(() => pglite?.url, 1), {
   largeValueBytes: 1024 * 1024,
-  claimsTime: "real"
+  claimsTime: "real",
+  expiry: "clock"
 })
-storeConformance("postgres (real server)", layerOf(() => real?.url, 4), { skip: postgresSkipReason, claimsTime: "real" })
+storeConformance("postgres (real server)", layerOf(() => real?.url, 4), {
+  skip: postgresSkipReason,
+  claimsTime: "real",
+  expiry: "clock"
+})
 
 const store = (name: string) => StoreRegistry.use((registry) => registry.store(name))
 
@@ -72,6 +79,74 @@ describe("Postgres.layer claims", () => {
       assert.isTrue(yield* claims.acquire("k", "bob", 60_000))
     }).pipe(Effect.provide(Layer.suspend(layerOf(() => pglite?.url, 1)))))
 })
+
+describe("long keys on Postgres (over the 2,704-byte index row limit)", () => {
+  const longId = (seed: string) =>
+    Array.from({ length: 2_000 }, (_, i) => `${seed}${(i * 7_919 % 1_000_003).toString(36)}`).join("").slice(0, 12_000)
+
+  it.live("a keyed call whose idempotency id is 12 KB runs once and replays; the registry stores such keys", () =>
+    Effect.gen(function*() {
+      const { charge, probe } = makeCharge()
+      const executor = yield* Executor.make(yield* ToolRegistry.make([charge]))
+      const id = longId("r")
+      const first = yield* executor.run(call("c1", id))
+      assert.isFalse(first.isError, first.error?.message)
+      const again = yield* executor.run(call("c2", id))
+      assert.isTrue(again.idempotency?.replayed)
+      assert.strictEqual(probe.applied, 1)
+      const other = yield* executor.run(call("c3", `${id}x`))
+      assert.isFalse(other.idempotency?.replayed, "a key that differs only at its end is another key")
+      assert.strictEqual(probe.applied, 2)
+      const notes = yield* store("notes")
+      yield* notes.set(longId("n"), "v")
+      assert.strictEqual(yield* notes.get(longId("n")), "v")
+    }).pipe(
+      Effect.provide(layerOf(() => pglite?.url, 1)()),
+      Effect.provide(ToolServices.layerTest({ runId: "run-long", threadId: "t" }))
+    ), 60_000)
+})
+
+describe.skipIf(postgresSkipReason !== undefined)(
+  `a failed Postgres operation's StoreFailed holds neither its key nor its value${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`,
+  () => {
+    it.live("tables dropped under a running layer: set, get, modify, claim fail; no key or value in their message or JSON", () =>
+      Effect.gen(function*() {
+        const database = `scrub_${process.pid}_${Date.now()}`
+        yield* Effect.scoped(Effect.gen(function*() {
+          const context = yield* Layer.build(PgClient.layer({ url: Redacted.make(real!.url) }))
+          yield* Context.get(context, SqlClient.SqlClient).unsafe(`CREATE DATABASE ${database}`)
+        }))
+        const url = real!.url.replace(/\/[^/]*$/, `/${database}`)
+        const key = `key-${SECRET}-${"k".repeat(3_000)}`
+        yield* Effect.gen(function*() {
+          const notes = yield* store("notes")
+          yield* notes.set("warm", "up")
+          const claims = yield* claimsOf("notes")
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`DROP TABLE tinyagents_store`
+          yield* sql`DROP TABLE tinyagents_claims`
+          const errors = [
+            yield* Effect.flip(notes.set(key, SECRET)),
+            yield* Effect.flip(notes.get(key)),
+            yield* Effect.flip(notes.modify(key, () => SECRET)),
+            yield* Effect.flip(notes.remove(key))
+          ].map((cause) => new ToolError.StoreFailed({ store: "notes", operation: "write", cause }))
+          const claimFailed = yield* Effect.flip(claims.acquire(key, SECRET, 1_000))
+          for (const error of [...errors, claimFailed]) {
+            const encoded = JSON.stringify(Schema.encodeUnknownSync(ToolError.ToolError)(error))
+            assert.notInclude(encoded, SECRET)
+            assert.notInclude(error.message, SECRET)
+            assert.isBelow(encoded.length, 3_000, "no long text either")
+          }
+        }).pipe(
+          Effect.provide(Layer.merge(
+            Postgres.layer({ url: Redacted.make(url), maxConnections: 2 }),
+            PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })
+          ))
+        )
+      }), 60_000)
+  }
+)
 
 describe.skipIf(postgresSkipReason !== undefined)(
   `a real Postgres server stopped and restarted mid-run${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`,
@@ -200,6 +275,59 @@ describe.skipIf(postgresSkipReason !== undefined)(
           })))
         const won = yield* Effect.all(openers, { concurrency: "unbounded" })
         assert.strictEqual(won.filter((w) => w).length, 1, "exactly one opener holds the shared claim")
+      }), 60_000)
+  }
+)
+
+describe.skipIf(postgresSkipReason !== undefined)(
+  `configuration errors are permanent: a fatal StoreFailed, not "retry later"${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`,
+  () => {
+    let locked: PostgresServer | undefined
+    beforeAll(async () => {
+      locked = await startPostgres({ password: "right-password" })
+    }, 60_000)
+    afterAll(() => locked?.destroy())
+
+    /** The error of a first write through `Postgres.layer` at `url`, and of a rate-limit check. */
+    const failures = (url: string) =>
+      Effect.gen(function*() {
+        const failed = yield* Effect.flip(Effect.flatMap(store("notes"), (notes) => notes.set("k", "v")))
+        const written = failed._tag === "StoreFailed"
+          ? failed
+          : new ToolError.StoreFailed({ store: "notes", operation: "write", cause: failed })
+        const limited = yield* Effect.flip(
+          RateLimiter.RateLimiter.use((limiter) => limiter.consume({ key: "k", limit: 1, window: "1 minute" }))
+        )
+        const consume = new ToolError.StoreFailed({
+          store: "rate_limit",
+          operation: "consume",
+          cause: limited.reason._tag === "RateLimitStoreError" ? limited.reason.cause : limited
+        })
+        return [written, consume] as const
+      }).pipe(Effect.provide(Postgres.layer({ url: Redacted.make(url), maxConnections: 1, connectTimeout: "2 seconds" })))
+
+    it.live("a wrong password (28P01), an unknown role or database (3D000), a URL whose port is not a number", () =>
+      Effect.gen(function*() {
+        const port = locked!.port
+        const cases = {
+          "wrong password": `postgres://postgres:wrong-password@127.0.0.1:${port}/postgres`,
+          "no password": `postgres://postgres@127.0.0.1:${port}/postgres`,
+          "unknown role": `postgres://nobody_here:right-password@127.0.0.1:${port}/postgres`,
+          "unknown database": `${real!.url.replace(/\/[^/]*$/, "")}/no_such_database`,
+          "port not a number": `postgres://postgres@127.0.0.1:notaport/postgres`
+        }
+        for (const [what, url] of Object.entries(cases)) {
+          for (const error of yield* failures(url)) {
+            assert.strictEqual(error._tag, "StoreFailed", what)
+            assert.strictEqual(error.disposition, "fatal", `${what}: ${error.message}`)
+            assert.notMatch(error.message, /retry later/, what)
+            assert.notInclude(JSON.stringify(Schema.encodeUnknownSync(ToolError.ToolError)(error)), "right-password", what)
+          }
+        }
+        // the right password works
+        yield* Effect.flatMap(store("notes"), (notes) => notes.set("k", "v")).pipe(
+          Effect.provide(Postgres.layer({ url: Redacted.make(locked!.url), maxConnections: 1 }))
+        )
       }), 60_000)
   }
 )

@@ -4,7 +4,8 @@
  * keys any string can be, two connections (two "processes") sharing stores, claims
  * and rate limits, a lazy open that recovers, and a server that stops mid-run and
  * comes back (calls fail with a retryable `StoreFailed` meanwhile, then succeed,
- * and what was stored before survives with persistence on).
+ * and what was stored before survives with persistence on); writes with a ttl are
+ * keys with `PX`; a wrong password, none, or an invalid URL is a fatal `StoreFailed`.
  * The README's Redis example (scratchpad/stores-redis.ts) runs here, twice, against
  * the test's server: the second process answers from the first's stored result.
  * Skipped, with "skipped: no redis-server" in the name, on a machine without it.
@@ -13,6 +14,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Context, Effect, Layer, Result, Schema } from "effect"
+import { createClient } from "redis"
 import { RateLimiter } from "effect/persistence"
 import {
   EventSink,
@@ -25,6 +27,7 @@ import {
   ToolResult
 } from "../../src/index.ts"
 import { rateLimit } from "../../src/governance/middleware/index.ts"
+import { withTtl } from "../../src/stores/internal/expiry.ts"
 import * as RedisStores from "../../src/stores/Redis.ts"
 import type * as Stores from "../../src/stores/Stores.ts"
 import { redisRequiredButMissing, redisSkip, startRedis, type RedisServer } from "../support/redis.ts"
@@ -48,7 +51,7 @@ let prefixes = 0
 const freshPrefix = () => `t${Date.now().toString(36)}${(prefixes++).toString(36)}:`
 const redisLayer = (prefix: string) => RedisStores.layer({ port: server!.port, prefix })
 
-storeConformance("redis", () => redisLayer(freshPrefix()), { skip: redisSkip, claimsTime: "real" })
+storeConformance("redis", () => redisLayer(freshPrefix()), { skip: redisSkip, claimsTime: "real", expiry: "real" })
 
 const runLayer = (runId: string) =>
   Layer.mergeAll(RunContext.RunContext.layer({ threadId: "t", runId, turn: 0 }), EventSink.EventSink.layerMemory)
@@ -156,6 +159,29 @@ suite(`Redis stores${skipped}`, () => {
       assert.throws(() => RedisStores.layer({ port: server!.port, artifacts: { maxBytes: 20 } }), RangeError)
     }))
 
+  it.live("writes with a ttl are Redis keys with an expiry (PX): Redis deletes them; other writes have none", () =>
+    Effect.gen(function*() {
+      const prefix = freshPrefix()
+      const notes = yield* Effect.provide(StoreRegistry.store("idempotency"), yield* Layer.build(redisLayer(prefix)))
+      yield* withTtl(notes, "1 hour").set("tool/a", "result")
+      yield* withTtl(notes, "1 hour").set("tool/b", "result")
+      yield* withTtl(notes, "1 hour").modify("tool/b", (v) => `${v}!`)
+      yield* notes.set("kept", "for ever")
+      const client = createClient({ url: server!.url })
+      yield* Effect.promise(() => client.connect())
+      yield* Effect.addFinalizer(() => Effect.promise(() => client.quit()))
+      const pttl = (key: string) => Effect.promise(() => client.pTTL(`${prefix}idempotency/${key}`))
+      for (const key of ["tool/a", "tool/b"]) {
+        const left = yield* pttl(key)
+        assert.isAbove(left, 3_500_000, key)
+        assert.isAtMost(left, 3_600_000, key)
+      }
+      assert.strictEqual(yield* pttl("kept"), -1, "no expiry")
+      yield* withTtl(notes, "100 millis").set("tool/a", "short")
+      yield* Effect.sleep("300 millis")
+      assert.strictEqual(yield* pttl("tool/a"), -2, "Redis deleted it")
+    }))
+
   it.live("a server that is not there yet: the open fails with StoreFailed, and the next use after it starts works", () =>
     Effect.gen(function*() {
       const spare = yield* Effect.promise(() => startRedis())
@@ -169,6 +195,51 @@ suite(`Redis stores${skipped}`, () => {
       yield* Effect.promise(() => spare.start())
       yield* use
     }))
+})
+
+suite(`Redis configuration errors are permanent${skipped}`, () => {
+  it.live("a wrong password (WRONGPASS), none (NOAUTH), an invalid URL: a fatal StoreFailed, not \"retry later\"; the right password works", () =>
+    Effect.gen(function*() {
+      const locked = yield* Effect.promise(() => startRedis({ password: "right-password" }))
+      yield* Effect.addFinalizer(() => Effect.promise(() => locked.close()))
+      const failures = (url: string) =>
+        Effect.gen(function*() {
+          const context = yield* Layer.build(RedisStores.layer({ url, prefix: freshPrefix(), connectTimeout: 2_000 }))
+          const written = yield* Effect.flip(
+            Effect.provide(Effect.flatMap(StoreRegistry.store("notes"), (kv) => kv.set("key-planted-secret", "value-planted-secret")), context)
+          )
+          const limited = yield* Effect.flip(Effect.provide(
+            RateLimiter.RateLimiter.use((limiter) => limiter.consume({ key: "k", limit: 1, window: "1 minute" })),
+            context
+          ))
+          const consume = new ToolError.StoreFailed({
+            store: "rate_limit",
+            operation: "consume",
+            cause: limited.reason._tag === "RateLimitStoreError" ? limited.reason.cause : limited
+          })
+          return [written as ToolError.StoreFailed, consume] as const
+        })
+      const cases = {
+        "wrong password": `redis://:wrong-password@127.0.0.1:${locked.port}`,
+        "wrong user": `redis://someone:right-password@127.0.0.1:${locked.port}`,
+        "no password": `redis://127.0.0.1:${locked.port}`,
+        "port not a number": "redis://127.0.0.1:notaport"
+      }
+      for (const [what, url] of Object.entries(cases)) {
+        for (const error of yield* failures(url)) {
+          assert.strictEqual(error._tag, "StoreFailed", what)
+          assert.strictEqual(error.disposition, "fatal", `${what}: ${error.message}`)
+          assert.notMatch(error.message, /retry later/, what)
+          const encoded = JSON.stringify(Schema.encodeUnknownSync(ToolError.ToolError)(error))
+          for (const secret of ["right-password", "key-planted-secret", "value-planted-secret"]) {
+            assert.notInclude(encoded, secret, what)
+            assert.notInclude(error.message, secret, what)
+          }
+        }
+      }
+      const context = yield* Layer.build(RedisStores.layer({ url: locked.url, prefix: freshPrefix() }))
+      yield* Effect.provide(Effect.flatMap(StoreRegistry.store("notes"), (kv) => kv.set("n", "1")), context)
+    }), 30_000)
 })
 
 /** A keyed tool that counts its real applications. */

@@ -1,7 +1,8 @@
 /**
  * Receipts in SQL: the executor with `auditLog` (JSONL and SQL sinks) and `consent` writes one row per
  * call with the receipt's fields as columns; the documented query answers "every destructive call
- * this week, with its consent decision" on SQLite and on Postgres (PGlite).
+ * this week, with its consent decision" on SQLite and on Postgres (PGlite); a model-chosen key or
+ * call id holding NUL or a lone surrogate still gets its receipt (escaped in the text columns).
  */
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { PgClient } from "@effect/sql-pg"
@@ -127,3 +128,43 @@ describe("SqlAudit", () => {
 })
 
 const filename = join(dir, "audit.db")
+
+/** A keyed write tool whose idempotency key the model chooses (the table name). */
+const upsertRow = Tool.make("upsert_row", {
+  description: "Upserts a row into a table, once per table.",
+  input: Schema.Struct({ table: Schema.String }),
+  safety: { access: "write" },
+  idempotency: ({ table }) => table,
+  handler: ({ table }) => Effect.succeed(`upserted into ${table}`)
+})
+
+/** Keyed calls whose key and call id hold what SQL text cannot: each is applied and has its receipt. */
+const oddReceipts = Effect.gen(function*() {
+  const executor = yield* executorOf([upsertRow], [auditLog(SqlAudit.sink())])
+  const odd = [["c\u0000nul", "users\u0000x"], ["c-lone", "users\uD800"], ["c-pair", "users🦀\\u0000"]] as const
+  for (const [id, table] of odd) {
+    const result = yield* executor.run(call(id, "upsert_row", { table }))
+    assert.isFalse(result.isError, `${JSON.stringify(table)}: ${result.error?.message}`)
+  }
+  const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+  const rows = yield* sql<{ call_id: string; idempotency_key: string; receipt: string }>`
+    SELECT call_id, idempotency_key, receipt FROM tinyagents_receipts WHERE tool = 'upsert_row' ORDER BY emit_order`
+  const receipts = rows.map((row) => JSON.parse(row.receipt) as AuditLog.Receipt)
+  assert.deepStrictEqual(receipts.map((r) => [r.callId, r.idempotencyKey]), odd.map(([id, table]) => [id, table]), "the receipt column keeps them exactly")
+  assert.deepStrictEqual(
+    rows.map((row) => [row.call_id, row.idempotency_key]),
+    [["c\\u0000nul", "users\\u0000x"], ["c-lone", "users\\ud800"], ["c-pair", "users🦀\\u0000"]],
+    "text columns hold them escaped, JSON-style"
+  )
+})
+
+describe("SqlAudit: keys and ids that SQL text cannot hold (NUL, lone surrogates)", () => {
+  it.effect("SQLite: the call is applied and its receipt written", () =>
+    oddReceipts.pipe(Effect.provide([services, SqliteClient.layer({ filename: join(dir, "odd.db") })])))
+
+  it.live("Postgres (PGlite): the call is applied and its receipt written (a NUL in text would fail the insert)", () =>
+    oddReceipts.pipe(Effect.provide([
+      services,
+      Layer.unwrap(Effect.sync(() => PgClient.layer({ url: Redacted.make(pglite!.url), maxConnections: 1 })))
+    ])))
+})

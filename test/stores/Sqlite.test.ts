@@ -1,7 +1,9 @@
 /**
  * The SQLite store (`Stores.layerSqlite`, on `node:sqlite`): the conformance suite on a file, the
  * `SqliteClient` as an `SqlClient` (transactions, rollback, streams), values as bytes (no base64),
- * data that survives reopening the file, and the artifacts policy (cap, expiry, sweep).
+ * data that survives reopening the file, the artifacts policy (cap, expiry, sweep), another
+ * connection's write lock waited for without blocking the event loop, writes with a ttl swept out of
+ * the table, and a database made by an older version upgraded in place.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
@@ -13,6 +15,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { StoreRegistry } from "../../src/runtime/StoreRegistry.ts"
 import { SqliteClient, Stores } from "../../src/stores/index.ts"
+import { withTtl } from "../../src/stores/internal/expiry.ts"
 import { truncateText } from "../../src/stores/internal/sqlBackend.ts"
 import { storeConformance } from "../support/storeConformance.ts"
 
@@ -21,7 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const shared = join(dir, "conformance.db")
 
 // claims expire on the database's clock: tested in real time
-storeConformance("sqlite (file)", () => Stores.layerSqlite({ filename: shared }), { claimsTime: "real" })
+storeConformance("sqlite (file)", () => Stores.layerSqlite({ filename: shared }), { claimsTime: "real", expiry: "clock" })
 
 const store = (name: string) => StoreRegistry.use((registry) => registry.store(name))
 
@@ -69,6 +72,67 @@ describe("SqliteClient", () => {
       }
       yield* sql`INSERT INTO t (x) VALUES (1)`
     }).pipe(Effect.provide(SqliteClient.layer({ filename: join(dir, "busy.db"), busyTimeout: 50 }))))
+})
+
+describe("a write lock held by another connection", () => {
+  /**
+   * Holds the write lock of `filename` from another connection (as another process would) for
+   * `millis`, counting the ticks of a 10 ms timer meanwhile; `ticks()` is how many fired.
+   */
+  const holdLock = (filename: string, millis: number) =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const other = new DatabaseSync(filename)
+        other.exec("BEGIN IMMEDIATE")
+        let count = 0
+        const interval = setInterval(() => count++, 10)
+        const release = setTimeout(() => other.exec("COMMIT"), millis)
+        return { other, interval, release, ticks: () => count }
+      }),
+      ({ interval, other, release }) =>
+        Effect.sync(() => {
+          clearInterval(interval)
+          clearTimeout(release)
+          if (other.isTransaction) other.exec("ROLLBACK")
+          other.close()
+        })
+    )
+  const fresh = () => join(dir, `lock-${Math.random().toString(36).slice(2)}.db`)
+
+  it.live("a write waits without blocking the event loop (timers fire), and succeeds once the lock is released", () => {
+    const filename = fresh()
+    return Effect.gen(function*() {
+      const notes = yield* store("notes")
+      yield* notes.set("warm", "up") // opened, tables created
+      const lock = yield* holdLock(filename, 400)
+      const started = Date.now()
+      yield* notes.set("k", "v")
+      const waited = Date.now() - started
+      assert.isAtLeast(waited, 350, "it waited for the lock")
+      assert.isAtLeast(lock.ticks(), 20, `a 10 ms timer kept firing while it waited (${lock.ticks()} ticks in ${waited} ms)`)
+      assert.strictEqual(yield* notes.get("k"), "v")
+    }).pipe(Effect.scoped, Effect.provide(Stores.layerSqlite({ filename, busyTimeout: 5_000 })))
+  }, 20_000)
+
+  it.live("a transaction (BEGIN IMMEDIATE) waits the same way, then commits; a lock held past busyTimeout fails retryably", () => {
+    const filename = fresh()
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE t (x INTEGER)`
+      const lock = yield* holdLock(filename, 400)
+      yield* sql.withTransaction(Effect.andThen(sql`INSERT INTO t (x) VALUES (1)`, sql`INSERT INTO t (x) VALUES (2)`))
+      assert.isAtLeast(lock.ticks(), 20, `a 10 ms timer kept firing while it waited (${lock.ticks()} ticks)`)
+      const rows = yield* sql<{ x: number }>`SELECT x FROM t ORDER BY x`
+      assert.deepStrictEqual(rows.map((r) => r.x), [1, 2])
+      const held = yield* holdLock(filename, 60_000)
+      const started = Date.now()
+      const error = yield* Effect.flip(sql`INSERT INTO t (x) VALUES (3)`)
+      assert.isAtLeast(Date.now() - started, 900, "it waited up to busyTimeout")
+      assert.isAtLeast(held.ticks(), 50, "without blocking the event loop")
+      assert.strictEqual(error.reason._tag, "LockTimeoutError")
+      assert.isTrue(error.isRetryable)
+    }).pipe(Effect.scoped, Effect.provide(SqliteClient.layer({ filename, busyTimeout: 1_000 })))
+  }, 20_000)
 })
 
 describe("Stores.layerSqlite", () => {
@@ -125,6 +189,54 @@ describe("Stores.layerSqlite", () => {
       assert.strictEqual(error._tag, "StoreFailed")
       assert.strictEqual(error.operation, "open")
     }).pipe(Effect.provide(Stores.layerSqlite({ filename: join(dir, "no-such-dir", "x.db") }))))
+})
+
+describe("writes with a ttl (idempotency results)", () => {
+  it.effect("are deleted from the table by a later write's sweep (at most once a minute), in any store", () => {
+    const filename = join(dir, `ttl-${Math.random().toString(36).slice(2)}.db`)
+    return Effect.gen(function*() {
+      const notes = yield* store("notes")
+      const results = yield* store("idempotency")
+      const sql = yield* SqlClient.SqlClient
+      const count = Effect.map(sql<{ n: number }>`SELECT count(*) AS n FROM tinyagents_store`, (rows) => Number(rows[0]!.n))
+      yield* withTtl(results, "1 hour").set("tool/a", "result a")
+      yield* withTtl(notes, "2 hours").set("n", "note")
+      yield* notes.set("kept", "for ever")
+      assert.strictEqual(yield* count, 3)
+      yield* TestClock.adjust("61 minutes")
+      assert.strictEqual(yield* results.get("tool/a"), undefined, "expired: unreadable at once")
+      yield* notes.set("trigger", "a write sweeps")
+      assert.strictEqual(yield* count, 3, "the expired row is gone: kept, n, trigger")
+      yield* TestClock.adjust("61 minutes")
+      yield* results.set("other", "x")
+      assert.strictEqual(yield* count, 3, "kept, trigger, other")
+      assert.deepStrictEqual([...(yield* notes.keys)].sort(), ["kept", "trigger"])
+    }).pipe(Effect.provide(Layer.merge(Stores.layerSqlite({ filename }), SqliteClient.layer({ filename }))))
+  })
+
+  it.effect("a database made before the expiry column is upgraded in place: its data stays, ttl writes work", () => {
+    const filename = join(dir, `old-${Math.random().toString(36).slice(2)}.db`)
+    const old = new DatabaseSync(filename)
+    // the table as Effect's KeyValueStore.layerSql made it, with a row in it
+    old.exec("CREATE TABLE tinyagents_store (id TEXT PRIMARY KEY, value BLOB NOT NULL, value_type INTEGER NOT NULL)")
+    old.exec("CREATE TABLE tinyagents_artifacts (id TEXT PRIMARY KEY, value BLOB NOT NULL, value_type SMALLINT NOT NULL, size BIGINT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT)")
+    old.prepare("INSERT INTO tinyagents_store (id, value, value_type) VALUES (?, ?, 0)").run("notes/old", Buffer.from("from before"))
+    old.close()
+    return Effect.gen(function*() {
+      const notes = yield* store("notes")
+      assert.strictEqual(yield* notes.get("old"), "from before")
+      yield* withTtl(notes, "1 second").set("short", "lived")
+      assert.deepStrictEqual([...(yield* notes.keys)].sort(), ["old", "short"])
+      yield* TestClock.adjust("2 seconds")
+      assert.deepStrictEqual([...(yield* notes.keys)], ["old"])
+      const long = "é".repeat(1_000)
+      yield* notes.set(long, "long key")
+      assert.strictEqual(yield* notes.get(long), "long key")
+      const artifacts = yield* store("artifacts")
+      yield* artifacts.set(long, "long artifact key")
+      assert.deepStrictEqual([...(yield* artifacts.keys)], [long])
+    }).pipe(Effect.provide(Stores.layerSqlite({ filename })))
+  })
 })
 
 describe("artifacts policy", () => {

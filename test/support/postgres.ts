@@ -11,7 +11,7 @@
  * conformance suite's parallel modifies of one key, with a pool of 4) is tested on the real server.
  */
 import { execFileSync } from "node:child_process"
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -96,8 +96,11 @@ const runAs = (): { readonly prefix: ReadonlyArray<string>; readonly uid?: numbe
   return { prefix: ["runuser", "-u", user!, "--"], uid: Number(uid) }
 }
 
-/** Initialises a cluster in a temporary directory and starts it on a free loopback port. */
-export const startPostgres = async (): Promise<PostgresServer> => {
+/**
+ * Initialises a cluster in a temporary directory and starts it on a free loopback port. With
+ * `password`, connections must give it (password authentication, `url` carries it); without, any is let in.
+ */
+export const startPostgres = async (options: { readonly password?: string } = {}): Promise<PostgresServer> => {
   const bin = postgresBinDir()
   if (bin === undefined) throw new Error(postgresSkipReason)
   const port = await freePort()
@@ -109,7 +112,13 @@ export const startPostgres = async (): Promise<PostgresServer> => {
     execFileSync(exe!, rest, { stdio: "pipe" })
   }
   const data = join(dir, "data")
-  run("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"])
+  if (options.password === undefined) run("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"])
+  else {
+    const pwfile = join(dir, "pwfile")
+    writeFileSync(pwfile, `${options.password}\n`)
+    if (user.uid !== undefined) chownSync(pwfile, user.uid, -1)
+    run("initdb", ["-D", data, "-A", "scram-sha-256", "-U", "postgres", "--pwfile", pwfile, "--no-sync"])
+  }
   let running = false
   const start = () => {
     if (running) return
@@ -123,7 +132,9 @@ export const startPostgres = async (): Promise<PostgresServer> => {
   }
   start()
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url: options.password === undefined
+      ? `postgres://postgres@127.0.0.1:${port}/postgres`
+      : `postgres://postgres:${encodeURIComponent(options.password)}@127.0.0.1:${port}/postgres`,
     port,
     start,
     stop,

@@ -3,7 +3,8 @@
  * directory, answered (`PING`) before the test goes on, stopped (and its directory
  * removed) after. `stop` and `start` stop it and start it again on the same port,
  * for tests of a server that goes away mid-run; with `persist` it keeps its data
- * across that restart (append-only file, fsync always), else it keeps nothing.
+ * across that restart (append-only file, fsync always), else it keeps nothing; with
+ * `password` it requires it (`--requirepass`; `url` carries it).
  *
  * When `redis-server` is not on PATH, `redisSkip` is the reason to put in the
  * suite's name ("skipped: no redis-server") — unless `TINYAGENTS_REQUIRE_REDIS=1`
@@ -68,14 +69,17 @@ const answers = (port: number): Promise<boolean> =>
     socket.once("connect", () => socket.write("PING\r\n"))
     socket.on("data", (data) => {
       reply += data.toString("utf8")
-      if (reply.includes("\r\n")) done(reply.startsWith("+PONG"))
+      // a server with a password answers PING with -NOAUTH: it is up all the same
+      if (reply.includes("\r\n")) done(reply.startsWith("+PONG") || reply.startsWith("-NOAUTH"))
     })
   })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Starts a `redis-server` (see the module comment); rejects when there is none or it does not answer. */
-export const startRedis = async (options: { readonly persist?: boolean } = {}): Promise<RedisServer> => {
+export const startRedis = async (
+  options: { readonly persist?: boolean; readonly password?: string } = {}
+): Promise<RedisServer> => {
   if (redisServerPath === undefined) throw new Error("redis-server is not on PATH")
   const server = redisServerPath
   const dir = mkdtempSync(join(tmpdir(), "tinyagents-redis-"))
@@ -84,10 +88,11 @@ export const startRedis = async (options: { readonly persist?: boolean } = {}): 
   const persistence = options.persist === true
     ? ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
     : ["--appendonly", "no", "--save", ""]
+  const auth = options.password === undefined ? [] : ["--requirepass", options.password]
   const launch = async (): Promise<void> => {
     const started = spawn(server, [
       "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--daemonize", "no",
-      "--protected-mode", "no", "--logfile", join(dir, "redis.log"), ...persistence
+      "--protected-mode", "no", "--logfile", join(dir, "redis.log"), ...persistence, ...auth
     ], { stdio: "ignore" })
     child = started
     let exited = false
@@ -124,7 +129,9 @@ export const startRedis = async (options: { readonly persist?: boolean } = {}): 
   }
   return {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: options.password === undefined
+      ? `redis://127.0.0.1:${port}`
+      : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
     stop,
     start: launch,
     close: async () => {

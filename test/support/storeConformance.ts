@@ -4,8 +4,11 @@
  * line. Covers get/set/remove/has, isolation between store names, concurrency (parallel sets
  * and modifies), large values, unicode keys (emoji, astral characters; keys that are not well-formed
  * UTF-16 or hold NUL, each its own key), `clearPrefix` with astral characters (in a plain store and
- * in the `artifacts` store), binary values, and claims (atomic acquisition, expiry, renewal, release
- * by a non-owner ignored, distinct keys distinct).
+ * in the `artifacts` store), long keys (10 KB, and keys that differ only after a long shared start:
+ * distinct keys, listed, cleared by prefix, claimed), string values that are not well-formed UTF-16,
+ * binary values, writes with a ttl (`internal/expiry`: they expire where the backend supports it),
+ * and claims (atomic acquisition, expiry, renewal, release by a non-owner ignored, distinct keys
+ * distinct).
  *
  * Every test uses fresh store names (a random suffix), so a backend whose data outlives the
  * layer (a file, a server) can be shared by all tests and by earlier runs.
@@ -14,6 +17,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import type { Claims } from "../../src/runtime/StoreRegistry.ts"
+import { supportsTtl, withTtl } from "../../src/stores/internal/expiry.ts"
 import { StoreRegistry } from "../../src/runtime/StoreRegistry.ts"
 
 /** How a backend runs the suite. */
@@ -32,6 +36,17 @@ export interface ConformanceOptions {
    * `"named"` (under another name, as the file system does: only their number is checked).
    */
   readonly oddKeysListed?: "exact" | "named" | undefined
+  /**
+   * How a string value that is not well-formed UTF-16 (a lone surrogate) reads back: `"exact"` (as
+   * itself, the default) or `"replaced"` (each lone surrogate as U+FFFD, as the file system keeps it).
+   */
+  readonly loneSurrogateValues?: "exact" | "replaced" | undefined
+  /**
+   * Whether writes made through `withTtl` expire: `"clock"` (on Effect's `Clock`, tested with
+   * `TestClock`), `"real"` (on the backend's own time, tested by sleeping) or `"none"` (the backend keeps
+   * every write until removed: `withTtl` gives the store itself). Default `"none"`.
+   */
+  readonly expiry?: "clock" | "real" | "none" | undefined
   /** Per-test timeout in milliseconds (default 30 s). */
   readonly timeout?: number | undefined
 }
@@ -40,6 +55,21 @@ let counter = 0
 /** A store name no other test (or earlier run against the same database) has used. */
 const fresh = (base: string): string =>
   `${base}-${Date.now().toString(36)}-${(counter++).toString(36)}-${Math.random().toString(36).slice(2, 8)}`
+
+/**
+ * `length` characters that do not compress (a database may compress a long key to fit its index),
+ * ASCII and multi-byte alike; the same for the same `seed`.
+ */
+const noise = (length: number, seed: number): string => {
+  const alphabet = Array.from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789é中🦀ж")
+  let state = seed * 2_654_435_761
+  let out = ""
+  for (let i = 0; i < length; i++) {
+    state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0
+    out += alphabet[(state >>> 16) % alphabet.length]
+  }
+  return out
+}
 
 const storeOf = (name: string) => StoreRegistry.use((registry) => registry.store(name))
 const claimsOf = (name: string): Effect.Effect<Claims, unknown, StoreRegistry> =>
@@ -205,6 +235,132 @@ export const storeConformance = (
           assert.isFalse(yield* kv.has(`${at}𝔘/one`))
           const left = (yield* kv.keys).filter((key) => key.startsWith(at))
           assert.deepStrictEqual(left, [`${at}🦀x`])
+        })), timeout)
+    }
+
+    it.effect("long keys (10 KB; keys that differ only after a long shared start) are distinct: get, set, has, modify, remove, keys, clearPrefix", () =>
+      provide(Effect.gen(function*() {
+        const kv = yield* storeOf(fresh("long"))
+        const start = noise(1_500, 1) // about 3 KB of UTF-8
+        const long = noise(5_000, 2) // about 10 KB
+        const keys = [`${start}a`, `${start}b`, `${start}\uD800`, `${start}\u0000`, start, long, `${start}a/more`]
+        yield* Effect.forEach(keys, (key, i) => kv.set(key, `v${i}`), { discard: true })
+        for (const [i, key] of keys.entries()) {
+          assert.strictEqual(yield* kv.get(key), `v${i}`, `key ${i}`)
+          assert.isTrue(yield* kv.has(key), `key ${i}`)
+        }
+        if ((options.oddKeysListed ?? "exact") === "exact") {
+          assert.deepStrictEqual([...(yield* kv.keys)].sort(), [...keys].sort())
+        } else assert.strictEqual(new Set(yield* kv.keys).size, keys.length)
+        assert.strictEqual(yield* kv.modify(`${start}a`, (v) => `${v}!`), "v0!")
+        assert.strictEqual(yield* kv.get(`${start}b`), "v1", "modifying one leaves the other")
+        yield* kv.remove(`${start}b`)
+        assert.isFalse(yield* kv.has(`${start}b`))
+        assert.strictEqual(yield* kv.get(`${start}a`), "v0!")
+        if ((options.oddKeysListed ?? "exact") === "exact") {
+          yield* kv.clearPrefix(`${start}a`)
+          assert.isFalse(yield* kv.has(`${start}a`))
+          assert.isFalse(yield* kv.has(`${start}a/more`))
+          assert.strictEqual(yield* kv.get(start), "v4", "a shorter key is not under the prefix")
+          yield* kv.clearPrefix(start.slice(0, 10))
+          assert.deepStrictEqual([...(yield* kv.keys)], [long])
+        }
+        const artifacts = yield* storeOf("artifacts")
+        const at = `${fresh("long")}/${start}`
+        yield* artifacts.set(`${at}1`, "one")
+        yield* artifacts.set(`${at}2`, "two")
+        assert.strictEqual(yield* artifacts.get(`${at}1`), "one")
+        assert.strictEqual(yield* artifacts.get(`${at}2`), "two")
+        if ((options.oddKeysListed ?? "exact") === "exact") {
+          assert.deepStrictEqual((yield* artifacts.keys).filter((key) => key.startsWith(at)).sort(), [`${at}1`, `${at}2`])
+          yield* artifacts.clearPrefix(`${at}1`)
+          assert.isFalse(yield* artifacts.has(`${at}1`))
+          assert.strictEqual(yield* artifacts.get(`${at}2`), "two")
+        }
+      })), timeout)
+
+    it.effect("claims of long keys (10 KB; differing only at the end) are distinct", () =>
+      provide(Effect.gen(function*() {
+        const claims = yield* claimsOf(fresh("longclaims"))
+        const start = noise(1_500, 3)
+        assert.isTrue(yield* claims.acquire(`${start}a`, "alice", 60_000))
+        assert.isTrue(yield* claims.acquire(`${start}b`, "bob", 60_000))
+        assert.isTrue(yield* claims.acquire(noise(5_000, 4), "carol", 60_000))
+        assert.isFalse(yield* claims.acquire(`${start}a`, "bob", 60_000), "still alice's")
+        yield* claims.release(`${start}a`, "alice")
+        assert.isTrue(yield* claims.acquire(`${start}a`, "bob", 60_000))
+      })), timeout)
+
+    it.effect("string values that are not well-formed UTF-16 read back as they were written (get, modify)", () =>
+      provide(Effect.gen(function*() {
+        const kv = yield* storeOf(fresh("oddvalues"))
+        const values = ["a\uD800b", "\uDC00", "x\uDC00\uD800y", "🦀\uD83E", "\uFFFD", "fine 🦀"]
+        const exact = (options.loneSurrogateValues ?? "exact") === "exact"
+        const expected = (value: string) => exact ? value : value.replace(/\p{Cs}/gu, "\uFFFD")
+        yield* Effect.forEach(values, (value, i) => kv.set(`k${i}`, value), { discard: true })
+        for (const [i, value] of values.entries()) {
+          assert.strictEqual(yield* kv.get(`k${i}`), expected(value), JSON.stringify(value))
+          assert.deepStrictEqual(
+            Array.from((yield* kv.getUint8Array(`k${i}`))!),
+            Array.from(new TextEncoder().encode(value)),
+            `its bytes are its UTF-8 (lone surrogates as U+FFFD), as in memory: ${JSON.stringify(value)}`
+          )
+        }
+        assert.strictEqual(yield* kv.modify("k0", (v) => `${v}\uDBFF`), `${expected("a\uD800b")}\uDBFF`, "what f returned")
+        assert.strictEqual(yield* kv.get("k0"), expected("a\uD800b\uDBFF"))
+        const artifacts = yield* storeOf("artifacts")
+        const at = `${fresh("oddvalues")}/a`
+        yield* artifacts.set(at, "lone \uD800 here")
+        assert.strictEqual(yield* artifacts.get(at), expected("lone \uD800 here"))
+      })), timeout)
+
+    const expiry = options.expiry ?? "none"
+    if (expiry === "none") {
+      it.effect("writes with a ttl: this backend keeps every write until removed (withTtl gives the store itself)", () =>
+        provide(Effect.gen(function*() {
+          const kv = yield* storeOf(fresh("ttl"))
+          assert.isFalse(supportsTtl(kv))
+          assert.strictEqual(withTtl(kv, "1 second"), kv)
+        })), timeout)
+    } else {
+      // in real time, a unit long enough that a few round trips never cross an expiry
+      const unit = expiry === "clock" ? 100 : 200
+      const pass = (units: number) => expiry === "clock" ? TestClock.adjust(units * unit) : Effect.sleep(units * unit)
+      const test = expiry === "clock" ? it.effect : it.live
+      test("writes with a ttl expire: unreadable, unlisted, gone; a write without one (or a later one) replaces the expiry", () =>
+        provide(Effect.gen(function*() {
+          const kv = yield* storeOf(fresh("ttl"))
+          assert.isTrue(supportsTtl(kv))
+          assert.strictEqual(withTtl(kv, undefined), kv)
+          const short = withTtl(kv, 3 * unit)
+          yield* short.set("a", "1")
+          yield* short.set("bytes", Uint8Array.of(1, 2, 3))
+          yield* kv.set("kept", "2")
+          yield* short.set("made-permanent", "3")
+          yield* kv.set("made-permanent", "3!")
+          yield* kv.set("made-expiring", "4")
+          yield* short.set("made-expiring", "4!")
+          yield* short.set("modified", "5")
+          assert.strictEqual(yield* short.get("a"), "1", "the view reads the store")
+          assert.strictEqual(yield* kv.get("a"), "1")
+          assert.deepStrictEqual([...(yield* kv.getUint8Array("bytes"))!], [1, 2, 3])
+          yield* pass(2)
+          assert.strictEqual(yield* withTtl(kv, 3 * unit).modify("modified", (v) => `${v}!`), "5!", "a modify renews the ttl")
+          yield* pass(2)
+          assert.strictEqual(yield* kv.get("a"), undefined, "expired")
+          assert.isFalse(yield* kv.has("a"))
+          assert.strictEqual(yield* kv.getUint8Array("bytes"), undefined)
+          assert.strictEqual(yield* kv.get("made-expiring"), undefined)
+          assert.strictEqual(yield* kv.modify("a", (v) => `${v}!`), undefined, "nothing to modify")
+          assert.strictEqual(yield* kv.get("modified"), "5!")
+          assert.deepStrictEqual([...(yield* kv.keys)].sort(), ["kept", "made-permanent", "modified"])
+          assert.strictEqual(yield* kv.size, 3)
+          yield* pass(3)
+          assert.deepStrictEqual([...(yield* kv.keys)].sort(), ["kept", "made-permanent"])
+          yield* short.set("a", "again")
+          assert.strictEqual(yield* kv.get("a"), "again", "an expired key can be written again")
+          yield* kv.clear
+          assert.strictEqual(yield* kv.size, 0)
         })), timeout)
     }
 

@@ -1,8 +1,9 @@
 /**
- * The machinery of the SQL stores, for any `SqlClient` (the sqlite and pg dialects): the tables,
- * the key-value store (Effect's `KeyValueStore.layerSql`, with a `modify` that is atomic across
- * processes and prefixed views that list only their own keys), claims as one atomic upsert, and the
- * artifacts table with its size cap and expiry. The public surface is `Stores` and `Postgres`.
+ * The machinery of the SQL stores, for any `SqlClient` (the sqlite and pg dialects): the tables
+ * (created when missing; one made by an older version gets the columns it lacks), one key-value
+ * table for every named store (store `name` is the view of its keys under `<name>/`, with a `modify`
+ * that is atomic across processes), claims as one atomic upsert, and the artifacts table with its
+ * size cap and expiry. The public surface is `Stores` and `Postgres`.
  *
  * Ids: SQL text cannot hold every JS string (a lone surrogate becomes U+FFFD, so two keys would share
  * a row; Postgres refuses NUL). A key with a lone surrogate, a NUL or U+FFFF is stored as its start up
@@ -10,14 +11,34 @@
  * ({@link encodeId}): reversible, never equal to a key stored as itself (those have no U+FFFF), and
  * prefix-preserving (`encodeId(p + r)` starts with `encodeId(p)`), so prefix queries stay exact.
  *
+ * Long keys: Postgres refuses an index entry over about 2.7 KB, so there an encoded key over 512
+ * UTF-8 bytes has a bounded id ({@link boundedId}): its readable start (at most 256 bytes), U+FFFF,
+ * `#`, then the SHA-256 hex of the key's UTF-16 code units. An encoded key never holds U+FFFF then
+ * `#` (after U+FFFF come only hex digits), so such an id is no other key's. The encoded key is kept
+ * whole in `full_key` (not indexed), which listing and prefix queries read (`coalesce(full_key, id)`).
+ * SQLite has no such limit: there the id is always the encoded key.
+ *
+ * Values are bytes with a type: 0, a string as UTF-8; 1, bytes; 2, a string that is not well-formed
+ * UTF-16 (a lone surrogate, which UTF-8 cannot hold) as its UTF-16LE code units. So every string reads
+ * back as it was written; its bytes (`getUint8Array`) are its UTF-8, lone surrogates as U+FFFD, as in
+ * the memory store.
+ *
+ * Expiry: a row's `expires_at` (epoch milliseconds on the `Clock`; NULL: never), set by a view from
+ * `withTtl` (`internal/expiry`) or by the artifacts policy; an expired row is not readable, and writes
+ * sweep expired rows out, at most once a minute (artifacts: `sweepEvery`).
+ *
+ * Errors never carry a key or a value: the database's text is scrubbed (`internal/scrub`).
+ *
  * Claims expire on the database's clock (one clock for every process sharing it), not the `Clock`.
  */
-import { Clock, Duration, Effect, Layer, Semaphore } from "effect"
+import { createHash } from "node:crypto"
+import { Clock, Duration, Effect, Semaphore } from "effect"
 import { KeyValueStore } from "effect/persistence"
-import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql"
+import type { SqlClient, SqlError } from "effect/sql"
 import { StoreFailed } from "../../contract/ToolError.ts"
 import type { Backend, Claims } from "../../runtime/StoreRegistry.ts"
+import { expiring } from "./expiry.ts"
+import { scrubSqlError } from "./scrub.ts"
 
 /** The size cap and expiry of the artifacts store (see `Stores.ArtifactPolicy`). */
 export interface ArtifactPolicy {
@@ -34,40 +55,85 @@ export const tables = {
   artifacts: "tinyagents_artifacts"
 } as const
 
+/** How often writes sweep expired rows out of the key-value table. */
+const storeSweepEvery = 60_000
+
 const ValueTypeString = 0
 const ValueTypeBytes = 1
+const ValueTypeUtf16 = 2
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
-/** Creates the claims and artifacts tables (the key-value table is `layerSql`'s). */
+/** A lone surrogate (a pair is one code point under the `u` flag). */
+const loneSurrogate = /\p{Cs}/u
+
+/** The columns of a table, by name (to add those an older version's table lacks). */
+const columnsOf = (sql: SqlClient.SqlClient, table: string) =>
+  Effect.map(
+    sql.onDialectOrElse({
+      pg: () =>
+        sql<{ name: string }>`SELECT column_name AS name FROM information_schema.columns
+          WHERE table_schema = current_schema() AND table_name = ${table}`,
+      orElse: () => sql<{ name: string }>`SELECT name FROM pragma_table_info(${table})`
+    }),
+    (rows) => new Set(rows.map((row) => row.name))
+  )
+
+/** Adds the `columns` (name, SQL type) that `table` lacks. */
+const addMissingColumns = (
+  sql: SqlClient.SqlClient,
+  table: string,
+  columns: ReadonlyArray<readonly [name: string, type: string]>
+) =>
+  Effect.flatMap(columnsOf(sql, table), (have) =>
+    Effect.forEach(
+      columns.filter(([name]) => !have.has(name)),
+      ([name, type]) => sql`ALTER TABLE ${sql(table)} ADD COLUMN ${sql(name)} ${sql.literal(type)}`,
+      { discard: true }
+    ))
+
+/** Creates the key-value, claims and artifacts tables, or adds what an older version's lack. */
 const createTables = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError.SqlError> =>
   Effect.gen(function*() {
+    const store = sql(tables.store)
     const claims = sql(tables.claims)
     const artifacts = sql(tables.artifacts)
+    const bytes = sql.onDialectOrElse({ pg: () => sql.literal("BYTEA"), orElse: () => sql.literal("BLOB") })
+    yield* sql`CREATE TABLE IF NOT EXISTS ${store} (
+      id TEXT PRIMARY KEY,
+      value ${bytes} NOT NULL,
+      value_type SMALLINT NOT NULL,
+      full_key TEXT,
+      expires_at BIGINT
+    )`
+    // made by Effect's KeyValueStore.layerSql before: id, value and value_type only
+    yield* addMissingColumns(sql, tables.store, [["full_key", "TEXT"], ["expires_at", "BIGINT"]])
+    yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${tables.store}_expires`)} ON ${store} (expires_at)`
     yield* sql`CREATE TABLE IF NOT EXISTS ${claims} (
       id TEXT PRIMARY KEY,
       owner TEXT NOT NULL,
       expires_at BIGINT NOT NULL
     )`
-    const bytes = sql.onDialectOrElse({ pg: () => sql.literal("BYTEA"), orElse: () => sql.literal("BLOB") })
     yield* sql`CREATE TABLE IF NOT EXISTS ${artifacts} (
       id TEXT PRIMARY KEY,
       value ${bytes} NOT NULL,
       value_type SMALLINT NOT NULL,
       size BIGINT NOT NULL,
       created_at BIGINT NOT NULL,
-      expires_at BIGINT
+      expires_at BIGINT,
+      full_key TEXT
     )`
+    yield* addMissingColumns(sql, tables.artifacts, [["full_key", "TEXT"]])
     yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${tables.artifacts}_expires`)} ON ${artifacts} (expires_at)`
   })
 
-const kvError = (method: string, key: string | undefined, cause: unknown): KeyValueStore.KeyValueStoreError =>
-  new KeyValueStoreError({
-    method,
-    message: key === undefined ? `Unable to ${method}` : `Unable to ${method} item with key ${key}`,
-    ...(key === undefined ? {} : { key }),
-    cause
-  })
+/** A store error that names the operation only: no key, no value (the cause is scrubbed of them). */
+const kvError = (
+  method: string,
+  cause: unknown,
+  secrets: ReadonlyArray<string>
+): KeyValueStore.KeyValueStoreError =>
+  new KeyValueStoreError({ method, message: `the SQL store failed to ${method}`, cause: scrubSqlError(cause, secrets) })
 const { KeyValueStoreError } = KeyValueStore
 
 /** Starts the hex rest of an id that SQL text could not hold as itself (see the module comment). */
@@ -109,16 +175,43 @@ export const decodeId = (id: string): string => {
   return out
 }
 
-/** `id` starts with the (encoded) `prefix`: compared exactly (not with LIKE), counting characters as SQL does. */
-const startsWith = (sql: SqlClient.SqlClient, prefix: string) =>
-  sql`substr(id, 1, ${Array.from(prefix).length}) = ${prefix}`
+/** Where a key is stored: its `id` (the primary key) and, when that is not the encoded key itself, `full`. */
+export interface StoredId {
+  readonly id: string
+  readonly full: string | null
+}
 
-/** Keys (decoded) of `table` that start with `prefix`. */
-const keysWithPrefix = (sql: SqlClient.SqlClient, table: string, prefix: string) =>
-  Effect.map(
-    sql<{ id: string }>`SELECT id FROM ${sql(table)} WHERE ${startsWith(sql, encodeId(prefix))}`,
-    (rows) => rows.map((row) => decodeId(row.id))
-  )
+/** The longest encoded key that is its own id on Postgres, in UTF-8 bytes. */
+const maxIdBytes = 512
+/** The longest readable start of a bounded id, in UTF-8 bytes. */
+const readableBytes = 256
+
+/** The id of `key` as itself, encoded (SQLite). */
+const plainId = (key: string): StoredId => ({ id: encodeId(key), full: null })
+
+/** The id of `key` on Postgres: encoded, and bounded when that is over 512 bytes (see the module comment). */
+const boundedId = (key: string): StoredId => {
+  const encoded = encodeId(key)
+  if (Buffer.byteLength(encoded, "utf8") <= maxIdBytes) return { id: encoded, full: null }
+  let readable = ""
+  let bytes = 0
+  for (const char of encoded) {
+    const size = Buffer.byteLength(char, "utf8")
+    if (bytes + size > readableBytes) break
+    readable += char
+    bytes += size
+  }
+  const digest = createHash("sha256").update(Buffer.from(key, "utf16le")).digest("hex")
+  return { id: `${readable}${String.fromCharCode(escapeUnit)}#${digest}`, full: encoded }
+}
+
+/** How `sql`'s dialect stores keys: bounded ids on Postgres, plain ones elsewhere. */
+export const idsOf = (sql: SqlClient.SqlClient): (key: string) => StoredId =>
+  sql.onDialectOrElse({ pg: () => boundedId, orElse: () => plainId })
+
+/** `column` starts with the (encoded) `prefix`: compared exactly (not with LIKE), counting characters as SQL does. */
+const startsWith = (sql: SqlClient.SqlClient, column: string, prefix: string) =>
+  sql`substr(${sql.literal(column)}, 1, ${Array.from(prefix).length}) = ${prefix}`
 
 /** The database's time in milliseconds, as an SQL expression (claims expire on it). */
 const databaseMillis = (sql: SqlClient.SqlClient) =>
@@ -127,110 +220,209 @@ const databaseMillis = (sql: SqlClient.SqlClient) =>
     orElse: () => sql.literal("CAST(unixepoch('subsec') * 1000 AS INTEGER)")
   })
 
-/**
- * `modify` in one transaction: the row is locked (`FOR UPDATE` on pg; on sqlite the transaction
- * began with `BEGIN IMMEDIATE` holds the write lock), so concurrent modifies, in any process, are
- * applied one after another.
- */
-const atomicModify = (sql: SqlClient.SqlClient, kv: KeyValueStore.KeyValueStore) =>
-(
-  key: string,
-  f: (value: Uint8Array, type: number) => string | Uint8Array
-): Effect.Effect<string | Uint8Array | undefined, KeyValueStore.KeyValueStoreError> => {
-  const table = sql(tables.store)
-  const lock = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
-  return sql.withTransaction(Effect.gen(function*() {
-    const rows = yield* sql<{ value: Uint8Array; value_type: number }>`
-      SELECT value, value_type FROM ${table} WHERE id = ${encodeId(key)} ${lock}`
-    if (rows.length === 0) return undefined
-    const next = f(rows[0]!.value, Number(rows[0]!.value_type))
-    yield* kv.set(encodeId(key), next)
-    return next
-  })).pipe(Effect.mapError((cause) => cause._tag === "KeyValueStoreError" ? cause : kvError("modify", key, cause)))
+/** A value as stored: its bytes and its type (see the module comment). */
+interface Stored {
+  readonly bytes: Uint8Array
+  readonly type: number
 }
 
-/** The key-value store of `sql`: `layerSql`'s, with `modify` atomic across processes. */
-const keyValueStore = (sql: SqlClient.SqlClient) =>
-  Effect.gen(function*() {
-    const context = yield* Layer.build(
-      KeyValueStore.layerSql({ table: tables.store }).pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, sql)))
-    )
-    const kv = yield* Effect.service(KeyValueStore.KeyValueStore).pipe(Effect.provideContext(context))
-    const modify = atomicModify(sql, kv)
-    return {
-      ...kv,
-      get: (key) => kv.get(encodeId(key)),
-      getUint8Array: (key) => kv.getUint8Array(encodeId(key)),
-      set: (key, value) => kv.set(encodeId(key), value),
-      remove: (key) => kv.remove(encodeId(key)),
-      has: (key) => kv.has(encodeId(key)),
-      clearPrefix: (prefix) => kv.clearPrefix(encodeId(prefix)),
-      keys: Effect.map(kv.keys, (ids) => ids.map(decodeId)),
-      size: kv.size,
-      isEmpty: kv.isEmpty,
-      modify: (key, f) =>
-        Effect.map(
-          modify(key, (bytes, type) => f(type === ValueTypeString ? decoder.decode(bytes) : Buffer.from(bytes).toString("base64"))),
-          (value) => value === undefined ? undefined : value as string
-        ),
-      modifyUint8Array: (key, f) =>
-        Effect.map(modify(key, (bytes) => f(bytes)), (value) => value as Uint8Array | undefined)
-    } satisfies KeyValueStore.KeyValueStore
-  })
+const storedOf = (value: string | Uint8Array): Stored =>
+  typeof value !== "string"
+    ? { bytes: value, type: ValueTypeBytes }
+    : loneSurrogate.test(value)
+    ? { bytes: Buffer.from(value, "utf16le"), type: ValueTypeUtf16 }
+    : { bytes: encoder.encode(value), type: ValueTypeString }
 
-/** The view of store `name` over the key-value table: prefixed, listing only its own keys. */
-const prefixedView = (
+/** A row's value and type as read. */
+interface Row {
+  readonly value: Uint8Array
+  readonly value_type: number | string
+}
+
+/** A row as `get` answers: a string as itself, bytes as base64. */
+const stringOf = (row: Row): string => {
+  const type = Number(row.value_type)
+  return type === ValueTypeBytes
+    ? Buffer.from(row.value).toString("base64")
+    : type === ValueTypeUtf16
+    ? Buffer.from(row.value).toString("utf16le")
+    : decoder.decode(row.value)
+}
+
+/** A row as `getUint8Array` answers: bytes as themselves, a string as its UTF-8. */
+const bytesOf = (row: Row): Uint8Array =>
+  Number(row.value_type) === ValueTypeUtf16 ? encoder.encode(stringOf(row)) : row.value
+
+/** Deletes the expired rows of `table`, at most once per `every` milliseconds (of the `Clock`). */
+const sweeper = (sql: SqlClient.SqlClient, table: string, every: number): Effect.Effect<void, SqlError.SqlError> => {
+  const sweeping = Semaphore.makeUnsafe(1)
+  let lastSweep = Number.NEGATIVE_INFINITY
+  return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    now - lastSweep < every ? Effect.void : sweeping.withPermits(1)(
+      Effect.suspend(() =>
+        now - lastSweep < every ? Effect.void : sql`
+          DELETE FROM ${sql(table)} WHERE expires_at IS NOT NULL AND expires_at <= ${Math.floor(now)}`.pipe(
+          Effect.andThen(Effect.sync(() => void (lastSweep = now)))
+        )
+      )
+    ))
+}
+
+/** One table of keys and values. */
+interface Table {
+  readonly name: string
+  /** The artifacts table: its `size` and `created_at` columns, and its cap on a value's stored bytes. */
+  readonly artifacts?: { readonly maxBytes: number } | undefined
+  /** Deletes expired rows (at most once per its interval): run after writes, its failure ignored. */
+  readonly sweep: Effect.Effect<void, SqlError.SqlError>
+}
+
+/**
+ * The store of the keys of `table` under `prefix` (`""`: every key), whose writes expire `ttl`
+ * milliseconds later (`undefined`: never); `withTtl` gives the same store with another ttl.
+ */
+const tableStore = (
   sql: SqlClient.SqlClient,
-  kv: KeyValueStore.KeyValueStore,
-  name: string
+  ids: (key: string) => StoredId,
+  table: Table,
+  prefix: string,
+  ttl: number | undefined
 ): KeyValueStore.KeyValueStore => {
-  const prefix = `${name}/`
-  const keys = keysWithPrefix(sql, tables.store, prefix).pipe(
-    Effect.map((ids) => ids.map((id) => id.slice(prefix.length))),
-    Effect.mapError((cause) => kvError("keys", undefined, cause))
-  )
-  return {
-    ...KeyValueStore.prefix(kv, prefix),
-    keys,
-    size: Effect.map(keys, (all) => all.length),
-    isEmpty: Effect.map(keys, (all) => all.length === 0)
+  const t = sql(table.name)
+  const listed = "coalesce(full_key, id)"
+  const lock = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
+  const now = Effect.map(Clock.currentTimeMillis, Math.floor)
+  const live = (at: number) => sql`(expires_at IS NULL OR expires_at > ${at})`
+  const idOf = (key: string) => ids(`${prefix}${key}`)
+  /** What an error about `key` must not say: the key, its id, and a string value. */
+  const secretsOf = (key: string | undefined, value?: string | Uint8Array): ReadonlyArray<string> => {
+    if (key === undefined) return []
+    const { full, id } = idOf(key)
+    return [key, id, ...(full === null ? [] : [full]), ...(typeof value === "string" ? [value] : [])]
   }
+  const failed = (method: string, key?: string, value?: string | Uint8Array) => (cause: unknown) =>
+    cause instanceof KeyValueStoreError ? cause : kvError(method, cause, secretsOf(key, value))
+
+  /** `value` as stored, under the artifacts cap: text over it truncated, bytes over it refused. */
+  const capped = (value: string | Uint8Array): Effect.Effect<Stored, KeyValueStore.KeyValueStoreError> => {
+    const stored = storedOf(value)
+    const maxBytes = table.artifacts?.maxBytes
+    if (maxBytes === undefined || stored.bytes.length <= maxBytes) return Effect.succeed(stored)
+    if (typeof value !== "string") return Effect.fail(tooLarge(value.length, maxBytes))
+    return Effect.succeed({ bytes: truncateText(value, maxBytes), type: ValueTypeString })
+  }
+  const upsert = (key: string, stored: Stored, at: number) => {
+    const { full, id } = idOf(key)
+    const expires = ttl === undefined ? null : at + ttl
+    return table.artifacts === undefined
+      ? sql`INSERT INTO ${t} (id, value, value_type, full_key, expires_at)
+          VALUES (${id}, ${stored.bytes}, ${stored.type}, ${full}, ${expires})
+          ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
+            full_key = excluded.full_key, expires_at = excluded.expires_at`
+      : sql`INSERT INTO ${t} (id, value, value_type, size, created_at, expires_at, full_key)
+          VALUES (${id}, ${stored.bytes}, ${stored.type}, ${stored.bytes.length}, ${at}, ${expires}, ${full})
+          ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
+            size = excluded.size, created_at = excluded.created_at, expires_at = excluded.expires_at,
+            full_key = excluded.full_key`
+  }
+  const swept = <A, E, R>(write: Effect.Effect<A, E, R>) => Effect.tap(write, () => Effect.ignore(table.sweep))
+
+  const read = (method: string, key: string) =>
+    Effect.flatMap(now, (at) =>
+      sql<Row>`SELECT value, value_type FROM ${t} WHERE id = ${idOf(key).id} AND ${live(at)}`).pipe(
+      Effect.map((rows) => rows[0]),
+      Effect.mapError(failed(method, key))
+    )
+  const set = (key: string, value: string | Uint8Array) =>
+    swept(
+      Effect.gen(function*() {
+        const stored = yield* capped(value)
+        yield* upsert(key, stored, yield* now)
+      }).pipe(Effect.mapError(failed("set", key, value)))
+    )
+  /** `modify` in one transaction: the row is locked (`FOR UPDATE` on pg; sqlite's `BEGIN IMMEDIATE` holds the write lock). */
+  const modify = <A extends string | Uint8Array>(method: string, key: string, f: (row: Row) => A) =>
+    swept(
+      Effect.flatMap(now, (at) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql<Row>`SELECT value, value_type FROM ${t} WHERE id = ${idOf(key).id} AND ${live(at)} ${lock}`
+          if (rows.length === 0) return undefined
+          const next = f(rows[0]!)
+          yield* upsert(key, yield* capped(next), at)
+          return next
+        }))).pipe(Effect.mapError(failed(method, key)))
+    )
+  const where = (start: string) => startsWith(sql, listed, encodeId(`${prefix}${start}`))
+  const keys = Effect.flatMap(now, (at) =>
+    sql<{ id: string }>`SELECT ${sql.literal(listed)} AS id FROM ${t} WHERE ${where("")} AND ${live(at)}`).pipe(
+    Effect.map((rows) => rows.map((row) => decodeId(row.id).slice(prefix.length))),
+    Effect.mapError(failed("keys"))
+  )
+  const size = Effect.flatMap(now, (at) =>
+    sql<{ n: number | string }>`SELECT count(*) AS n FROM ${t} WHERE ${where("")} AND ${live(at)}`).pipe(
+    Effect.map((rows) => Number(rows[0]?.n ?? 0)),
+    Effect.mapError(failed("size"))
+  )
+  const clearPrefix = (start: string) =>
+    sql`DELETE FROM ${t} WHERE ${where(start)}`.pipe(Effect.asVoid, Effect.mapError(failed("clearPrefix", start)))
+  const store = KeyValueStore.make({
+    get: (key) => Effect.map(read("get", key), (row) => row === undefined ? undefined : stringOf(row)),
+    getUint8Array: (key) => Effect.map(read("getUint8Array", key), (row) => row === undefined ? undefined : bytesOf(row)),
+    has: (key) =>
+      Effect.flatMap(now, (at) => sql`SELECT 1 AS found FROM ${t} WHERE id = ${idOf(key).id} AND ${live(at)}`).pipe(
+        Effect.map((rows) => rows.length > 0),
+        Effect.mapError(failed("has", key))
+      ),
+    set,
+    modify: (key, f) => modify("modify", key, (row) => f(stringOf(row))),
+    modifyUint8Array: (key, f) => modify("modifyUint8Array", key, (row) => f(bytesOf(row))),
+    remove: (key) =>
+      sql`DELETE FROM ${t} WHERE id = ${idOf(key).id}`.pipe(Effect.asVoid, Effect.mapError(failed("remove", key))),
+    clear: clearPrefix(""),
+    clearPrefix,
+    keys,
+    size,
+    isEmpty: Effect.map(size, (n) => n === 0)
+  })
+  return expiring(store, (millis) => tableStore(sql, ids, table, prefix, millis))
 }
 
 /**
  * Claims of store `name`: one upsert that takes a free, expired or own row, atomic in the database,
  * with expiry on the database's clock (so processes on machines whose clocks differ agree).
  */
-const sqlClaims = (sql: SqlClient.SqlClient, name: string): Claims => {
+const sqlClaims = (sql: SqlClient.SqlClient, ids: (key: string) => StoredId, name: string): Claims => {
   const table = sql(tables.claims)
   const now = databaseMillis(sql)
-  const failed = (operation: string) => (cause: unknown) => new StoreFailed({ store: name, operation, cause })
+  const failed = (operation: string, key: string, id: string) => (cause: unknown) =>
+    new StoreFailed({ store: name, operation, cause: scrubSqlError(cause, [key, `${name}/${key}`, id]) })
   return {
     acquire: (key, owner, lease) => {
-      const id = encodeId(`${name}/${key}`)
+      const { id } = ids(`${name}/${key}`)
       return sql<{ owner: string }>`
         INSERT INTO ${table} (id, owner, expires_at) VALUES (${id}, ${owner}, ${now} + ${Math.max(0, Math.floor(lease))})
         ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
         WHERE ${table}.owner = excluded.owner OR ${table}.expires_at <= ${now}
         RETURNING owner`.pipe(
         Effect.map((rows) => rows.length === 1 && rows[0]!.owner === owner),
-        Effect.mapError(failed("claim"))
+        Effect.mapError(failed("claim", key, id))
       )
     },
-    release: (key, owner) =>
-      sql`DELETE FROM ${table} WHERE id = ${encodeId(`${name}/${key}`)} AND owner = ${owner}`.pipe(
+    release: (key, owner) => {
+      const { id } = ids(`${name}/${key}`)
+      return sql`DELETE FROM ${table} WHERE id = ${id} AND owner = ${owner}`.pipe(
         Effect.asVoid,
-        Effect.mapError(failed("release"))
+        Effect.mapError(failed("release", key, id))
       )
+    }
   }
 }
 
-/** Why an artifact write was refused: a binary value over the cap (text is truncated instead). */
-export const tooLarge = (key: string, size: number, maxBytes: number): KeyValueStore.KeyValueStoreError =>
+/** Why an artifact write was refused: a binary value over the cap (text is truncated instead). No key: errors never carry one. */
+export const tooLarge = (size: number, maxBytes: number): KeyValueStore.KeyValueStoreError =>
   new KeyValueStoreError({
     method: "set",
-    key,
-    message: `artifact ${key} is ${size} bytes, over the cap of ${maxBytes} bytes`
+    message: `an artifact of ${size} bytes is over the cap of ${maxBytes} bytes`
   })
 
 /** The smallest artifact cap a layer accepts: room for the truncation note and some text. */
@@ -258,101 +450,33 @@ export const truncateText = (text: string, maxBytes: number): Uint8Array => {
 }
 
 /**
- * The artifacts store: its own table (value bytes, size, creation and expiry time), with text over
- * `maxBytes` truncated, binary values over it refused, expired rows unreadable and swept on writes
- * at most once per `sweepEvery`.
+ * A registry backend on `sql`: creates (or upgrades) the tables, then gives the key-value store, the
+ * claims, and the views of store names (the artifacts store on its own table, with its policy).
  */
-const artifactStore = (
-  sql: SqlClient.SqlClient,
-  name: string,
-  policy: ArtifactPolicy
-): KeyValueStore.KeyValueStore => {
-  const table = sql(tables.artifacts)
-  const prefix = `${name}/`
-  const maxBytes = policy.maxBytes ?? 16 * 1024 * 1024
-  const ttl = policy.ttl === undefined ? undefined : Duration.toMillis(Duration.fromInputUnsafe(policy.ttl))
-  const sweepEvery = Duration.toMillis(Duration.fromInputUnsafe(policy.sweepEvery ?? "10 minutes"))
-  const sweeping = Semaphore.makeUnsafe(1)
-  let lastSweep = Number.NEGATIVE_INFINITY
-  const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    now - lastSweep < sweepEvery ? Effect.void : sweeping.withPermits(1)(
-      sql`DELETE FROM ${table} WHERE expires_at IS NOT NULL AND expires_at <= ${Math.floor(now)}`.pipe(
-        Effect.tap(() => Effect.sync(() => void (lastSweep = now)))
-      )
-    ))
-  const read = (key: string) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      sql<{ value: Uint8Array; value_type: number }>`
-        SELECT value, value_type FROM ${table}
-        WHERE id = ${encodeId(`${prefix}${key}`)} AND (expires_at IS NULL OR expires_at > ${Math.floor(now)})`).pipe(
-      Effect.map((rows) => rows[0]),
-      Effect.mapError((cause) => kvError("get", key, cause))
-    )
-  const write = (key: string, value: string | Uint8Array) =>
-    Effect.gen(function*() {
-      const text = typeof value === "string"
-      const raw = text ? encoder.encode(value) : value
-      if (!text && raw.length > maxBytes) return yield* Effect.fail(tooLarge(key, raw.length, maxBytes))
-      const bytes = raw.length > maxBytes ? truncateText(value as string, maxBytes) : raw
-      const now = yield* Clock.currentTimeMillis
-      const expires = ttl === undefined ? null : Math.floor(now + ttl)
-      yield* sql`
-        INSERT INTO ${table} (id, value, value_type, size, created_at, expires_at)
-        VALUES (${encodeId(`${prefix}${key}`)}, ${bytes}, ${text ? ValueTypeString : ValueTypeBytes}, ${bytes.length}, ${
-        Math.floor(now)
-      }, ${expires})
-        ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
-          size = excluded.size, created_at = excluded.created_at, expires_at = excluded.expires_at`.pipe(
-        Effect.mapError((cause) => kvError("set", key, cause))
-      )
-      yield* sweep.pipe(Effect.ignore)
-    })
-  const keys = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    sql<{ id: string }>`SELECT id FROM ${table} WHERE ${startsWith(sql, encodeId(prefix))}
-      AND (expires_at IS NULL OR expires_at > ${Math.floor(now)})`).pipe(
-    Effect.map((rows) => rows.map((row) => decodeId(row.id).slice(prefix.length))),
-    Effect.mapError((cause) => kvError("keys", undefined, cause))
-  )
-  const clearPrefix = (more: string) =>
-    sql`DELETE FROM ${table} WHERE ${startsWith(sql, encodeId(prefix + more))}`.pipe(
-      Effect.asVoid,
-      Effect.mapError((cause) => kvError("clearPrefix", more, cause))
-    )
-  return KeyValueStore.make({
-    get: (key) =>
-      Effect.map(read(key), (row) =>
-        row === undefined
-          ? undefined
-          : Number(row.value_type) === ValueTypeString
-          ? decoder.decode(row.value)
-          : Buffer.from(row.value).toString("base64")),
-    getUint8Array: (key) => Effect.map(read(key), (row) => row?.value),
-    set: write,
-    remove: (key) =>
-      sql`DELETE FROM ${table} WHERE id = ${encodeId(`${prefix}${key}`)}`.pipe(
-        Effect.asVoid,
-        Effect.mapError((cause) => kvError("remove", key, cause))
-      ),
-    clear: clearPrefix(""),
-    clearPrefix,
-    keys,
-    size: Effect.map(keys, (all) => all.length)
-  })
-}
-
-/** A registry backend on `sql`: creates the tables, then the store, claims and artifacts view. */
 export const sqlBackend = (
   sql: SqlClient.SqlClient,
   artifacts: ArtifactPolicy = {}
-) =>
+): Effect.Effect<Backend, SqlError.SqlError> =>
   Effect.gen(function*() {
     const raw = sql.withoutTransforms()
-    const kv = yield* keyValueStore(raw)
     yield* createTables(raw)
+    const ids = idsOf(raw)
+    const store: Table = { name: tables.store, sweep: sweeper(raw, tables.store, storeSweepEvery) }
+    const artifactTable: Table = {
+      name: tables.artifacts,
+      artifacts: { maxBytes: artifacts.maxBytes ?? 16 * 1024 * 1024 },
+      sweep: sweeper(raw, tables.artifacts, Duration.toMillis(Duration.fromInputUnsafe(artifacts.sweepEvery ?? "10 minutes")))
+    }
+    const artifactTtl = artifacts.ttl === undefined
+      ? undefined
+      : Math.max(1, Math.ceil(Duration.toMillis(Duration.fromInputUnsafe(artifacts.ttl))))
     const artifactName = artifacts.store ?? "artifacts"
     return {
-      store: kv,
-      claims: (name) => sqlClaims(raw, name),
-      view: (name) => name === artifactName ? artifactStore(raw, name, artifacts) : prefixedView(raw, kv, name)
+      store: tableStore(raw, ids, store, "", undefined),
+      claims: (name) => sqlClaims(raw, ids, name),
+      view: (name) =>
+        name === artifactName
+          ? tableStore(raw, ids, artifactTable, `${name}/`, artifactTtl)
+          : tableStore(raw, ids, store, `${name}/`, undefined)
     } satisfies Backend
   })

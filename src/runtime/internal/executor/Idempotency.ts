@@ -70,6 +70,7 @@ import * as ToolError from "../../../contract/ToolError.ts"
 import type * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Redact } from "../../../contract/Safety.ts"
 import { scrubberOf, secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact.ts"
+import { withTtl } from "../../../stores/internal/expiry.ts"
 import { textOfValue } from "./Render.ts"
 
 export interface Config {
@@ -232,6 +233,8 @@ export const make = (config: Config) => {
       StoreRegistry.use((stores) => Effect.zip(stores.store(config.store), stores.claims(config.store))),
       ([store, claims]) => {
         const { running, typed } = slotOf(store)
+        // a stored result with a ttl is deleted once expired where the store can (SQL, Redis)
+        const written = config.ttl === undefined ? typed : KeyValueStore.toSchemaStore(withTtl(store, config.ttl), Stored)
         const id = storageKey(toolName, key)
         // what the result says its key is: redacted like the arguments it comes from
         const shown = redaction === undefined ? key : shownKey(key, redaction.policy, redaction.input)
@@ -252,7 +255,7 @@ export const make = (config: Config) => {
         }
         const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
         const save = (result: ToolResult.ToolResult): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
-          result.isError ? Effect.succeed(result) : typed.set(id, {
+          result.isError ? Effect.succeed(result) : written.set(id, {
             storedAt: now(),
             content: result.content,
             ...(result.value === undefined ? {} : { value: result.value }),
