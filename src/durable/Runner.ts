@@ -14,11 +14,14 @@
  * - `layerMemory`: the engine in this process's memory (`WorkflowEngine.layerMemory`) with an
  *   in-memory SQLite for the event journal: tests and demos; nothing survives the process.
  *
- * Nothing is pushed between processes: a runner polls storage for new work every `pollInterval`
- * (default 500 ms here, against Effect's 10 s), which bounds how fast a started run, an approval
- * or a resume is picked up. Shard locks are refreshed every second and expire after
- * `lockExpiration` (default 5 s here; Effect's 35 s), which bounds how fast a restarted SQLite
- * runner or a surviving Postgres runner takes over the runs of one that died.
+ * On SQLite nothing is pushed between processes: the runner polls storage for new work every
+ * `pollInterval` (default 500 ms here, against Effect's 10 s), which bounds how fast a run started,
+ * approved or cancelled by a client process is picked up. On Postgres the sender saves the message
+ * and then tells the owning runner over its socket (`address`), so `pollInterval` is a fallback
+ * (a message saved while its owner was unknown or unreachable); each poll is a query over the
+ * runner's shards, the main cost of an idle runner. Shard locks are refreshed every second and
+ * expire after `lockExpiration` (default 5 s here; Effect's 35 s), which bounds how fast a
+ * restarted SQLite runner or a surviving Postgres runner takes over the runs of one that died.
  * `@effect/platform-node` is required; `@effect/sql-pg` only by the Postgres layers (loaded on use).
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
