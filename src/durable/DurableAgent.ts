@@ -420,12 +420,14 @@ const body = <R, MR>(
     yield* Tables.ensure
     const sql = yield* Effect.context<SqlClient.SqlClient>()
     let seq = 0
-    // deterministic sequence numbers: the body makes the same events in the same order on every replay
+    // deterministic sequence numbers: the body makes the same events in the same order on every
+    // replay, so those a run before this one journaled are not written again
+    const journaled = yield* Tables.lastSequence(run)
     const journal = EventSink.of({
       emit: (event) =>
         Effect.suspend(() => {
           const n = seq++
-          return Effect.provide(Tables.append(run, n, { ...event, sequence: n }), sql)
+          return n <= journaled ? Effect.void : Effect.provide(Tables.append(run, n, { ...event, sequence: n }), sql)
         })
     })
     // the reason of a `cancel` the run observed (journaled by the step that observed it)

@@ -78,6 +78,15 @@ export const read = (
     (rows) => rows.map((row) => decode(JSON.parse(row.event)) as ToolEvent.Event)
   )
 
+/** The run's last journaled sequence number (-1 when none). */
+export const lastSequence = (run: RunKey): Effect.Effect<number, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<{ readonly last: number | string | null }>`SELECT MAX(seq) AS last FROM tinyagents_durable_run_events WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
+    ),
+    (rows) => rows[0]?.last === null || rows[0]?.last === undefined ? -1 : Number(rows[0].last)
+  )
+
 /** Whether the run has journaled any event (it was picked up by a runner). */
 export const known = (run: RunKey): Effect.Effect<boolean, never, SqlClient.SqlClient> =>
   Effect.map(
