@@ -38,7 +38,8 @@
  *
  * Cancellation: `cancel(runId)` completes the run's durable deferred `cancel` with the reason
  * (which wakes a run waiting for approvals: each wait races it) and records the reason in the table
- * `tinyagents_durable_cancels`, which every step reads before it starts anything: a `turn/<n>`
+ * `tinyagents_durable_cancels`, which each runner reads every `pollInterval` into memory (all of it
+ * when it starts), and which every step checks there before it starts anything: a `turn/<n>`
  * activity then journals `Cancelled` instead of asking the model, a `tool/<n>/<i>` activity journals
  * the call as not started (`ToolCancelled`, `started: false`; a call whose "started" marker exists
  * is answered as after a crash), and a turn with approvals journals a check (`cancel-check/<n>`)
@@ -72,7 +73,7 @@
  */
 import { Cause, Data, Effect, Exit, Layer, Option, Stream } from "effect"
 import { Schema } from "effect"
-import type { Duration } from "effect"
+import { Duration } from "effect"
 import type { SqlClient } from "effect/sql"
 import { Activity, DurableDeferred, Workflow, type WorkflowEngine } from "effect/workflow"
 import * as Agent from "../agent/Agent.ts"
@@ -265,6 +266,37 @@ export interface DurableAgent<R, MR> {
 export const approvalDeferred = (turn: number, index: number) =>
   DurableDeferred.make(`approval/${turn}/${index}`, { success: Journal.Decision })
 
+/**
+ * The cancelled runs this process knows of (key: workflow and run id), filled by `cancel` in this
+ * process and by each runner's watcher ({@link watchCancels}), which reads the cancellations table
+ * every `pollInterval`: a step reads this map, not the journal.
+ */
+const cancelled = new Map<string, string>()
+const cancelledKey = (run: Tables.RunKey) => `${run.workflow}\u0000${run.runId}`
+
+/**
+ * Reads the cancellations recorded since the last read (all of them first), into {@link cancelled},
+ * every `everyMillis`. Other processes' clocks may lag: each read goes back a minute.
+ */
+const watchCancels = (everyMillis: number) =>
+  Effect.gen(function*() {
+    let since = 0
+    const read = Effect.flatMap(Tables.cancelsSince(since), (rows) =>
+      Effect.sync(() => {
+        for (const row of rows) {
+          cancelled.set(cancelledKey(row.run), row.reason)
+          since = Math.max(since, row.at - 60_000)
+        }
+      }))
+    yield* read
+    // a failed read (the database restarting) is tried again at the next tick
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(everyMillis), Effect.exit(read))))
+  })
+
+/** How old a step's view of its run's cancellation may be: the agent's `pollInterval` (ms). */
+const freshness = (options: { readonly pollInterval?: Duration.Input }): number =>
+  Duration.toMillis(Duration.fromInputUnsafe(options.pollInterval ?? "200 millis"))
+
 /** Completed by `cancel` with the reason: every approval wait races it. */
 export const cancelDeferred = DurableDeferred.make("cancel", { success: Schema.String })
 
@@ -280,7 +312,10 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
   const runKey = (runId: string): Tables.RunKey => ({ workflow: workflow._tag, runId })
 
   // the same services, with the engine's own (instance, execution, scope) excluded from generic `R`/`MR`
-  const layer = workflow.toLayer((payload) => body(options, workflow._tag, payload)) as DurableAgent<R, MR>["layer"]
+  // the runner's cancellation watcher is running (and has read every cancellation) before any run resumes
+  const layer = workflow.toLayer((payload) => body(options, workflow._tag, payload)).pipe(
+    Layer.provide(Layer.effectDiscard(watchCancels(freshness(options))))
+  ) as DurableAgent<R, MR>["layer"]
 
   const poll: DurableAgent<R, MR>["poll"] = (runId) =>
     Effect.flatMap(executionId(runId), (id) => workflow.poll(id)).pipe(
@@ -379,6 +414,7 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
       const token = DurableDeferred.tokenFromExecutionId(cancelDeferred, { workflow, executionId: id })
       yield* DurableDeferred.succeed(cancelDeferred, { token, value: reason })
       yield* Tables.cancel(run, reason)
+      cancelled.set(cancelledKey(run), reason)
     })
 
   return { workflow, layer, start, result, poll, events, pending, approve, cancel }
@@ -484,7 +520,7 @@ const durableSteps = <R, MR>(
         Activity.make({
           name: `turn/${turn}`,
           success: Journal.Turn,
-          execute: Effect.flatMap(Tables.cancelReason(run), (reason) =>
+          execute: Effect.flatMap(Effect.sync(() => cancelled.get(cancelledKey(run))), (reason) =>
             reason !== undefined
               ? Effect.succeed({ _tag: "Cancelled", reason } as const)
               : Effect.suspend(() => ChatModel.collect(model.stream(request))).pipe(
@@ -619,7 +655,7 @@ const callActivity = <R, MR>(
         ? "idempotent"
         : "unsafe"
       // a cancelled run starts no call (one whose marker shows an earlier start is answered as after a crash)
-      const stop = (yield* Tables.cancelReason(run)) ??
+      const stop = cancelled.get(cancelledKey(run)) ??
         (approval.needsApproval && decision === undefined ? executor.runCancel.reasonUnsafe() ?? "cancelled" : undefined)
       if (stop !== undefined && !((kind === "keyed" || kind === "unsafe") && (yield* Tables.marked(key)))) {
         const error = new ToolError.ToolCancelled({ toolName, started: false })

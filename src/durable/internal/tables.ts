@@ -6,7 +6,8 @@
  * the decision once `approve` claimed it) and `tinyagents_durable_markers` (one row per tool-call
  * activity that started a non-idempotent or keyed call: a re-run that finds it knows a first run
  * began; the key is the activity's idempotency key, which includes the execution id) and
- * `tinyagents_durable_cancels` (one row per cancelled run: the first reason given). SQLite and
+ * `tinyagents_durable_cancels` (one row per cancelled run: the first reason given, and when, in
+ * epoch milliseconds of the cancelling process's clock). SQLite and
  * Postgres alike.
  */
 import { Effect, Schedule, Schema } from "effect"
@@ -40,7 +41,7 @@ export const ensure: Effect.Effect<void, never, SqlClient.SqlClient> = Effect.fl
         ),
         Effect.andThen(
           sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_markers (activity_key TEXT PRIMARY KEY)`,
-          sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_cancels (workflow TEXT NOT NULL, run_id TEXT NOT NULL, reason TEXT NOT NULL, PRIMARY KEY (workflow, run_id))`
+          sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_cancels (workflow TEXT NOT NULL, run_id TEXT NOT NULL, reason TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (workflow, run_id))`
         )
       )
     ).pipe(
@@ -170,7 +171,7 @@ export const mark = (key: string): Effect.Effect<boolean, never, SqlClient.SqlCl
 /** Records that run `run` is cancelled with `reason` (the first reason stays). */
 export const cancel = (run: RunKey, reason: string): Effect.Effect<void, never, SqlClient.SqlClient> =>
   Effect.asVoid(withSql((sql) =>
-    sql`INSERT INTO tinyagents_durable_cancels (workflow, run_id, reason) VALUES (${run.workflow}, ${run.runId}, ${reason}) ON CONFLICT (workflow, run_id) DO NOTHING`
+    sql`INSERT INTO tinyagents_durable_cancels (workflow, run_id, reason, at) VALUES (${run.workflow}, ${run.runId}, ${reason}, ${Date.now()}) ON CONFLICT (workflow, run_id) DO NOTHING`
   ))
 
 /** Why run `run` was cancelled, if it was. */
@@ -202,4 +203,17 @@ export const queued = (entityType: string, executionId: string): Effect.Effect<b
   ).pipe(
     Effect.map((rows) => rows.length > 0),
     Effect.catch(() => Effect.succeed(false))
+  )
+
+/** The cancellations recorded at or after `since` (epoch ms), with when (all of them for `since` 0). */
+export const cancelsSince = (since: number): Effect.Effect<
+  ReadonlyArray<{ readonly run: RunKey; readonly reason: string; readonly at: number }>,
+  never,
+  SqlClient.SqlClient
+> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<{ readonly workflow: string; readonly run_id: string; readonly reason: string; readonly at: number | string }>`SELECT workflow, run_id, reason, at FROM tinyagents_durable_cancels WHERE at >= ${since}`
+    ),
+    (rows) => rows.map((row) => ({ run: { workflow: row.workflow, runId: row.run_id }, reason: row.reason, at: Number(row.at) }))
   )
