@@ -92,10 +92,11 @@ export interface ToolOptions {
 
 /**
  * Any tool: the existential of `Tool`, for registries and executors that hold tools of every
- * shape. `any` here is deliberate: the input is invariant, and the requirements must stay open
- * so that a registry's `R` is inferred from its tools.
+ * shape. Two parameters are `any` on purpose: the input is invariant (the handler reads it, the
+ * schema makes it), and the requirements must stay open so that a registry's `R` is inferred from
+ * its tools; the output and error take their widest types.
  */
-export type Any = Tool<string, any, any, any, any>
+export type Any = Tool<string, any, Schema.Top | undefined, unknown, any>
 
 /** The hidden services a tool (or a union of tools) needs. */
 export type Services<T> = T extends Tool<string, any, Schema.Top | undefined, unknown, infer R> ? R : never

@@ -5,6 +5,7 @@
  * subset shown to the model this turn; calls are checked against it.
  */
 import { Data, Effect, Result } from "effect"
+import type { Schema } from "effect"
 import * as Tool from "./Tool.ts"
 import type { ToolCall } from "./ToolCall.ts"
 import { type InvalidArguments, type MalformedArguments, ToolNotAllowed, ToolNotFound } from "./ToolError.ts"
@@ -15,7 +16,7 @@ import type { SchemaExportError } from "./ToolSchema.ts"
 
 /** A registered tool with its derived spec and compiled decoder. */
 export interface Entry<R = unknown> {
-  readonly tool: Tool.Tool<string, any, any, unknown, R>
+  readonly tool: Tool.Tool<string, any, Schema.Top | undefined, unknown, R>
   readonly spec: Tool.ToolSpec
   readonly decode: ToolInput.Decoder<unknown>
 }
