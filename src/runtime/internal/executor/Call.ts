@@ -201,7 +201,8 @@ export const make = (config: Config) => {
         : (invocation) =>
           config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core(invocation), {
             policy: spec.safety.redact,
-            input: invocation.input
+            input: invocation.input,
+            shownKey: shown ?? key
           }) as ReturnType<Middleware.Next>
     )
     const body = Effect.suspend(() =>

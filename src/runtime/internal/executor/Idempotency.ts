@@ -129,6 +129,8 @@ const slotOf = (store: KeyValueStore.KeyValueStore): Slot => {
 export interface Redaction {
   readonly policy: Redact | undefined
   readonly input: unknown
+  /** The key as the call's events show it ({@link shownKey}, computed once per call). */
+  readonly shownKey: string
 }
 
 /**
@@ -216,6 +218,17 @@ export const make = (config: Config) => {
   const lease = Math.max(1, Math.ceil(config.lease ?? defaultLease))
   const renewEvery = Math.max(1, Math.floor(lease / 3))
   const pollCap = Math.min(maxPoll, lease)
+  // per store, the typed view whose writes expire after `ttl` (made once, not per call)
+  const expiring = new WeakMap<KeyValueStore.KeyValueStore, Typed>()
+  const writerOf = (store: KeyValueStore.KeyValueStore, typed: Typed): Typed => {
+    if (config.ttl === undefined) return typed
+    let view = expiring.get(store)
+    if (view === undefined) {
+      view = KeyValueStore.toSchemaStore(withTtl(store, config.ttl), Stored)
+      expiring.set(store, view)
+    }
+    return view
+  }
 
   /**
    * `run` at most once per key: a stored result is answered again (`replayed`);
@@ -234,10 +247,10 @@ export const make = (config: Config) => {
       ([store, claims]) => {
         const { running, typed } = slotOf(store)
         // a stored result with a ttl is deleted once expired where the store can (SQL, Redis)
-        const written = config.ttl === undefined ? typed : KeyValueStore.toSchemaStore(withTtl(store, config.ttl), Stored)
+        const written = writerOf(store, typed)
         const id = storageKey(toolName, key)
         // what the result says its key is: redacted like the arguments it comes from
-        const shown = redaction === undefined ? key : shownKey(key, redaction.policy, redaction.input)
+        const shown = redaction?.shownKey ?? key
         const replay = (found: typeof Stored.Type): ToolResult.ToolResult => {
           // the storing call's values under redacted keys go; this call's go in `Render.finalize`
           const stored = withoutStoredSecrets(found, found.scrub ?? [])
