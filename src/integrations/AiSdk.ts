@@ -1,11 +1,11 @@
 /**
- * tinyagents under the Vercel AI SDK (`ai` 6, an optional peer dependency):
- * a registry as an AI SDK `ToolSet`. Each tool is `tool({ description,
- * inputSchema, execute })` with the registry's canonical JSON Schema, and
- * `execute` runs the call through the `Executor`: validation (the SDK does not
- * validate; every input reaches the registry's decoder), middleware, events,
- * timeouts, retries and idempotency, with the SDK's `toolCallId` as the call id
- * and its `abortSignal` as cancellation.
+ * tinyagents under the Vercel AI SDK (`ai` 6 or 7, an optional peer dependency):
+ * a registry as an AI SDK `ToolSet`. Each tool is `{ description, inputSchema,
+ * execute, toModelOutput }` (what `tool()` returns) with the registry's
+ * canonical JSON Schema, and `execute` runs the call through the `Executor`:
+ * validation (the SDK does not validate; every input reaches the registry's
+ * decoder), middleware, events, timeouts, retries and idempotency, with the
+ * SDK's `toolCallId` as the call id and its `abortSignal` as cancellation.
  *
  * Failures: a call that ends in an error result (repairable: unknown tool,
  * invalid arguments, a handler's `ToolFailure`, ...) throws a `ToolCallError`
@@ -16,10 +16,13 @@
  * never carries the cause. The SDK still records it as a `tool-error`; add
  * {@link stopOnFatal} to `stopWhen` to end the loop there.
  *
- * Imports `ai` (its `jsonSchema` and `tool`): an optional peer dependency that
- * only this entry point (`tinyagents/ai-sdk`) loads.
+ * Imports `ai` at run time (its `jsonSchema`, and `toolModelMessageSchema` to
+ * learn whether the installed SDK takes 7's `file` tool-result parts): an
+ * optional peer dependency that only this entry point (`tinyagents/ai-sdk`)
+ * loads. Everything else from `ai` is a type, and those types compile against
+ * both majors.
  */
-import { type JSONSchema7, jsonSchema, type StopCondition, type Tool, tool, type ToolExecutionOptions, type ToolSet } from "ai"
+import { type JSONSchema7, jsonSchema, type StopCondition, type Tool, toolModelMessageSchema, type ToolSet } from "ai"
 import type { ContentBlock } from "../contract/ToolResult.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 import * as Run from "./internal/run.ts"
@@ -54,21 +57,49 @@ const isDefaultRendering = (result: ToolResult.ToolResult): boolean => {
     only.text === (JSON.stringify(result.value) ?? "null")
 }
 
-type ModelOutput =
+/**
+ * How an image reaches the model in a tool result: `file`, AI SDK 7's part
+ * (`{ type: "file", mediaType, data: { type: "data", data } }`), or `image-data`,
+ * AI SDK 6's (which 7 still reads, with a deprecation warning).
+ */
+export type ImageParts = "file" | "image-data"
+
+/** What the model reads for a tool result (a subset of the AI SDK's `ToolResultOutput`, in 6 and 7). */
+export type ModelOutput =
   | { readonly type: "text"; readonly value: string }
   | {
     readonly type: "content"
     readonly value: Array<
-      { readonly type: "text"; readonly text: string } | {
-        readonly type: "image-data"
-        readonly data: string
+      | { readonly type: "text"; readonly text: string }
+      | {
+        readonly type: "file"
         readonly mediaType: string
+        readonly data: { readonly type: "data"; readonly data: string }
       }
+      | { readonly type: "image-data"; readonly data: string; readonly mediaType: string }
     >
   }
 
-/** What the model reads for a result: the executor's content blocks (text, or text and images). */
-export const toModelOutput = (content: ReadonlyArray<ContentBlock>): ModelOutput =>
+/** A tool message with a `file` image part: the installed SDK's own message schema accepts it from 7 on. */
+const fileProbe = {
+  role: "tool",
+  content: [{
+    type: "tool-result",
+    toolCallId: "probe",
+    toolName: "probe",
+    output: { type: "content", value: [{ type: "file", mediaType: "image/png", data: { type: "data", data: "AA==" } }] }
+  }]
+}
+let detected: ImageParts | undefined
+/** The image parts the installed `ai` takes (`file` from 7 on, else `image-data`), learned once from its message schema. */
+export const imageParts = (): ImageParts =>
+  detected ??= toolModelMessageSchema.safeParse(fileProbe).success ? "file" : "image-data"
+
+/**
+ * What the model reads for a result: the executor's content blocks (text, or text
+ * and images, as `images` parts: by default those the installed `ai` takes).
+ */
+export const toModelOutput = (content: ReadonlyArray<ContentBlock>, images: ImageParts = imageParts()): ModelOutput =>
   content.every((block) => block.type === "text")
     ? { type: "text", value: ToolResult.textOf({ content }) }
     : {
@@ -76,13 +107,29 @@ export const toModelOutput = (content: ReadonlyArray<ContentBlock>): ModelOutput
       value: content.map((block) =>
         block.type === "text"
           ? { type: "text" as const, text: block.text }
+          : images === "file"
+          ? { type: "file" as const, mediaType: block.mimeType, data: { type: "data" as const, data: block.data } }
           : { type: "image-data" as const, data: block.data, mediaType: block.mimeType }
       )
     }
 
 /**
+ * What `execute` throws: the `ToolCallError`, whose string is its message alone.
+ * AI SDK 7 renders a thrown error for the model with `String(error)` (6 with its
+ * `message`), which would prefix the model-facing text with `ToolCallError: `.
+ */
+const modelFacing = (error: Run.ToolCallError): Run.ToolCallError =>
+  Object.defineProperty(error, "toString", { value: () => error.message, configurable: true, writable: true })
+
+/** The execution options `execute` reads (the same in AI SDK 6 and 7). */
+interface Execution {
+  readonly toolCallId: string
+  readonly abortSignal?: AbortSignal | undefined
+}
+
+/**
  * The registry of `options.executor` (or the `advertised` subset) as an AI SDK
- * `ToolSet`, one `tool({ description, inputSchema, execute })` per tool.
+ * `ToolSet`, one tool (`{ description, inputSchema, execute, toModelOutput }`) per tool.
  * `execute` returns the encoded structured value (a tool's `value`, else its
  * text); the model reads what the executor rendered (redacted, offloaded
  * output's head and tail, a tool's own `toModelOutput`) through the tool's
@@ -94,12 +141,12 @@ export const toolSet = <R>(options: Options<R>): TinyagentsToolSet => {
   for (const spec of runner.advertised.specs) {
     /** Rendered content by call id, for `toModelOutput` (bounded: the oldest entries go first). */
     const rendered = new Map<string, ReadonlyArray<ContentBlock>>()
-    const execute = async (input: unknown, execution: ToolExecutionOptions): Promise<Output> => {
+    const execute = async (input: unknown, execution: Execution): Promise<Output> => {
       const outcome = await runner.run(
         { id: execution.toolCallId, name: spec.name, arguments: input ?? {} },
         execution.abortSignal
       )
-      if (outcome._tag === "error") throw outcome.error
+      if (outcome._tag === "error") throw modelFacing(outcome.error)
       const result = outcome.result
       if (!isDefaultRendering(result)) {
         rendered.set(execution.toolCallId, result.content)
@@ -108,18 +155,24 @@ export const toolSet = <R>(options: Options<R>): TinyagentsToolSet => {
       return result.value !== undefined ? result.value : ToolResult.textOf(result)
     }
     const key = options.names === "original" ? spec.originalName ?? spec.name : spec.name
-    tools[key] = tool<unknown, Output>({
+    // `tool()` of the AI SDK returns its argument as it is: the object is the tool.
+    const definition = {
       description: spec.description,
       inputSchema: jsonSchema<unknown>(spec.inputSchema as JSONSchema7),
       execute,
-      toModelOutput: ({ toolCallId, output }: { readonly toolCallId: string; readonly output: unknown }) => {
+      toModelOutput: ({ toolCallId, output }: { readonly toolCallId: string; readonly output: unknown }): ModelOutput | {
+        readonly type: "json"
+        readonly value: unknown
+      } => {
         const content = rendered.get(toolCallId)
         if (content !== undefined) return toModelOutput(content)
         return typeof output === "string"
           ? { type: "text" as const, value: output }
-          : { type: "json" as const, value: (output ?? null) as never }
+          : { type: "json" as const, value: output ?? null }
       }
-    }) as Tool
+    }
+    // `ModelOutput` is one type for both majors; each major's `ToolResultOutput` lacks the other's image part.
+    tools[key] = definition as unknown as Tool
   }
   return { tools: tools as ToolSet, dispose: runner.dispose }
 }

@@ -1,5 +1,13 @@
+/**
+ * The AI SDK adapter's suite, run once per supported major of `ai`: `AiSdk.test.ts`
+ * runs it on the installed `ai` (7), `AiSdk.v6.test.ts` on `ai-v6` (`npm:ai@^6`) by
+ * mocking the module `ai` (and `ai/test`) as that package, for this suite and the
+ * adapter alike. `tsconfig.ai-v6.json` type-checks the adapter and this suite against
+ * 6's declarations (`npm run typecheck` runs both).
+ */
 import "../support/otelResolve.ts"
-import { generateText, stepCountIs } from "ai"
+import { generateText, stepCountIs, type ToolSet } from "ai"
+import * as Ai from "ai"
 import { MockLanguageModelV3 } from "ai/test"
 import { Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { describe, expect, it } from "vitest"
@@ -37,7 +45,41 @@ const setUp = async (tools: Parameters<typeof registryOf>[0], executorOptions: E
   return { runtime, executor, events }
 }
 
-describe("AiSdk.toolSet", () => {
+/**
+ * Calls a tool's `execute` with the options the SDK passes (7 adds `context`): `ToolSet`
+ * types the input of `execute` as `never` in 7, so a direct call goes through `unknown`.
+ */
+const execute = (
+  tool: ToolSet[string] | undefined,
+  input: unknown,
+  options: { readonly toolCallId: string; readonly abortSignal?: AbortSignal }
+): Promise<unknown> =>
+  Promise.resolve((tool!.execute as unknown as (input: unknown, options: object) => unknown)(input, {
+    messages: [],
+    context: undefined,
+    ...options
+  }))
+
+/** What differs between the majors. */
+interface Major {
+  readonly major: 6 | 7
+  /** The image part of a tool result as the (V3) mock model reads it. */
+  readonly image: unknown
+}
+
+export const majors: Record<6 | 7, Major> = {
+  6: { major: 6, image: { type: "image-data", data: "iVBORw0KGgo=", mediaType: "image/png" } },
+  // the adapter writes 7's `file` part; the SDK hands a V3 model its `file-data` form
+  7: { major: 7, image: { type: "file-data", data: "iVBORw0KGgo=", mediaType: "image/png" } }
+}
+
+export const suite = ({ major, image }: Major) => describe(`AiSdk.toolSet (ai ${major})`, () => {
+  it(`runs against ai ${major}`, () => {
+    // `isStepCount` (7's name for `stepCountIs`) and `file` tool-result parts arrived with 7
+    expect("isStepCount" in Ai).toBe(major === 7)
+    expect(AiSdk.imageParts()).toBe(major === 7 ? "file" : "image-data")
+  })
+
   it("exports each tool with its canonical JSON Schema", async () => {
     const { runtime, executor } = await setUp([add])
     const { tools } = AiSdk.toolSet({ executor, services: runtime })
@@ -95,10 +137,10 @@ describe("AiSdk.toolSet", () => {
     const { runtime, executor, events } = await setUp([slow])
     const { tools } = AiSdk.toolSet({ executor, services: runtime })
     const controller = new AbortController()
-    const pending = tools.slow!.execute!({}, { toolCallId: "call_slow", messages: [], abortSignal: controller.signal })
+    const pending = execute(tools.slow, {}, { toolCallId: "call_slow", abortSignal: controller.signal })
     await new Promise((resolve) => setTimeout(resolve, 50))
     controller.abort()
-    const error = await (pending as Promise<unknown>).then(() => undefined, (e: unknown) => e)
+    const error = await pending.then(() => undefined, (e: unknown) => e)
     expect(AiSdk.isToolCallError(error) && error.fatal).toBe(true)
     const log = await events()
     const failed = log.find((e): e is ToolEvent.ToolFailed => e._tag === "tool.failed")
@@ -148,12 +190,19 @@ describe("AiSdk.toolSet", () => {
     const model = new MockLanguageModelV3({
       doGenerate: [callTurn([["call_c", "chart", { title: "sales" }]]), answer("drawn")]
     })
-    const result = await generateText({ model, tools, prompt: "chart", stopWhen: stepCountIs(3) })
+    // the SDK's warnings (7 still reads 6's `image-data` part, with a deprecation warning) go to a logger of ours
+    const warnings: Array<unknown> = []
+    const logger = globalThis as { AI_SDK_LOG_WARNINGS?: unknown }
+    logger.AI_SDK_LOG_WARNINGS = (logged: { readonly warnings: ReadonlyArray<unknown> }) => warnings.push(...logged.warnings)
+    const result = await generateText({ model, tools, prompt: "chart", stopWhen: stepCountIs(3) }).finally(() => {
+      delete logger.AI_SDK_LOG_WARNINGS
+    })
+    expect(warnings).toEqual([])
     expect(result.steps[0]!.toolResults[0]!.output).toEqual({ title: "sales", points: 3 })
     const toolMessage = model.doGenerateCalls[1]!.prompt.find((m) => m.role === "tool")!
     expect((toolMessage.content[0] as { output: unknown }).output).toEqual({
       type: "content",
-      value: [{ type: "text", text: "sales: 3 points" }, { type: "image-data", data: "iVBORw0KGgo=", mediaType: "image/png" }]
+      value: [{ type: "text", text: "sales: 3 points" }, image]
     })
     await runtime.dispose()
   })
@@ -162,9 +211,22 @@ describe("AiSdk.toolSet", () => {
     const whoami = (await import("./support.ts")).whoami
     const { runtime, executor } = await setUp([whoami])
     const { tools } = AiSdk.toolSet({ executor, services: runtime })
-    const output = await tools.whoami!.execute!({}, { toolCallId: "sdk-call-7", messages: [] })
+    const output = await execute(tools.whoami, {}, { toolCallId: "sdk-call-7" })
     expect(output).toEqual({ toolCallId: "sdk-call-7" })
     await runtime.dispose()
+  })
+
+  it("toModelOutput writes the image parts asked for, by default those the installed ai takes", () => {
+    const content = [{ type: "image" as const, data: "AA==", mimeType: "image/png" }]
+    expect(AiSdk.toModelOutput(content, "file")).toEqual({
+      type: "content",
+      value: [{ type: "file", mediaType: "image/png", data: { type: "data", data: "AA==" } }]
+    })
+    expect(AiSdk.toModelOutput(content, "image-data")).toEqual({
+      type: "content",
+      value: [{ type: "image-data", data: "AA==", mediaType: "image/png" }]
+    })
+    expect(AiSdk.toModelOutput(content)).toEqual(AiSdk.toModelOutput(content, AiSdk.imageParts()))
   })
 })
 

@@ -12,6 +12,7 @@ import type { Invocation } from "../../Middleware.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type { Redact } from "../../../contract/Safety.ts"
+import { stringify } from "../../../internal/json.ts"
 import { redactCause, redactError, redactValue } from "../../../internal/redact.ts"
 import * as CallState from "./CallState.ts"
 import type { Env, Reporter } from "./Reporter.ts"
@@ -27,7 +28,7 @@ export interface Config {
 }
 
 const textOfValue = (value: unknown): string =>
-  value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value)
+  value === undefined ? "" : typeof value === "string" ? value : stringify(value) ?? ""
 
 /** The handler's own cause behind a tool error made from it, for the `tool.failed` event. */
 const origins = new WeakMap<ToolError.ToolError, Cause.Cause<unknown>>()
