@@ -10,6 +10,7 @@ import { Context, Data, Effect, Layer, Stream } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
+import { stringify } from "../internal/json.ts"
 
 /** One entry of a transcript, provider-neutral. */
 export type Message =
@@ -101,7 +102,7 @@ export const partsOf = (response: Response): ReadonlyArray<StreamPart> => {
   if (response.text !== "") parts.push({ _tag: "TextDelta", text: response.text })
   for (const call of response.toolCalls) {
     parts.push({ _tag: "ToolCallStarted", id: call.id, name: call.name })
-    const text = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments) ?? ""
+    const text = typeof call.arguments === "string" ? call.arguments : stringify(call.arguments) ?? ""
     if (text !== "") parts.push({ _tag: "ToolCallDelta", id: call.id, argumentsDelta: text })
     parts.push({ _tag: "ToolCall", call })
   }

@@ -13,6 +13,7 @@
  * `Schema.Defect` for causes).
  */
 import { Cause, Formatter, Predicate, Schema, SchemaTransformation } from "effect"
+import { deeperThan, stringify } from "../internal/json.ts"
 
 /** What happens next after an error. */
 export type Disposition = "repair" | "retry" | "fatal"
@@ -49,7 +50,18 @@ export const CauseFromText: Schema.Codec<Cause.Cause<unknown>, string> = Schema.
 
 const isJson = Schema.is(Schema.Json)
 
+/** Values nested deeper than this encode as their JSON text: Effect's JSON codec walks a value recursively. */
+const deepestJson = 256
+
 const toJson = (value: unknown): Schema.Json => {
+  if (deeperThan(value, deepestJson)) {
+    try {
+      const text = stringify(value)
+      if (text !== undefined) return text
+    } catch {
+      // a cycle: formatted below
+    }
+  }
   if (isJson(value)) return value
   try {
     const json = Formatter.formatJson(value)
@@ -62,8 +74,10 @@ const toJson = (value: unknown): Schema.Json => {
 /**
  * Any value, encoded as JSON: JSON values as they are; anything else (a
  * `Date`, a class instance, `undefined`) as its JSON form (`toJSON`, own
- * fields, `Redacted` redacted) or, failing that, its formatted text. Decoding
- * returns the JSON value unchanged.
+ * fields, `Redacted` redacted) or, failing that, its formatted text. A value
+ * nesting objects and arrays more than 256 levels deep (a model's hostile
+ * arguments) encodes as its JSON text, a string. Decoding returns the JSON
+ * value unchanged.
  */
 export const JsonData: Schema.Codec<unknown, Schema.Json> = Schema.Json.pipe(
   Schema.decodeTo(

@@ -20,7 +20,8 @@
  * (`tool.failed.cause`, `ToolDefect.cause`, `MiddlewareFailed.cause`) encodes
  * to its rendered text and decodes to a `Cause` whose defect is that text;
  * unknown values (`arguments`, audit `metadata`, a `ToolFailure`'s `detail`)
- * are kept as JSON (a `Date` comes back as its ISO string); errors come back as
+ * are kept as JSON (a `Date` comes back as its ISO string, a value nesting more
+ * than 256 levels deep as its JSON text); errors come back as
  * instances of their classes.
  */
 import { type Cause, Effect, Schema } from "effect"

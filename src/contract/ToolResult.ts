@@ -4,6 +4,7 @@
  * error, and timing. Provider modules turn results into their tool messages.
  */
 import { Schema } from "effect"
+import { stringify } from "../internal/json.ts"
 import { JsonData, ToolError } from "./ToolError.ts"
 
 /** A block of model-facing content: text, or an image (base64 `data`). */
@@ -86,7 +87,7 @@ export const text = (text: string): ContentBlock => ({ type: "text", text })
 export const image = (data: string, mimeType: string): ContentBlock => ({ type: "image", data, mimeType })
 
 /** A text content block holding `value` as JSON. */
-export const json = (value: unknown): ContentBlock => ({ type: "text", text: JSON.stringify(value) ?? "null" })
+export const json = (value: unknown): ContentBlock => ({ type: "text", text: stringify(value) ?? "null" })
 
 /** The content blocks of a `ModelOutput`. */
 export const contentOf = (output: ModelOutput): ReadonlyArray<ContentBlock> =>

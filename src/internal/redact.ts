@@ -7,6 +7,7 @@ import { Cause, Schema } from "effect"
 import type { Redact } from "../contract/Safety.ts"
 import * as ToolError from "../contract/ToolError.ts"
 import type { Audit } from "../contract/ToolResult.ts"
+import { stringify } from "./json.ts"
 
 export const marker = "[redacted]"
 
@@ -176,7 +177,7 @@ const scrubUnknown = (value: unknown, scrubber: Scrubber): unknown => {
       if (key === "message" || key === "stack") continue
       const scrubbed = scrubber.value(child)
       own[key] = scrubbed
-      if (JSON.stringify(scrubbed) !== JSON.stringify(child)) ownChanged = true
+      if (stringify(scrubbed) !== stringify(child)) ownChanged = true
     }
     if (message === value.message && stack === value.stack && !ownChanged) return value
     const copy = new Error(message)
@@ -188,7 +189,7 @@ const scrubUnknown = (value: unknown, scrubber: Scrubber): unknown => {
   if (value === null || typeof value !== "object") return value
   const scrubbed = scrubber.value(value)
   try {
-    return JSON.stringify(scrubbed) === JSON.stringify(value) ? value : scrubbed
+    return stringify(scrubbed) === stringify(value) ? value : scrubbed
   } catch {
     return scrubbed
   }
@@ -266,7 +267,7 @@ export const scrubError = <E extends ToolError.ToolError>(error: E, scrubber: Sc
       const message = scrubber.text(e.message)
       const hasDetail = Object.hasOwn(e, "detail") && e.detail !== undefined
       const detail = hasDetail ? scrubber.value(e.detail) : undefined
-      if (message === e.message && (!hasDetail || JSON.stringify(detail) === JSON.stringify(e.detail))) return error
+      if (message === e.message && (!hasDetail || stringify(detail) === stringify(e.detail))) return error
       return new ToolError.ToolFailure(hasDetail ? { message, detail } : { message }) as E
     }
     case "ToolTransient": {
@@ -587,8 +588,8 @@ export const redactArguments = (args: unknown, policy: Redact | undefined): unkn
     const names = (policy.keys ?? []).some((key) => args.includes(key))
     return names ? marker : redactText(args, policy)
   }
-  const redacted = JSON.stringify(redactValue(parsed, policy).value)
-  return redacted === JSON.stringify(parsed) ? args : redacted
+  const redacted = stringify(redactValue(parsed, policy).value)
+  return redacted === stringify(parsed) ? args : redacted
 }
 
 /**
@@ -676,6 +677,6 @@ export const redactStoredText = (text: string, policy: Redact | undefined, root?
   }
   if (!json) return scrubber.text(withRegionsRedacted(text, mergeRegions(keyedValueRegions(text, policy?.keys ?? []))))
   const redacted = scrubber.value(parsed)
-  const serialized = JSON.stringify(redacted)
-  return scrubber.text(serialized === JSON.stringify(parsed) ? text : serialized)
+  const serialized = stringify(redacted)
+  return scrubber.text(serialized === undefined || serialized === stringify(parsed) ? text : serialized)
 }

@@ -9,19 +9,25 @@
  * accepts enum-only and const-only properties.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Formatter, Result, Schema } from "effect"
+import { Effect, Formatter, Result, Schema, Stream } from "effect"
 import {
   Agent,
   ChatModel,
+  EventSink,
   Executor,
   Tool,
   ToolError,
+  ToolEvent,
   ToolInput,
   ToolRegistry,
   ToolResult,
   ToolServices
 } from "../../src/index.ts"
+import { middleware } from "../../src/index.ts"
 import type { ToolCall } from "../../src/index.ts"
+import type { Receipt as AuditLogReceipt } from "../../src/governance/middleware/AuditLog.ts"
+import { canonicalJson, hash, withoutKeys } from "../../src/internal/canonical.ts"
+import { stringify } from "../../src/internal/json.ts"
 import { redactValue } from "../../src/internal/redact.ts"
 import { Anthropic, Gemini, Mcp, OpenAiChat } from "../../src/providers/index.ts"
 
@@ -227,6 +233,156 @@ describe("finding 8: deep arguments are refused, never thrown", () => {
       assert.strictEqual(JSON.stringify(ours.value), JSON.stringify(theirs.value))
     }
     assert.strictEqual(Object.getPrototypeOf(redactValue(samples[2], { keys: ["token"] }).value), Object.prototype)
+  })
+})
+
+// ---------------------------------------------------------------------------
+// 8, on the agent path: deep values never overflow the stack
+// ---------------------------------------------------------------------------
+
+describe("finding 8, agent path: deep arguments and outputs of a redacted tool never overflow the stack", () => {
+  const secret = "s3cr3t-value"
+  /** `{"a":[[...[{"secret":...}]...]]}`, `depth` arrays deep. */
+  const deepArrays = (depth: number, leaf = `{"secret":"${secret}"}`) => `{"a":${"[".repeat(depth)}${leaf}${"]".repeat(depth)}}`
+  /** `{"a":{"a":...{"secret":...}}}`, `depth` objects deep. */
+  const deepObjects = (depth: number) => `${"{\"a\":".repeat(depth)}{"secret":"${secret}"}${"}".repeat(depth)}`
+  const deepValue = (depth: number): unknown => {
+    let value: unknown = { secret, keep: "x" }
+    for (let i = 0; i < depth; i++) value = { a: value }
+    return value
+  }
+  const vault = Tool.make("vault", {
+    description: "Takes free-form data holding secrets.",
+    input: Schema.Struct({ a: Schema.optionalKey(Schema.Unknown) }),
+    safety: { access: "read", idempotent: true, redact: { keys: ["secret"] } },
+    handler: () => Effect.succeed("ok")
+  })
+  const dump = Tool.make("dump", {
+    description: "Returns deep data holding a secret.",
+    input: Schema.Struct({ depth: Schema.Number }),
+    output: Schema.Struct({ a: Schema.Unknown }),
+    safety: { access: "read", idempotent: true, redact: { keys: ["secret"] } },
+    handler: ({ depth }) => Effect.sync(() => ({ a: deepValue(depth) }))
+  })
+  const tools = Result.getOrThrow(ToolRegistry.makeResult([vault, dump]))
+  const options = { messages: [{ role: "user" as const, content: "go" }], tools }
+  /** The model's two turns: `args` for `name`, then an answer; the second request is kept. */
+  const script = (name: string, args: unknown, requests: Array<ChatModel.Request>) =>
+    ChatModel.scripted([
+      ChatModel.callTools([["c1", name, args]]),
+      (request) => {
+        requests.push(request)
+        return ChatModel.answer("done")
+      }
+    ])
+  /** Every event encoded as the JSON-lines sink writes it. */
+  const jsonLines = (lines: Array<string>) =>
+    EventSink.layerCallback((event) => lines.push(Effect.runSync(ToolEvent.encodeJson(event))))
+
+  const payloads: ReadonlyArray<readonly [string, unknown]> = [
+    ["arrays 10,000 deep", deepArrays(10_000)],
+    ["arrays 100,000 deep", deepArrays(100_000)],
+    ["objects 100,000 deep", deepObjects(100_000)],
+    ["an object-form value 10,000 deep", JSON.parse(deepArrays(10_000))],
+    ["a string of 100,000 brackets", `{"a":"${"[".repeat(100_000)}","secret":"${secret}"}`]
+  ]
+
+  for (const [name, args] of payloads) {
+    it.effect(`Agent.run, ${name}: the call is refused for repair, the run answers, the transcript is redacted`, () => {
+      const requests: Array<ChatModel.Request> = []
+      return Effect.gen(function*() {
+        const result = yield* Agent.run(options)
+        assert.strictEqual(result.reason, "final_answer")
+        assert.strictEqual(result.text, "done")
+        const [refused] = result.results
+        assert.strictEqual(refused!.isError, true)
+        assert.strictEqual(refused!.error?.disposition, "repair")
+        assert.strictEqual(refused!.error?._tag, name.startsWith("a string") ? "InvalidArguments" : "MalformedArguments")
+        // the history sent back holds the redacted call, not the secret
+        const history = stringify(requests[0]!.messages)!
+        assert.include(history, "[redacted]")
+        assert.notInclude(history, secret)
+        assert.notInclude(stringify(result.transcript)!, secret)
+      }).pipe(Effect.provide([script("vault", args, requests), test]))
+    })
+  }
+
+  for (const [name, args] of payloads.filter(([name]) => name.endsWith("100,000 deep") || name.startsWith("an object-form"))) {
+    it.effect(`Agent.stream, ${name}: every event is delivered and encodes as a JSON line`, () => {
+      const lines: Array<string> = []
+      return Effect.gen(function*() {
+        const events = yield* Stream.runCollect(Agent.stream(options))
+        const tags = events.map((event) => event._tag)
+        assert.includeMembers(tags, ["agent.tool_call", "tool.rejected", "agent.finished"])
+        const finished = events.at(-1)!
+        assert.isTrue(finished._tag === "agent.finished" && finished.reason === "final_answer")
+        assert.deepStrictEqual(lines.map((line) => (JSON.parse(line) as { _tag: string })._tag), tags)
+        for (const line of lines) assert.notInclude(line, secret)
+        // the decided call's arguments, redacted (a value deeper than the event codec walks: as its JSON text)
+        const call = lines.find((line) => line.includes("\"agent.tool_call\""))!
+        assert.include(call, "[redacted]")
+        const decoded = yield* ToolEvent.decodeJsonl(lines.join("\n"))
+        assert.strictEqual(decoded.length, events.length)
+      }).pipe(Effect.provide([script("vault", args, []), test, jsonLines(lines)]))
+    })
+  }
+
+  for (const depth of [10_000, 100_000]) {
+    it.effect(`a redacted tool's output ${depth.toLocaleString("en")} deep: a result, redacted, in Agent.run and Agent.stream`, () =>
+      Effect.gen(function*() {
+        const result = yield* Agent.run(options)
+        assert.strictEqual(result.reason, "final_answer")
+        const [output] = result.results
+        assert.strictEqual(output!.isError, false)
+        const text = ToolResult.textOf(output!)
+        assert.isTrue(text.startsWith("{\"a\":{\"a\":{\"a\":"))
+        assert.notInclude(text, secret)
+        // the value is redacted at the bottom
+        let node = (output!.value as { readonly a: unknown }).a
+        for (let i = 0; i < depth; i++) node = (node as { readonly a: unknown }).a
+        assert.deepStrictEqual(node, { secret: "[redacted]", keep: "x" })
+        const events = yield* Stream.runCollect(Agent.stream(options))
+        assert.strictEqual(events.at(-1)!._tag, "agent.finished")
+      }).pipe(Effect.provide([
+        ChatModel.scripted([
+          ChatModel.callTools([["c1", "dump", `{"depth":${depth}}`]]),
+          ChatModel.answer("done"),
+          ChatModel.callTools([["c1", "dump", `{"depth":${depth}}`]]),
+          ChatModel.answer("done")
+        ]),
+        test
+      ])))
+  }
+
+  it.effect("an audit log hashes deep refused arguments", () =>
+    Effect.gen(function*() {
+      const receipts: Array<AuditLogReceipt> = []
+      const result = yield* Agent.run({ ...options, middleware: middleware.auditLog((receipt) => receipts.push(receipt)) })
+      assert.strictEqual(result.reason, "final_answer")
+      assert.deepStrictEqual(receipts.map((receipt) => [receipt.status, receipt.refused]), [["schema_violation", true]])
+      assert.match(receipts[0]!.argumentsSha256, /^[0-9a-f]{64}$/)
+    }).pipe(Effect.provide([script("vault", deepArrays(100_000), []), test])))
+
+  it("stringify writes what JSON.stringify writes, at any depth; canonical JSON too", () => {
+    const samples: ReadonlyArray<unknown> = [
+      null,
+      undefined,
+      1.5,
+      Number.NaN,
+      "quote\"\ud800",
+      [undefined, () => 1, Symbol("s"), new Date(0), Object(2), Object("s")],
+      { a: undefined, b: [1, { c: "d" }], toJSON: undefined, e: { toJSON: (key: string) => `k:${key}` } },
+      JSON.parse("{\"__proto__\":{\"x\":1},\"y\":[]}")
+    ]
+    for (const sample of samples) assert.strictEqual(stringify(sample), JSON.stringify(sample))
+    for (const text of [deepArrays(100_000), deepObjects(100_000)]) assert.strictEqual(stringify(JSON.parse(text)), text)
+    const cyclic: Record<string, unknown> = {}
+    cyclic["self"] = [cyclic]
+    assert.throws(() => stringify(cyclic), TypeError)
+    assert.throws(() => stringify({ deep: JSON.parse(deepArrays(100_000)), cyclic }), TypeError)
+    assert.strictEqual(canonicalJson(JSON.parse(deepArrays(100_000, "{\"z\":1,\"a\":2}"))), deepArrays(100_000, "{\"a\":2,\"z\":1}"))
+    assert.strictEqual(canonicalJson({ b: 1, a: [cyclic] }), "{\"a\":[{\"self\":[\"[circular]\"]}],\"b\":1}")
+    assert.match(hash(withoutKeys(JSON.parse(deepObjects(100_000)), new Set(["secret"]))), /^[0-9a-f]{64}$/)
   })
 })
 

@@ -14,6 +14,7 @@ import { Result } from "effect"
 import type { ChatModelError, Response, StreamPart } from "../../ChatModel.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import type * as Gemini from "../../../providers/Gemini.ts"
+import { stringify } from "../../../internal/json.ts"
 import * as HttpStream from "./httpStream.ts"
 
 const provider = "gemini"
@@ -74,7 +75,7 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
     const calls = reader.calls(parts).calls
     for (const call of calls.slice(emitted)) {
       out.push({ _tag: "ToolCallStarted", id: call.id, name: call.name })
-      const args = JSON.stringify(call.arguments) ?? ""
+      const args = stringify(call.arguments) ?? ""
       if (args !== "") out.push({ _tag: "ToolCallDelta", id: call.id, argumentsDelta: args })
       out.push({ _tag: "ToolCall", call })
     }

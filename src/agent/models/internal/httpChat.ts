@@ -11,6 +11,7 @@ import { Clock, Duration, Effect, Redacted, Schedule, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
 import { ChatModelError } from "../../ChatModel.ts"
+import { stringify } from "../../../internal/json.ts"
 
 /** A retry policy for model requests: its input is the failed attempt's error. */
 export type RetryPolicy = Schedule.Schedule<unknown, ChatModelError>
@@ -373,7 +374,7 @@ export const jsonRequest = (
   Effect.suspend(() => {
     let json: string
     try {
-      json = JSON.stringify(body)
+      json = stringify(body) ?? "null"
     } catch (cause) {
       return Effect.fail(
         new ChatModelError({

@@ -7,6 +7,7 @@ import { Result } from "effect"
 import type { Message } from "../../ChatModel.ts"
 import * as ToolAnswers from "../../../providers/ToolAnswers.ts"
 import type { ToolResult } from "../../../contract/ToolResult.ts"
+import { stringify } from "../../../internal/json.ts"
 
 /**
  * `results` in the order of the previous assistant message's calls when they
@@ -26,7 +27,7 @@ export const inCallOrder = (
 export const argumentsText = (args: unknown): string => {
   if (typeof args === "string") return args
   try {
-    return JSON.stringify(args) ?? "null"
+    return stringify(args) ?? "null"
   } catch {
     return String(args)
   }

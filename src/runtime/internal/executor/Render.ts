@@ -19,6 +19,7 @@
  */
 import { Cause, Effect, Result, Schema } from "effect"
 import { toModelCodec } from "../../../contract/internal/modelSchema.ts"
+import { stringify } from "../../../internal/json.ts"
 import { redactIssues, type Scrubber, scrubberOf, scrubError } from "../../../internal/redact.ts"
 import type { Redact } from "../../../contract/Safety.ts"
 import { StoreRegistry } from "../../StoreRegistry.ts"
@@ -36,7 +37,7 @@ export interface Config {
 }
 
 export const textOfValue = (value: unknown): string =>
-  value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value)
+  value === undefined ? "" : typeof value === "string" ? value : stringify(value) ?? ""
 
 /**
  * An error result (a middleware's refusal, say) under the policy: its error and its text blocks

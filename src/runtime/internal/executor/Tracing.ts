@@ -21,6 +21,7 @@ import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import type * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
+import { stringify } from "../../../internal/json.ts"
 import { redactValue } from "../../../internal/redact.ts"
 
 /** `Executor.Options.tracing`. */
@@ -146,7 +147,7 @@ export const executed = <O extends Answered | undefined, R>(
   const attributes = toolAttributes(call, spec.name)
   attributes["gen_ai.tool.description"] = spec.description
   if (tracing.recordArguments) {
-    attributes["gen_ai.tool.call.arguments"] = JSON.stringify(redactValue(input, spec.safety.redact).value)
+    attributes["gen_ai.tool.call.arguments"] = stringify(redactValue(input, spec.safety.redact).value)
   }
   return around(`execute_tool ${spec.name}`, { kind: "internal", attributes }, clock, effect, (outcome) => {
     if (outcome === undefined) return {}
