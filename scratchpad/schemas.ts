@@ -16,7 +16,7 @@ const program = Effect.gen(function*() {
     console.log(JSON.stringify(spec.inputSchema, null, 2))
   }
 
-  const advertised = ToolRegistry.advertise(registry, ["get_weather", "math.factorial"])
+  const advertised = yield* ToolRegistry.advertise(registry, ["get_weather", "math.factorial"])
   console.log(`\n== Sample calls (advertised this turn: ${advertised.names.join(", ")}) ==`)
   const samples: ReadonlyArray<readonly [name: string, args: unknown]> = [
     ["get_weather", "{\"city\":\"Lisbon\"}"],

@@ -22,7 +22,7 @@ const saveNote = Tool.make("save_note", {
 
 const program = Effect.gen(function*() {
   const registry = yield* ToolRegistry.make([saveNote]) // checks names and schemas
-  const turn = ToolRegistry.advertise(registry, ["save_note"]) // what the model sees this turn
+  const turn = yield* ToolRegistry.advertise(registry, ["save_note"]) // what the model sees this turn (a typo fails)
   const refused = ToolRegistry.resolve(turn, { id: "call_1", name: "save_note", arguments: "{\"key\":1}" })
   if (Result.isFailure(refused)) console.log(refused.failure.message)
   const executor = yield* Executor.make(registry)

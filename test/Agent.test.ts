@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { Agent, ChatModel, EventSink, Tool, ToolError, ToolRegistry, ToolResult, ToolServices } from "../src/index.ts"
 import type { ToolEvent } from "../src/index.ts"
@@ -191,6 +191,17 @@ describe("Agent.run", () => {
         return ChatModel.callTools([["c2", "submit", { answer: "42" }]])
       }
     ]))))
+
+  it.effect("selectTools naming a tool the registry lacks: the run dies with UnknownToolNames naming it", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(Agent.run({ messages: [user("go")], tools: registry, selectTools: () => ["ad"] }))
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) {
+        const defect = Cause.squash(exit.cause)
+        assert.instanceOf(defect, ToolRegistry.UnknownToolNames)
+        assert.strictEqual((defect as ToolRegistry.UnknownToolNames).message, "unknown tool name \"ad\"; registered tools: add, wait, crash, submit")
+      }
+    }).pipe(Effect.provide(layer([]))))
 
   it.effect("cancellation mid-batch: started calls get their terminal event; the transcript answers every call id", () =>
     Effect.gen(function*() {

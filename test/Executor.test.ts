@@ -152,7 +152,7 @@ describe("Executor.run", () => {
     it.effect(`${label}: rejected before execution, error result keeps the call id`, () =>
       Effect.gen(function*() {
         const executor = yield* setup()
-        const advertised = ToolRegistry.advertise(executor.registry, ["echo"])
+        const advertised = yield* ToolRegistry.advertise(executor.registry, ["echo"])
         const result = yield* executor.run(call("c9", name, args), { advertised })
         assert.strictEqual(result.toolCallId, "c9")
         assert.isTrue(result.isError)
@@ -480,7 +480,7 @@ describe("Executor middleware", () => {
       ])
     }).pipe(Effect.provide(test)))
 
-  it.effect("short-circuit: before returns a result and the handler never runs", () =>
+  it.effect("short-circuit: before returns a result and the handler never runs (one middleware, or a list)", () =>
     Effect.gen(function*() {
       let handled = 0
       const counted = Tool.make("counted", {
@@ -493,11 +493,13 @@ describe("Executor middleware", () => {
         before: (inv) =>
           Effect.succeed(ToolResult.fromError(inv.call, new ToolError.ApprovalDenied({ toolName: inv.spec.name, reason: "no" })))
       })
-      const executor = yield* Executor.make(yield* ToolRegistry.make([counted]), { middleware: [deny] })
-      const result = yield* executor.run(call("c1", "counted"))
-      assert.strictEqual(handled, 0)
-      assert.isTrue(result.isError)
-      assert.include(ToolResult.textOf(result), "not approved: no")
+      for (const middleware of [deny, [deny]]) {
+        const executor = yield* Executor.make(yield* ToolRegistry.make([counted]), { middleware })
+        const result = yield* executor.run(call("c1", "counted"))
+        assert.strictEqual(handled, 0)
+        assert.isTrue(result.isError)
+        assert.include(ToolResult.textOf(result), "not approved: no")
+      }
     }).pipe(Effect.provide(test)))
 
   it.effect("argument rewriting reaches the handler; around may call next many times", () =>

@@ -65,7 +65,7 @@ const stored = Effect.gen(function*() {
 
 const program = Effect.gen(function*() {
   const registry = yield* ToolRegistry.make([add, calc])
-  const definitions = yield* Effect.fromResult(OpenAiChat.toolDefinitions(ToolRegistry.all(registry).specs))
+  const definitions = yield* OpenAiChat.toolDefinitions(ToolRegistry.all(registry).specs)
   const executor = yield* Executor.make(registry, { middleware: [summary(() => "added")] })
   const result = yield* executor.run({ id: "call_1", name: "add", arguments: "{\\"a\\":2,\\"b\\":3}" })
   const agent = yield* Agent.run({ messages: [{ role: "user", content: "2 + 3?" }], tools: registry }).pipe(

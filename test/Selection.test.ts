@@ -5,7 +5,7 @@
  * boundary; and the lexical ranker on the BFCL `multiple` category.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Result, Schema } from "effect"
+import { Cause, Effect, Exit, Result, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { tokenize } from "../src/agent/internal/bm25.ts"
 import { Executor, Tool, ToolRegistry, ToolServices } from "../src/index.ts"
@@ -29,7 +29,7 @@ const namesOf = (advertised: ToolRegistry.Advertised) => [...advertised.names]
 describe("Selection: lists and predicates", () => {
   it.effect("names and where", () =>
     Effect.gen(function*() {
-      assert.deepStrictEqual(namesOf(yield* Selection.names(registry, ["send_email", "nope"])("anything")), ["send_email"])
+      assert.deepStrictEqual(namesOf(yield* Selection.names(registry, ["send_email"])("anything")), ["send_email"])
       assert.deepStrictEqual(
         namesOf(yield* Selection.where(registry, Selection.accessAtMost("write"))("")),
         ["read_file", "write_file"]
@@ -39,6 +39,24 @@ describe("Selection: lists and predicates", () => {
         namesOf(yield* Selection.where(registry, Selection.every(Selection.tagged("files"), Selection.accessAtMost("read")))("")),
         ["read_file"]
       )
+    }))
+
+  it.effect("a listed name the registry lacks (names, alwaysInclude) is a defect naming it", () =>
+    Effect.gen(function*() {
+      const selectors = [
+        Selection.names(registry, ["send_email", "send_emial"]),
+        Selection.lexical(registry, { maxTools: 1, alwaysInclude: ["send_emial"] }),
+        Selection.model(registry, () => Effect.succeed(["send_email"]), { maxTools: 1, alwaysInclude: ["send_emial"] })
+      ]
+      for (const select of selectors) {
+        const exit = yield* Effect.exit(select("mail the report"))
+        assert.isTrue(Exit.isFailure(exit))
+        if (Exit.isFailure(exit)) {
+          const defect = Cause.squash(exit.cause)
+          assert.instanceOf(defect, ToolRegistry.UnknownToolNames)
+          assert.include(String((defect as Error).message), "unknown tool name \"send_emial\"; registered tools: read_file")
+        }
+      }
     }))
 })
 

@@ -1,7 +1,7 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { Cause, Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -201,6 +201,37 @@ describe("EventSink", () => {
       Effect.tap(() => Effect.sync(() => assert.deepStrictEqual(seen, [7])))
     )
   })
+
+  it.effect("callback: an Effect the callback returns runs, with the services the layer was given", () => {
+    const seen: Array<string> = []
+    const sink = EventSink.EventSink.layerCallback((e) =>
+      Effect.map(RunContext.RunContext, (run) => void seen.push(`${run.threadId}:${run.turn}:${e.sequence}`))
+    )
+    return Effect.gen(function*() {
+      yield* EventSink.emit(event(1))
+      yield* EventSink.emit(event(2))
+      assert.deepStrictEqual(seen, ["t-cb:0:1", "t-cb:0:2"]) // RunContext.layer without a turn: turn 0
+    }).pipe(Effect.provide(sink.pipe(Layer.provide(RunContext.layer({ threadId: "t-cb", runId: "r" })))))
+  })
+
+  it.effect("callback: a failing Effect is a failure of the sink; the executor logs it and the call succeeds", () =>
+    Effect.gen(function*() {
+      const failed = yield* Effect.exit(EventSink.emit(event(3)))
+      assert.isTrue(failed._tag === "Failure" && Cause.hasDies(failed.cause))
+      const echo = Tool.make("echo", {
+        description: "Echoes.",
+        input: Schema.Struct({ text: Schema.String }),
+        handler: ({ text }) => Effect.succeed(text)
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([echo]))
+      const result = yield* executor.run({ id: "c1", name: "echo", arguments: { text: "hi" } })
+      assert.isFalse(result.isError)
+      assert.strictEqual(result.value, "hi")
+    }).pipe(Effect.provide(Layer.mergeAll(
+      EventSink.EventSink.layerCallback(() => Effect.fail("exporter down")),
+      RunContext.layer({ threadId: "t", runId: "r" }),
+      StoreRegistry.layerMemory
+    ))))
 })
 
 describe("Cancellation", () => {

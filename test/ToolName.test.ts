@@ -136,7 +136,7 @@ describe("ToolRegistry names", () => {
       assert.isUndefined(registry.get("math:factorial"))
     }))
 
-  it.effect("per-turn views by name list and by predicate", () =>
+  it.effect("per-turn views by name list (unknown names fail, listed with the registered ones) and by predicate", () =>
     Effect.gen(function*() {
       const registry = yield* ToolRegistry.make([
         Tool.make("reader", {
@@ -152,9 +152,15 @@ describe("ToolRegistry names", () => {
           handler: () => Effect.void
         })
       ])
-      const byName = ToolRegistry.advertise(registry, ["writer", "unknown"])
+      const byName = yield* ToolRegistry.advertise(registry, ["writer"])
       assert.deepStrictEqual<ReadonlyArray<string>>(byName.names, ["writer"])
-      const byPredicate = ToolRegistry.advertise(registry, (spec) => spec.safety.access === "read")
+      const typo = yield* Effect.flip(ToolRegistry.advertise(registry, ["writer", "wrtier", "unknown"]))
+      assert.strictEqual(typo._tag, "UnknownToolNames")
+      assert.deepStrictEqual(typo.names, ["wrtier", "unknown"])
+      assert.strictEqual(typo.message, "unknown tool names \"wrtier\", \"unknown\"; registered tools: reader, writer")
+      const sync = ToolRegistry.advertiseResult(registry, ["nope"])
+      assert.isTrue(Result.isFailure(sync) && sync.failure.message === "unknown tool name \"nope\"; registered tools: reader, writer")
+      const byPredicate = ToolRegistry.filter(registry, (spec) => spec.safety.access === "read")
       assert.deepStrictEqual<ReadonlyArray<string>>(byPredicate.names, ["reader"])
       assert.isTrue(byPredicate.has("reader"))
       assert.isFalse(byPredicate.has("writer"))

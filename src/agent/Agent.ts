@@ -51,7 +51,10 @@ export interface RunOptions<R, MR = never> extends Executor.Options<MR> {
   readonly tools: ToolRegistry.ToolRegistry<R>
   /** Default 10. */
   readonly maxTurns?: number
-  /** The tools advertised each turn: names (canonical or original), or an `Advertised` view. Default: all. */
+  /**
+   * The tools advertised each turn: names (canonical or original), or an `Advertised` view. Default: all.
+   * A name the registry lacks is a bug: the run dies with `ToolRegistry.UnknownToolNames` naming it.
+   */
   readonly selectTools?: (view: TurnView<R>) => ReadonlyArray<string> | ToolRegistry.Advertised<R>
   /** Completing this effect cancels the run (calls in flight are cancelled and answered). */
   readonly cancelWhen?: Effect.Effect<unknown>
@@ -218,7 +221,7 @@ export const loopWith = <R, MR, X, Y>(
         const advertised = selected === undefined
           ? ToolRegistry.all(options.tools)
           : Array.isArray(selected)
-          ? ToolRegistry.advertise(options.tools, selected as ReadonlyArray<string>)
+          ? yield* Effect.orDie(ToolRegistry.advertise(options.tools, selected as ReadonlyArray<string>))
           : selected as ToolRegistry.Advertised<R>
         const inTurn = <A, E, R2>(effect: Effect.Effect<A, E, R2>) =>
           Effect.provideService(effect, RunContext, { ...base, turn })

@@ -5,7 +5,9 @@
  * lists, predicates over specs (side-effect level, tags), a lexical BM25
  * ranker over names and descriptions, and a model-based selector that falls
  * back to the lexical ranker when the model fails or names no real tool.
- * Selection hides tools; it does not authorise them (see `Policy`).
+ * Selection hides tools; it does not authorise them (see `Policy`). A name
+ * listed in a selector (`names`, `alwaysInclude`) that the registry lacks is a
+ * bug: the selector dies with `ToolRegistry.UnknownToolNames` naming it.
  */
 import { Effect } from "effect"
 import * as Bm25 from "./internal/bm25.ts"
@@ -20,15 +22,18 @@ export type Selector<R = unknown, Env = never> = (query: string) => Effect.Effec
 /** A predicate over tool specs. */
 export type Predicate = (spec: ToolSpec) => boolean
 
-/** Always the listed tools (canonical or original names; unknown names are ignored). */
+/**
+ * Always the listed tools (canonical or original names). A name the registry lacks is a
+ * bug in the list: the selector dies with `ToolRegistry.UnknownToolNames` naming it.
+ */
 export const names = <R>(registry: ToolRegistry.ToolRegistry<R>, list: ReadonlyArray<string>): Selector<R> => {
-  const advertised = ToolRegistry.advertise(registry, list)
-  return () => Effect.succeed(advertised)
+  const advertised = Effect.orDie(Effect.fromResult(ToolRegistry.advertiseResult(registry, list)))
+  return () => advertised
 }
 
 /** Always the tools that satisfy `predicate`. */
 export const where = <R>(registry: ToolRegistry.ToolRegistry<R>, predicate: Predicate): Selector<R> => {
-  const advertised = ToolRegistry.advertise(registry, predicate)
+  const advertised = ToolRegistry.filter(registry, predicate)
   return () => Effect.succeed(advertised)
 }
 
@@ -91,17 +96,41 @@ export const rank = (registry: ToolRegistry.ToolRegistry<unknown>, query: string
 export interface LexicalOptions {
   /** At most this many ranked tools (tools in `alwaysInclude` come on top). */
   readonly maxTools: number
-  /** Tools advertised every turn, whatever the query. */
+  /** Tools advertised every turn, whatever the query (each must be registered, or the selector dies). */
   readonly alwaysInclude?: ReadonlyArray<string>
   /** Drop tools scoring at most this. Default 0: a tool sharing no term with the query is never picked. */
   readonly minScore?: number
 }
 
+/** The canonical names of `list`, dropping those the registry lacks (a model's inventions). */
 const canonicalAll = (registry: ToolRegistry.ToolRegistry<unknown>, list: ReadonlyArray<string>): Array<string> =>
   list.flatMap((n) => {
     const canonical = registry.aliases.toCanonical(n)
     return canonical === undefined ? [] : [canonical]
   })
+
+/** The tools named (canonical names the registry holds), in registry order. */
+const only = <R>(registry: ToolRegistry.ToolRegistry<R>, list: ReadonlyArray<string>): ToolRegistry.Advertised<R> => {
+  const wanted = new Set(list)
+  return ToolRegistry.filter(registry, (spec) => wanted.has(spec.name))
+}
+
+/**
+ * A selector over `alwaysInclude`: a name in it the registry lacks is a bug in the
+ * options, so the selector dies with `ToolRegistry.UnknownToolNames` naming it.
+ */
+const withAlways = <R, Env>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  alwaysInclude: ReadonlyArray<string>,
+  select: (always: ReadonlyArray<string>) => Selector<R, Env>
+): Selector<R, Env> => {
+  const checked = ToolRegistry.advertiseResult(registry, alwaysInclude)
+  if (checked._tag === "Failure") {
+    const defect = Effect.die(checked.failure)
+    return () => defect
+  }
+  return select(checked.success.names)
+}
 
 const lexicalNames = (
   registry: ToolRegistry.ToolRegistry<unknown>,
@@ -116,11 +145,9 @@ const lexicalNames = (
 }
 
 /** The `maxTools` best BM25 matches for the query, plus `alwaysInclude`. */
-export const lexical = <R>(registry: ToolRegistry.ToolRegistry<R>, options: LexicalOptions): Selector<R> => {
-  const always = canonicalAll(registry, options.alwaysInclude ?? [])
-  return (query) =>
-    Effect.sync(() => ToolRegistry.advertise(registry, [...always, ...lexicalNames(registry, query, options)]))
-}
+export const lexical = <R>(registry: ToolRegistry.ToolRegistry<R>, options: LexicalOptions): Selector<R> =>
+  withAlways(registry, options.alwaysInclude ?? [], (always) => (query) =>
+    Effect.sync(() => only(registry, [...always, ...lexicalNames(registry, query, options)])))
 
 // ---------------------------------------------------------------------------
 // model-based
@@ -138,21 +165,21 @@ export const model = <R, E, Env>(
   registry: ToolRegistry.ToolRegistry<R>,
   choose: Choose<E, Env>,
   options: LexicalOptions
-): Selector<R, Env> => {
-  const always = canonicalAll(registry, options.alwaysInclude ?? [])
-  const fallback = (query: string, why: string) =>
-    Effect.as(
-      Effect.logWarning(`tool selection: ${why}; using the lexical ranker`),
-      ToolRegistry.advertise(registry, [...always, ...lexicalNames(registry, query, options)])
-    )
-  return (query) =>
-    Effect.matchEffect(choose(query, registry.specs), {
-      onFailure: () => fallback(query, "the model failed"),
-      onSuccess: (picked) => {
-        const known = [...new Set(canonicalAll(registry, picked))].slice(0, Math.max(0, options.maxTools))
-        return known.length === 0
-          ? fallback(query, "the model named no existing tool")
-          : Effect.succeed(ToolRegistry.advertise(registry, [...always, ...known]))
-      }
-    })
-}
+): Selector<R, Env> =>
+  withAlways(registry, options.alwaysInclude ?? [], (always) => {
+    const fallback = (query: string, why: string) =>
+      Effect.as(
+        Effect.logWarning(`tool selection: ${why}; using the lexical ranker`),
+        only(registry, [...always, ...lexicalNames(registry, query, options)])
+      )
+    return (query) =>
+      Effect.matchEffect(choose(query, registry.specs), {
+        onFailure: () => fallback(query, "the model failed"),
+        onSuccess: (picked) => {
+          const known = [...new Set(canonicalAll(registry, picked))].slice(0, Math.max(0, options.maxTools))
+          return known.length === 0
+            ? fallback(query, "the model named no existing tool")
+            : Effect.succeed(only(registry, [...always, ...known]))
+        }
+      })
+  })

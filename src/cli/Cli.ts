@@ -335,15 +335,15 @@ export const definitions = (
 ): Result.Result<ReadonlyArray<unknown>, ProviderExportError> => {
   switch (dialect) {
     case "openai-chat":
-      return OpenAiChat.toolDefinitions(specs, strict ? { strict: "require" } : {})
+      return OpenAiChat.toolDefinitionsResult(specs, strict ? { strict: "require" } : {})
     case "openai-responses":
-      return OpenAiResponses.toolDefinitions(specs, strict ? { strict: "require" } : {})
+      return OpenAiResponses.toolDefinitionsResult(specs, strict ? { strict: "require" } : {})
     case "anthropic":
-      return Anthropic.toolDefinitions(specs, strict ? { strict: "require" } : {})
+      return Anthropic.toolDefinitionsResult(specs, strict ? { strict: "require" } : {})
     case "gemini":
-      return Gemini.toolDefinitions(specs)
+      return Gemini.toolDefinitionsResult(specs)
     case "mcp":
-      return Mcp.toolDefinitions(specs)
+      return Mcp.toolDefinitionsResult(specs)
   }
 }
 

@@ -2,7 +2,8 @@
  * The set of tools a run may use: built once from a list of tools (checking
  * every name, alias and schema, and reporting all violations together), then
  * looked up by canonical or original name. A per-turn `Advertised` view is the
- * subset shown to the model this turn; calls are checked against it.
+ * subset shown to the model this turn (`advertise`, which refuses names the
+ * registry lacks); calls are checked against it.
  */
 import { Data, Effect, Result } from "effect"
 import type { Schema } from "effect"
@@ -171,26 +172,59 @@ export interface Advertised<out R = unknown> {
   readonly has: (canonical: string) => boolean
 }
 
-/** Selects by canonical (or original) names, or by a predicate over specs. */
+/** Selects by canonical (or original) names, or by a predicate over specs (`ToolTransform`'s `only` and `drop`). */
 export type Selection = ReadonlyArray<string> | ((spec: Tool.ToolSpec) => boolean)
 
-/** Every tool of the registry. */
-export const all = <R>(registry: ToolRegistry<R>): Advertised<R> => advertise(registry, () => true)
+/** Names given to {@link advertise} that the registry does not hold (a typo, a tool never registered). */
+export class UnknownToolNames extends Data.TaggedError("UnknownToolNames")<{
+  /** The names not found, in the order given. */
+  readonly names: ReadonlyArray<string>
+  /** The registry's canonical names. */
+  readonly registered: ReadonlyArray<ToolName.ToolName>
+}> {
+  override get message(): string {
+    const names = this.names.map((n) => JSON.stringify(n)).join(", ")
+    const registered = this.registered.length === 0 ? "(none)" : this.registered.join(", ")
+    return `unknown tool name${this.names.length === 1 ? "" : "s"} ${names}; registered tools: ${registered}`
+  }
+}
 
-/** The subset of `registry` selected for this turn. Unknown names in a list are ignored. */
-export const advertise = <R>(registry: ToolRegistry<R>, selection: Selection): Advertised<R> => {
-  const wanted = typeof selection === "function"
-    ? selection
-    : ((names) => (spec: Tool.ToolSpec) => names.has(spec.name))(
-      new Set(selection.flatMap((n) => {
-        const c = registry.aliases.toCanonical(n)
-        return c === undefined ? [] : [c]
-      }))
-    )
-  const specs = registry.specs.filter(wanted)
+/** The tools whose spec satisfies `predicate`, in registry order (a view that cannot fail). */
+export const filter = <R>(registry: ToolRegistry<R>, predicate: (spec: Tool.ToolSpec) => boolean): Advertised<R> => {
+  const specs = registry.specs.filter(predicate)
   const names = specs.map((s) => s.name)
   const set = new Set<string>(names)
   return { registry, names, specs, has: (canonical) => set.has(canonical) }
+}
+
+/** Every tool of the registry. */
+export const all = <R>(registry: ToolRegistry<R>): Advertised<R> => filter(registry, () => true)
+
+/**
+ * The named tools (canonical or original names), in registry order: the view to show the model
+ * this turn. Fails with `UnknownToolNames`, listing every name the registry lacks. Select by a
+ * predicate with {@link filter}.
+ */
+export const advertise = <R>(
+  registry: ToolRegistry<R>,
+  names: ReadonlyArray<string>
+): Effect.Effect<Advertised<R>, UnknownToolNames> => Effect.suspend(() => Effect.fromResult(advertiseResult(registry, names)))
+
+/** {@link advertise} as a `Result`, for synchronous callers. */
+export const advertiseResult = <R>(
+  registry: ToolRegistry<R>,
+  names: ReadonlyArray<string>
+): Result.Result<Advertised<R>, UnknownToolNames> => {
+  const wanted = new Set<string>()
+  const unknown: Array<string> = []
+  for (const name of names) {
+    const canonical = registry.aliases.toCanonical(name)
+    if (canonical === undefined) unknown.push(name)
+    else wanted.add(canonical)
+  }
+  return unknown.length > 0
+    ? Result.fail(new UnknownToolNames({ names: unknown, registered: registry.names }))
+    : Result.succeed(filter(registry, (spec) => wanted.has(spec.name)))
 }
 
 /** A call whose tool is known, advertised, and whose arguments decoded. */

@@ -53,7 +53,7 @@
  * server), imported when a server starts: an optional peer dependency.
  */
 import type { Cause, Scope } from "effect"
-import { Context, Data, Deferred, Effect, Layer, Logger, Result } from "effect"
+import { Context, Data, Deferred, Effect, Layer, Logger } from "effect"
 import { McpProtocol, McpServer } from "effect/ai"
 import { HttpRouter, HttpServer as EffectHttpServer } from "effect/http"
 import type { HttpServerError } from "effect/http"
@@ -133,10 +133,9 @@ const protocols = [
 
 const prepare = <R, MR>(registry: ToolRegistry.ToolRegistry<R>, options: Options<MR>) =>
   Effect.gen(function*() {
-    const definitions = Mcp.toolDefinitions(registry.specs, { names: "canonical" })
-    if (Result.isFailure(definitions)) return yield* Effect.fail(definitions.failure)
+    const definitions = yield* Mcp.toolDefinitions(registry.specs, { names: "canonical" })
     const services = yield* Effect.context<Requirements<R, MR>>()
-    return registrations(registry, definitions.success, {
+    return registrations(registry, definitions, {
       executor: options.executor ?? {},
       title: options.title ?? ((spec) => spec.title),
       callIdPrefix: `mcp-${randomUUID().slice(0, 8)}`

@@ -12,7 +12,7 @@
  * params; {@link toolCalls} reads only `type` of a block it does not know, so
  * the SDK's `Message` and `ContentBlock[]` pass as they are.
  */
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
@@ -137,6 +137,13 @@ export interface ExportOptions {
 
 /** The request's `tools`, one custom tool per spec, named by canonical name. */
 export const toolDefinitions = (
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions = {}
+): Effect.Effect<Array<Tool>, ProviderExportError> =>
+  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
+
+/** {@link toolDefinitions} as a `Result`, for synchronous callers. */
+export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions = {}
 ): Result.Result<Array<Tool>, ProviderExportError> => {

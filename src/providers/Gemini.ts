@@ -11,7 +11,7 @@
  * inbound types have every field optional, as the SDK's, so its
  * `GenerateContentResponse`, `Content` and `Part[]` pass as they are.
  */
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
@@ -147,6 +147,13 @@ const badPropertyName = (schema: unknown, path: ReadonlyArray<string>): Readonly
  * `specs` is empty).
  */
 export const toolDefinitions = (
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions = {}
+): Effect.Effect<Array<Tool>, ProviderExportError> =>
+  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
+
+/** {@link toolDefinitions} as a `Result`, for synchronous callers. */
+export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions = {}
 ): Result.Result<Array<Tool>, ProviderExportError> => {

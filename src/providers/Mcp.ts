@@ -11,7 +11,7 @@
  * handler's `CallToolRequest` (no JSON-RPC envelope) is read with its
  * `extra.requestId`.
  */
-import { JsonSchema, Result, Schema, SchemaRepresentation } from "effect"
+import { Effect, JsonSchema, Result, Schema, SchemaRepresentation } from "effect"
 import * as Safety from "../contract/Safety.ts"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
@@ -128,6 +128,13 @@ const objectSchema = (schema: JsonSchema.JsonSchema): ObjectSchema | undefined =
  * restriction), and annotations from `Safety`.
  */
 export const toolDefinitions = (
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions = {}
+): Effect.Effect<Array<Tool>, ProviderExportError> =>
+  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
+
+/** {@link toolDefinitions} as a `Result`, for synchronous callers. */
+export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions = {}
 ): Result.Result<Array<Tool>, ProviderExportError> => {

@@ -11,7 +11,7 @@
  * them (checked by `test/providers/SdkTypes.test.ts`). It does not call the
  * API, stream, or parse arguments (the registry does).
  */
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
@@ -104,6 +104,13 @@ export type ExportOptions = OpenAiFunction.ExportOptions
  * `strict: false` (`"auto"`) or fails (`"require"`).
  */
 export const toolDefinitions = (
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions = {}
+): Effect.Effect<Array<FunctionTool>, ProviderExportError> =>
+  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
+
+/** {@link toolDefinitions} as a `Result`, for synchronous callers. */
+export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions = {}
 ): Result.Result<Array<FunctionTool>, ProviderExportError> =>

@@ -10,7 +10,7 @@
  * params; {@link toolCalls} reads only `type` of an item it does not know,
  * so the SDK's `Response` and `ResponseOutputItem[]` pass as they are.
  */
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
@@ -103,6 +103,13 @@ export type ExportOptions = OpenAiFunction.ExportOptions
  * with `strict` always explicit (the API would otherwise decide by itself).
  */
 export const toolDefinitions = (
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions = {}
+): Effect.Effect<Array<FunctionTool>, ProviderExportError> =>
+  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
+
+/** {@link toolDefinitions} as a `Result`, for synchronous callers. */
+export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions = {}
 ): Result.Result<Array<FunctionTool>, ProviderExportError> =>

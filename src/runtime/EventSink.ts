@@ -2,7 +2,7 @@
  * Where lifecycle events go. A hidden service with one operation, `emit`.
  * Layers: an in-memory collector (tests; read it back with `EventLog`), a
  * `PubSub`-backed stream (live consumers; subscribe with `EventStream`), a
- * callback, and a JSON-lines file (`layerJsonl`; read it back with
+ * callback (plain or Effect-returning), and a JSON-lines file (`layerJsonl`; read it back with
  * `readJsonl`).
  *
  * How the executor uses a sink: one event at a time, in sequence order, waiting
@@ -33,9 +33,26 @@ export class EventSink extends Context.Service<EventSink, EventSinkShape>()("tin
   /** Drops every event. */
   static readonly layerDiscard: Layer.Layer<EventSink> = Layer.succeed(EventSink, { emit: () => Effect.void })
 
-  /** Calls `f` for each event (synchronously, in emit order). */
-  static readonly layerCallback = (f: (event: Event) => void): Layer.Layer<EventSink> =>
-    Layer.succeed(EventSink, { emit: (event) => Effect.sync(() => f(event)) })
+  /**
+   * Calls `f` for each event, in emit order. When `f` returns an Effect, `emit`
+   * runs it (the layer then needs its services); a failure of that Effect is a
+   * failure of the sink (the executor logs it and drops the event). Any other
+   * return value is ignored.
+   */
+  static readonly layerCallback = <Ret>(f: (event: Event) => Ret): Layer.Layer<EventSink, never, Effect.Services<Ret>> =>
+    Layer.effect(
+      EventSink,
+      Effect.map(Effect.context<Effect.Services<Ret>>(), (context) =>
+        EventSink.of({
+          emit: (event) =>
+            Effect.suspend(() => {
+              const returned = f(event)
+              if (!Effect.isEffect(returned)) return Effect.void
+              const effect = returned as Effect.Effect<unknown, unknown, Effect.Services<Ret>>
+              return Effect.orDie(Effect.asVoid(Effect.provideContext(effect, context)))
+            })
+        }))
+    )
 
   /** Keeps every event in memory; read them with `EventLog`. */
   static readonly layerMemory: Layer.Layer<EventSink | EventLog> = Layer.effectContext(Effect.sync(() => {
@@ -107,8 +124,9 @@ export const readJsonl = (
 /** Drops every event (the same as `EventSink.layerDiscard`). */
 export const layerDiscard: Layer.Layer<EventSink> = EventSink.layerDiscard
 
-/** Calls `f` for each event (the same as `EventSink.layerCallback`). */
-export const layerCallback: (f: (event: Event) => void) => Layer.Layer<EventSink> = EventSink.layerCallback
+/** Calls `f` for each event, running an Effect it returns (the same as `EventSink.layerCallback`). */
+export const layerCallback: <Ret>(f: (event: Event) => Ret) => Layer.Layer<EventSink, never, Effect.Services<Ret>> =
+  EventSink.layerCallback
 
 /** Keeps every event in memory, read back with `EventLog` (the same as `EventSink.layerMemory`). */
 export const layerMemory: Layer.Layer<EventSink | EventLog> = EventSink.layerMemory

@@ -54,8 +54,8 @@ export interface Limit {
 }
 
 export interface Options<MR = never> {
-  /** Execution middleware, first element outermost. */
-  readonly middleware?: ReadonlyArray<Middleware.Middleware<MR>>
+  /** Execution middleware: one, or a list whose first element is outermost. */
+  readonly middleware?: Middleware.Middleware<MR> | ReadonlyArray<Middleware.Middleware<MR>>
   /** Repairable errors become error results the model reads (default `true`); `false` makes them fatal. */
   readonly repair?: boolean
   /** Timeout for tools that declare none. Default 60 seconds. */
@@ -197,7 +197,11 @@ export const make = <R, MR = never>(
     const admit = Admission.make(options.limits)
     const runCall = Call.make({
       repair: options.repair ?? true,
-      middleware: options.middleware ?? [],
+      middleware: options.middleware === undefined
+        ? []
+        : Array.isArray(options.middleware)
+        ? options.middleware
+        : [options.middleware as Middleware.Middleware<MR>],
       admit,
       invoke: Invoke.make({
         defaultTimeout: Duration.fromInputUnsafe(options.defaultTimeout ?? "60 seconds"),

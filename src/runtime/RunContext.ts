@@ -14,13 +14,19 @@ export interface RunInfo {
   readonly user?: unknown
 }
 
+/** What {@link RunContext.layer} takes: a `RunInfo` whose `turn` may be left out (then `0`). */
+export interface LayerInfo extends Omit<RunInfo, "turn"> {
+  readonly turn?: number
+}
+
 export class RunContext extends Context.Service<RunContext, RunInfo>()("tinyagents/RunContext") {
-  /** A layer with fixed values. */
-  static readonly layer = (info: RunInfo): Layer.Layer<RunContext> => Layer.succeed(RunContext, info)
+  /** A layer with fixed values; `turn` defaults to `0` (an agent loop sets it per turn). */
+  static readonly layer = (info: LayerInfo): Layer.Layer<RunContext> =>
+    Layer.succeed(RunContext, { ...info, turn: info.turn ?? 0 })
 }
 
 /** A layer with fixed values (the same as `RunContext.layer`). */
-export const layer: (info: RunInfo) => Layer.Layer<RunContext> = RunContext.layer
+export const layer: (info: LayerInfo) => Layer.Layer<RunContext> = RunContext.layer
 
 /** Runs `effect` with `turn` as the current turn. */
 export const withTurn = (turn: number) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | RunContext> =>

@@ -203,11 +203,11 @@ describe("tinyagents (the command line)", () => {
       Effect.gen(function*() {
         const specs = toolsRegistry.specs
         const expected: Record<Cli.Dialect, Result.Result<ReadonlyArray<unknown>, unknown>> = {
-          "openai-chat": OpenAiChat.toolDefinitions(specs),
-          "openai-responses": OpenAiResponses.toolDefinitions(specs),
-          "anthropic": Anthropic.toolDefinitions(specs),
-          "gemini": Gemini.toolDefinitions(specs),
-          "mcp": Mcp.toolDefinitions(specs)
+          "openai-chat": OpenAiChat.toolDefinitionsResult(specs),
+          "openai-responses": OpenAiResponses.toolDefinitionsResult(specs),
+          "anthropic": Anthropic.toolDefinitionsResult(specs),
+          "gemini": Gemini.toolDefinitionsResult(specs),
+          "mcp": Mcp.toolDefinitionsResult(specs)
         }
         for (const dialect of Cli.dialects) {
           const { code, stderr, stdout } = yield* cli("schema", fixture("tools.ts"), "--dialect", dialect)
@@ -227,7 +227,7 @@ describe("tinyagents (the command line)", () => {
         assert.deepStrictEqual(definitions.map((d) => d.strict), [true, true, true, true])
         assert.deepStrictEqual(
           definitions,
-          JSON.parse(JSON.stringify(Result.getOrThrow(Anthropic.toolDefinitions(toolsRegistry.specs, { strict: "require" }))))
+          JSON.parse(JSON.stringify(Result.getOrThrow(Anthropic.toolDefinitionsResult(toolsRegistry.specs, { strict: "require" }))))
         )
       }))
 

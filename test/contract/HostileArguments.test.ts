@@ -599,9 +599,9 @@ describe("finding 11: imported object schemas are closed, as the model is shown 
     assert.strictEqual(shown.properties.steps.items.additionalProperties, false)
     assert.isUndefined(shown.properties.extra.additionalProperties)
     assert.isUndefined(shown.properties.dict.additionalProperties)
-    const [plain] = Result.getOrThrow(OpenAiChat.toolDefinitions(reg.specs, { strict: false }))
-    const [anthropic] = Result.getOrThrow(Anthropic.toolDefinitions(reg.specs))
-    const [mcp] = Result.getOrThrow(Mcp.toolDefinitions(reg.specs))
+    const [plain] = Result.getOrThrow(OpenAiChat.toolDefinitionsResult(reg.specs, { strict: false }))
+    const [anthropic] = Result.getOrThrow(Anthropic.toolDefinitionsResult(reg.specs))
+    const [mcp] = Result.getOrThrow(Mcp.toolDefinitionsResult(reg.specs))
     for (const schema of [plain!.function.parameters, anthropic!.input_schema, mcp!.inputSchema] as ReadonlyArray<any>) {
       assert.strictEqual(schema.additionalProperties, false)
       assert.strictEqual(schema.properties.options.additionalProperties, false)
@@ -664,7 +664,7 @@ describe("finding 12: Anthropic strict accepts enum-only and const-only properti
       handler: () => Effect.succeed("ok")
     }))
     const reg = Result.getOrThrow(ToolRegistry.makeResult([tool]))
-    const [exported] = Result.getOrThrow(Anthropic.toolDefinitions(reg.specs, { strict: "require" }))
+    const [exported] = Result.getOrThrow(Anthropic.toolDefinitionsResult(reg.specs, { strict: "require" }))
     assert.strictEqual(exported!.strict, true)
     assert.deepStrictEqual(exported!.input_schema, {
       type: "object",

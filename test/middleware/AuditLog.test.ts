@@ -156,7 +156,7 @@ describe("auditLog: calls refused before any middleware runs", () => {
       const executor = yield* executorOf(tools.all, [auditLog((r) => receipts.push(r)), consent()], {
         limits: { tool: { max: 2 } }
       })
-      const advertised = ToolRegistry.advertise(executor.registry, ["echo", "write_note"])
+      const advertised = yield* ToolRegistry.advertise(executor.registry, ["echo", "write_note"])
       yield* executor.run(call("c1", "echo", { text: "hi" }), { advertised })
       yield* executor.run(call("c2", "rm_rf", {}), { advertised })
       yield* executor.run(call("c3", "delete_all", {}), { advertised })

@@ -93,7 +93,7 @@ describe("AnthropicModel", () => {
       assert.strictEqual(body.max_tokens, 4096)
       assert.strictEqual(body.system, "Be brief.")
       assert.deepStrictEqual(body.messages, [{ role: "user", content: "2+3 and 10-4?" }])
-      assert.deepStrictEqual(body.tools, Result.getOrThrow(Anthropic.toolDefinitions(specs)) as ReadonlyArray<unknown>)
+      assert.deepStrictEqual(body.tools, Result.getOrThrow(Anthropic.toolDefinitionsResult(specs)) as ReadonlyArray<unknown>)
       const [tool] = body.tools ?? []
       assert.strictEqual(tool?.name, "add")
       assert.strictEqual(tool?.description, "Adds two integers.")

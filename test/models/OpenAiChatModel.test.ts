@@ -84,7 +84,7 @@ describe("OpenAiChatModel", () => {
         { role: "system", content: "Be brief." },
         { role: "user", content: "2+3 and 10-4?" }
       ])
-      const exported = OpenAiChat.toolDefinitions(specs)
+      const exported = OpenAiChat.toolDefinitionsResult(specs)
       assert.isTrue(Result.isSuccess(exported))
       assert.deepStrictEqual(body.tools, Result.getOrThrow(exported) as ReadonlyArray<unknown>)
       const [tool] = body.tools ?? []

@@ -13,7 +13,7 @@ const officialTool = official.tools[0]
 const stock = imported(officialTool.name, officialTool.input_schema, { description: officialTool.description })
 
 const strictSchema = (inputSchema: object) => {
-  const exported = Anthropic.toolDefinitions([handSpec("t", inputSchema as any)], { strict: "require" })
+  const exported = Anthropic.toolDefinitionsResult([handSpec("t", inputSchema as any)], { strict: "require" })
   if (Result.isFailure(exported)) throw new Error(exported.failure.message)
   const [tool] = exported.success
   assert.strictEqual(tool!.strict, true)
@@ -24,7 +24,7 @@ const strictSchema = (inputSchema: object) => {
 describe("Anthropic golden (SDK doc example: get_stock_price)", () => {
   it("the definition reproduces the SDK's example tool, closed as it is enforced", () => {
     assert.deepStrictEqual(
-      Result.getOrThrow(Anthropic.toolDefinitions(registry([stock]).specs)),
+      Result.getOrThrow(Anthropic.toolDefinitionsResult(registry([stock]).specs)),
       official.tools.map((tool: any) => ({ ...tool, input_schema: closed(tool.input_schema) }))
     )
   })
@@ -93,7 +93,7 @@ describe("Anthropic (providers.md cases)", () => {
     // an enum of non-primitives is described, as in the SDK
     assert.include(ours.properties.objects.description, "enum: [[\"a\"]]")
     // still an error: no type, no combinator, no literal
-    const untyped = Anthropic.toolDefinitions([handSpec("t", { type: "object", properties: { any: {} } } as any)], { strict: "require" })
+    const untyped = Anthropic.toolDefinitionsResult([handSpec("t", { type: "object", properties: { any: {} } } as any)], { strict: "require" })
     assert.isTrue(Result.isFailure(untyped))
   })
 
@@ -112,13 +112,13 @@ describe("Anthropic (providers.md cases)", () => {
       properties: { root: { $ref: "#/$defs/Node" } },
       $defs: { Node: { type: "object", properties: { children: { type: "array", items: { $ref: "#/$defs/Node" } } } } }
     }
-    const required = Anthropic.toolDefinitions([handSpec("tree", tree)], { strict: "require" })
+    const required = Anthropic.toolDefinitionsResult([handSpec("tree", tree)], { strict: "require" })
     assert.isTrue(Result.isFailure(required))
     if (Result.isFailure(required)) {
       assert.strictEqual(required.failure.reason, "unsupported_schema")
       assert.include(required.failure.message, "recursive $ref (Node -> Node)")
     }
-    const [auto] = Result.getOrThrow(Anthropic.toolDefinitions([handSpec("tree", tree)], { strict: "auto" }))
+    const [auto] = Result.getOrThrow(Anthropic.toolDefinitionsResult([handSpec("tree", tree)], { strict: "auto" }))
     assert.isUndefined(auto!.strict)
     assert.deepStrictEqual(auto!.input_schema, tree)
   })
@@ -157,12 +157,12 @@ describe("Anthropic (providers.md cases)", () => {
 
   it("case 7: a.b is sanitised by the registry and rejected raw; 65-character names are rejected", () => {
     const reg = registry([imported("a.b", { type: "object", properties: {} })])
-    const [tool] = Result.getOrThrow(Anthropic.toolDefinitions(reg.specs))
+    const [tool] = Result.getOrThrow(Anthropic.toolDefinitionsResult(reg.specs))
     assert.strictEqual(tool!.name, "a_b")
     assert.strictEqual(reg.get("a_b")?.spec.originalName, "a.b")
-    const dotted = Anthropic.toolDefinitions([{ ...reg.specs[0]!, name: "a.b" as ToolName.ToolName }])
+    const dotted = Anthropic.toolDefinitionsResult([{ ...reg.specs[0]!, name: "a.b" as ToolName.ToolName }])
     assert.strictEqual(Result.isFailure(dotted) && dotted.failure.reason, "invalid_name")
-    const long = Anthropic.toolDefinitions([handSpec("x".repeat(65), { type: "object", properties: {} })])
+    const long = Anthropic.toolDefinitionsResult([handSpec("x".repeat(65), { type: "object", properties: {} })])
     assert.isTrue(Result.isFailure(long))
     if (Result.isFailure(long)) assert.include(long.failure.message, "at most 64 characters")
     assert.isTrue(Result.isFailure(ToolRegistry.makeResult([
@@ -173,7 +173,7 @@ describe("Anthropic (providers.md cases)", () => {
 
   it("case 8: cache_control passes through per tool", () => {
     const reg = registry([stock, imported("get_news", { type: "object", properties: { q: { type: "string" } } })])
-    const tools = Result.getOrThrow(Anthropic.toolDefinitions(reg.specs, {
+    const tools = Result.getOrThrow(Anthropic.toolDefinitionsResult(reg.specs, {
       cacheControl: { get_news: { type: "ephemeral", ttl: "1h" } }
     }))
     assert.isUndefined(tools[0]!.cache_control)

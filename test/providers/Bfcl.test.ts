@@ -39,7 +39,7 @@ const first = <A>(result: Result.Result<ReadonlyArray<A>, ProviderExportError>) 
 const dialects: ReadonlyArray<Dialect> = [
   {
     name: "openai-chat strict:auto",
-    run: (spec) => first(OpenAiChat.toolDefinitions([spec])),
+    run: (spec) => first(OpenAiChat.toolDefinitionsResult([spec])),
     check: (t) => {
       const fn = (t as OpenAiChat.FunctionTool).function
       return [...metaErrors2020(fn.parameters), ...(fn.strict === true ? strictViolations(fn.parameters) : [])]
@@ -47,32 +47,32 @@ const dialects: ReadonlyArray<Dialect> = [
   },
   {
     name: "openai-chat strict:require",
-    run: (spec) => first(OpenAiChat.toolDefinitions([spec], { strict: "require" })),
+    run: (spec) => first(OpenAiChat.toolDefinitionsResult([spec], { strict: "require" })),
     check: (t) => strictViolations((t as OpenAiChat.FunctionTool).function.parameters)
   },
   {
     name: "openai-responses strict:auto",
-    run: (spec) => first(OpenAiResponses.toolDefinitions([spec])),
+    run: (spec) => first(OpenAiResponses.toolDefinitionsResult([spec])),
     check: (t) => metaErrors2020((t as OpenAiResponses.FunctionTool).parameters)
   },
   {
     name: "anthropic",
-    run: (spec) => first(Anthropic.toolDefinitions([spec])),
+    run: (spec) => first(Anthropic.toolDefinitionsResult([spec])),
     check: (t) => metaErrors2020((t as Anthropic.Tool).input_schema)
   },
   {
     name: "anthropic strict:require",
-    run: (spec) => first(Anthropic.toolDefinitions([spec], { strict: "require" })),
+    run: (spec) => first(Anthropic.toolDefinitionsResult([spec], { strict: "require" })),
     check: (t) => metaErrors2020((t as Anthropic.Tool).input_schema)
   },
   {
     name: "gemini json-schema",
-    run: (spec) => first(Gemini.toolDefinitions([spec])),
+    run: (spec) => first(Gemini.toolDefinitionsResult([spec])),
     check: (t) => metaErrors2020((t as Gemini.Tool).functionDeclarations[0]!.parametersJsonSchema)
   },
   {
     name: "gemini openapi",
-    run: (spec) => first(Gemini.toolDefinitions([spec], { dialect: "openapi" })),
+    run: (spec) => first(Gemini.toolDefinitionsResult([spec], { dialect: "openapi" })),
     check: (t) => {
       const parameters = (t as Gemini.Tool).functionDeclarations[0]!.parameters
       return parameters === undefined ? [] : geminiOpenApiViolations(parameters)
@@ -80,7 +80,7 @@ const dialects: ReadonlyArray<Dialect> = [
   },
   {
     name: "mcp",
-    run: (spec) => first(Mcp.toolDefinitions([spec])),
+    run: (spec) => first(Mcp.toolDefinitionsResult([spec])),
     check: (t) => metaErrors2020((t as Mcp.Tool).inputSchema)
   }
 ]
@@ -164,7 +164,7 @@ describe("BFCL corpus through every provider", () => {
     for (const { entry, registry } of built) {
       const specs = registry.specs
       const strictNames = new Set(
-        Result.getOrThrow(OpenAiChat.toolDefinitions(specs)).filter((t) => t.function.strict === true).map((t) =>
+        Result.getOrThrow(OpenAiChat.toolDefinitionsResult(specs)).filter((t) => t.function.strict === true).map((t) =>
           t.function.name
         )
       )

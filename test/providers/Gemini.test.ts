@@ -16,7 +16,7 @@ const temperature = imported(official.declaration.name, official.declaration.par
 const plain = (schema: Gemini.Schema | undefined): unknown => schema
 
 const declarationOf = (inputSchema: object, options: Gemini.ExportOptions = {}) => {
-  const exported = Gemini.toolDefinitions([handSpec("t", inputSchema as any)], options)
+  const exported = Gemini.toolDefinitionsResult([handSpec("t", inputSchema as any)], options)
   if (Result.isFailure(exported)) throw new Error(exported.failure.message)
   const declaration = exported.success[0]!.functionDeclarations[0]!
   if (declaration.parameters !== undefined) assert.deepStrictEqual(geminiOpenApiViolations(declaration.parameters), [])
@@ -28,7 +28,7 @@ const declarationOf = (inputSchema: object, options: Gemini.ExportOptions = {}) 
 
 describe("Gemini golden (function calling guide: get_current_temperature)", () => {
   it("the default declaration carries the guide's schema as parametersJsonSchema, closed as it is enforced", () => {
-    assert.deepStrictEqual(Result.getOrThrow(Gemini.toolDefinitions(registry([temperature]).specs)), [{
+    assert.deepStrictEqual(Result.getOrThrow(Gemini.toolDefinitionsResult(registry([temperature]).specs)), [{
       functionDeclarations: [{
         name: official.declaration.name,
         description: official.declaration.description,
@@ -38,7 +38,7 @@ describe("Gemini golden (function calling guide: get_current_temperature)", () =
   })
 
   it("the openapi dialect writes Google's Schema (upper-case types)", () => {
-    const [tool] = Result.getOrThrow(Gemini.toolDefinitions(registry([temperature]).specs, { dialect: "openapi" }))
+    const [tool] = Result.getOrThrow(Gemini.toolDefinitionsResult(registry([temperature]).specs, { dialect: "openapi" }))
     assert.deepStrictEqual(plain(tool!.functionDeclarations[0]!.parameters), {
       type: "OBJECT",
       properties: { location: { type: "STRING", description: "The city name, e.g. San Francisco" } },
@@ -140,12 +140,12 @@ describe("Gemini (providers.md cases)", () => {
       properties: { node: { $ref: "#/$defs/Node" } },
       $defs: { Node: { type: "object", properties: { next: { $ref: "#/$defs/Node" } } } }
     }
-    const failed = Gemini.toolDefinitions([handSpec("tree", recursive)], { dialect: "openapi" })
+    const failed = Gemini.toolDefinitionsResult([handSpec("tree", recursive)], { dialect: "openapi" })
     assert.isTrue(Result.isFailure(failed) && failed.failure.detail.includes("recursive $ref"))
   })
 
   it("case 4: math.factorial and ns:tool are valid names; 1tool and 129 characters are not", () => {
-    const named = (name: string) => Gemini.toolDefinitions([handSpec(name, { type: "object", properties: {} })])
+    const named = (name: string) => Gemini.toolDefinitionsResult([handSpec(name, { type: "object", properties: {} })])
     assert.isTrue(Result.isSuccess(named("math.factorial")))
     assert.isTrue(Result.isSuccess(named("ns:tool")))
     assert.isTrue(Result.isSuccess(named(`_${"a".repeat(127)}`)))
@@ -156,7 +156,7 @@ describe("Gemini (providers.md cases)", () => {
     }
     // Original (dotted) names can be sent on request; the registry resolves them.
     const reg = registry([imported("math.factorial", { type: "object", properties: { n: { type: "integer" } } })])
-    const [tool] = Result.getOrThrow(Gemini.toolDefinitions(reg.specs, { names: "original" }))
+    const [tool] = Result.getOrThrow(Gemini.toolDefinitionsResult(reg.specs, { names: "original" }))
     assert.strictEqual(tool!.functionDeclarations[0]!.name, "math.factorial")
     const { calls } = Gemini.toolCalls([{ functionCall: { name: "math.factorial", args: { n: 3 } } }])
     assert.deepStrictEqual(inputOf(reg, calls[0]!), { n: 3 })
@@ -179,7 +179,7 @@ describe("Gemini (providers.md cases)", () => {
 
   it("case 6: type together with anyOf is rejected", () => {
     const schema = { type: "object", properties: { v: { type: "string", anyOf: [{ minLength: 1 }, { const: "" }] } } }
-    const result = Gemini.toolDefinitions([handSpec("mixed", schema)], { dialect: "openapi" })
+    const result = Gemini.toolDefinitionsResult([handSpec("mixed", schema)], { dialect: "openapi" })
     assert.isTrue(Result.isFailure(result))
     if (Result.isFailure(result)) {
       assert.strictEqual(result.failure.reason, "unsupported_schema")
@@ -190,7 +190,7 @@ describe("Gemini (providers.md cases)", () => {
 
   it("a lone type null, free-form objects and untyped values have no OpenAPI form", () => {
     for (const property of [{ type: "null" }, { type: "object" }, {}]) {
-      const result = Gemini.toolDefinitions([handSpec("odd", { type: "object", properties: { p: property } })], {
+      const result = Gemini.toolDefinitionsResult([handSpec("odd", { type: "object", properties: { p: property } })], {
         dialect: "openapi"
       })
       assert.isTrue(Result.isFailure(result), JSON.stringify(property))

@@ -7,6 +7,7 @@ import * as Gemini from "../../src/providers/Gemini.ts"
 import * as Mcp from "../../src/providers/Mcp.ts"
 import * as OpenAiChat from "../../src/providers/OpenAiChat.ts"
 import * as OpenAiResponses from "../../src/providers/OpenAiResponses.ts"
+import type { ProviderExportError } from "../../src/providers/ProviderExportError.ts"
 import { metaErrors2020, strictViolations, validate07, validate2020 } from "./support/schemaChecks.ts"
 import { closed, fixture, imported, inputOf, registry, rejected, resolve, success } from "./support/tools.ts"
 
@@ -35,7 +36,7 @@ const weatherData = fromExample(official.structuredTool, { access: "read" })
 
 describe("Mcp golden (2025-11-25 tools page examples)", () => {
   it("tools/list entries reproduce the spec's tools, titles included (inputs closed, as enforced), with annotations from Safety, and conform to the schema", () => {
-    const tools = Result.getOrThrow(Mcp.toolDefinitions(registry([weather, weatherData]).specs))
+    const tools = Result.getOrThrow(Mcp.toolDefinitionsResult(registry([weather, weatherData]).specs))
     const listed = official.listedTool
     const structured = official.structuredTool
     assert.deepStrictEqual(tools, [
@@ -63,12 +64,12 @@ describe("Mcp golden (2025-11-25 tools page examples)", () => {
     })
     const [withTitle, withoutTitle] = [registry([weather]).specs, registry([plain]).specs]
     assert.strictEqual(withTitle[0]!.title, "Weather Information Provider")
-    assert.notProperty(Result.getOrThrow(Mcp.toolDefinitions(withoutTitle))[0]!, "title")
+    assert.notProperty(Result.getOrThrow(Mcp.toolDefinitionsResult(withoutTitle))[0]!, "title")
     const exports: ReadonlyArray<(specs: typeof withTitle) => unknown> = [
-      (specs) => Result.getOrThrow(OpenAiChat.toolDefinitions(specs)),
-      (specs) => Result.getOrThrow(OpenAiResponses.toolDefinitions(specs)),
-      (specs) => Result.getOrThrow(Anthropic.toolDefinitions(specs)),
-      (specs) => Result.getOrThrow(Gemini.toolDefinitions(specs))
+      (specs) => Result.getOrThrow(OpenAiChat.toolDefinitionsResult(specs)),
+      (specs) => Result.getOrThrow(OpenAiResponses.toolDefinitionsResult(specs)),
+      (specs) => Result.getOrThrow(Anthropic.toolDefinitionsResult(specs)),
+      (specs) => Result.getOrThrow(Gemini.toolDefinitionsResult(specs))
     ]
     for (const toolDefinitions of exports) {
       const exported = toolDefinitions(withTitle)
@@ -77,8 +78,25 @@ describe("Mcp golden (2025-11-25 tools page examples)", () => {
     }
     // Tool.make takes one too.
     const made = Tool.make("greet", { title: "Greeter", description: "Greets.", input: Schema.Struct({}), handler: () => Effect.succeed("hi") })
-    assert.strictEqual(Result.getOrThrow(Mcp.toolDefinitions(registry([made]).specs))[0]!.title, "Greeter")
+    assert.strictEqual(Result.getOrThrow(Mcp.toolDefinitionsResult(registry([made]).specs))[0]!.title, "Greeter")
   })
+
+  it.effect("every provider's toolDefinitions is an Effect (yield it); toolDefinitionsResult is the same as a Result", () =>
+    Effect.gen(function*() {
+      const specs = registry([weather]).specs
+      const twice = [specs[0]!, specs[0]!]
+      const providers: ReadonlyArray<{
+        readonly toolDefinitions: (specs: ReadonlyArray<Tool.ToolSpec>) => Effect.Effect<ReadonlyArray<unknown>, ProviderExportError>
+        readonly toolDefinitionsResult: (specs: ReadonlyArray<Tool.ToolSpec>) => Result.Result<ReadonlyArray<unknown>, ProviderExportError>
+      }> = [OpenAiChat, OpenAiResponses, Anthropic, Gemini, Mcp]
+      for (const provider of providers) {
+        const exported = yield* provider.toolDefinitions(specs)
+        assert.deepStrictEqual(exported, Result.getOrThrow(provider.toolDefinitionsResult(specs)))
+        const failed = yield* Effect.flip(provider.toolDefinitions(twice))
+        assert.strictEqual(failed._tag, "ProviderExportError")
+        assert.strictEqual(failed.reason, "duplicate_name")
+      }
+    }))
 
   it("a tools/call request becomes a call; other requests are passthrough", () => {
     const reg = registry([weather])
@@ -127,7 +145,7 @@ describe("Mcp (providers.md cases)", () => {
     })
     assert.isTrue(Result.isFailure(resolve(reg, { id: "2", name: "locate", arguments: { point: [1, 2, 3] } })))
     // The export says the same thing in 2020-12, which MCP assumes when $schema is absent.
-    const [tool] = Result.getOrThrow(Mcp.toolDefinitions(reg.specs))
+    const [tool] = Result.getOrThrow(Mcp.toolDefinitionsResult(reg.specs))
     assert.deepStrictEqual(tool!.inputSchema.properties, {
       point: { type: "array", prefixItems: [{ type: "number" }, { type: "number" }], items: false },
       unit: { $ref: "#/$defs/Unit" }
@@ -145,9 +163,9 @@ describe("Mcp (providers.md cases)", () => {
   it("case 2: admin.tools.list keeps its name in MCP and maps reversibly for OpenAI and Anthropic; collisions fail", () => {
     const admin = imported("admin.tools.list", { type: "object", properties: { page: { type: "integer" } } })
     const reg = registry([admin])
-    assert.strictEqual(Result.getOrThrow(Mcp.toolDefinitions(reg.specs))[0]!.name, "admin.tools.list")
-    assert.strictEqual(Result.getOrThrow(OpenAiChat.toolDefinitions(reg.specs))[0]!.function.name, "admin_tools_list")
-    assert.strictEqual(Result.getOrThrow(Anthropic.toolDefinitions(reg.specs))[0]!.name, "admin_tools_list")
+    assert.strictEqual(Result.getOrThrow(Mcp.toolDefinitionsResult(reg.specs))[0]!.name, "admin.tools.list")
+    assert.strictEqual(Result.getOrThrow(OpenAiChat.toolDefinitionsResult(reg.specs))[0]!.function.name, "admin_tools_list")
+    assert.strictEqual(Result.getOrThrow(Anthropic.toolDefinitionsResult(reg.specs))[0]!.name, "admin_tools_list")
     assert.strictEqual(reg.aliases.toOriginal(reg.names[0]!), "admin.tools.list")
     const viaMcp = Mcp.toolCalls({ jsonrpc: "2.0", id: "a", method: "tools/call", params: { name: "admin.tools.list", arguments: { page: 2 } } })
     const viaAnthropic = Anthropic.toolCalls([{ type: "tool_use", id: "b", name: "admin_tools_list", input: { page: 2 } }])
@@ -186,9 +204,9 @@ describe("Mcp (providers.md cases)", () => {
   it("case 5: a tool with no parameters round-trips through the OpenAI strict export", () => {
     const noArgs = imported("server.ping", { type: "object", additionalProperties: false })
     const reg = registry([noArgs])
-    const [mcpTool] = Result.getOrThrow(Mcp.toolDefinitions(reg.specs))
+    const [mcpTool] = Result.getOrThrow(Mcp.toolDefinitionsResult(reg.specs))
     assert.deepStrictEqual(mcpTool!.inputSchema, { type: "object", additionalProperties: false })
-    const [openAi] = Result.getOrThrow(OpenAiChat.toolDefinitions(reg.specs, { strict: "require" }))
+    const [openAi] = Result.getOrThrow(OpenAiChat.toolDefinitionsResult(reg.specs, { strict: "require" }))
     assert.deepStrictEqual(openAi!.function.parameters, { type: "object", properties: {}, required: [], additionalProperties: false })
     assert.deepStrictEqual(strictViolations(openAi!.function.parameters), [])
     const message = (args: string): OpenAiChat.ChatCompletionMessage => ({

@@ -18,7 +18,7 @@ const weather = imported(officialTool.function.name, officialTool.function.param
 })
 
 const exportOne = (tool: Tool.Any, options: OpenAiChat.ExportOptions = {}) =>
-  OpenAiChat.toolDefinitions(registry([tool]).specs, options)
+  OpenAiChat.toolDefinitionsResult(registry([tool]).specs, options)
 
 const parametersOf = (tool: Tool.Any, options: OpenAiChat.ExportOptions = {}) => {
   const exported = exportOne(tool, options)
@@ -177,7 +177,7 @@ describe("OpenAI strict exporter (providers.md cases)", () => {
       required: ["number"]
     })
     const reg = registry([factorial])
-    const [definition] = Result.getOrThrow(OpenAiChat.toolDefinitions(reg.specs))
+    const [definition] = Result.getOrThrow(OpenAiChat.toolDefinitionsResult(reg.specs))
     assert.strictEqual(definition!.function.name, "math_factorial")
     const [call] = OpenAiChat.toolCalls({
       role: "assistant",
@@ -193,9 +193,9 @@ describe("OpenAI strict exporter (providers.md cases)", () => {
     if (Result.isFailure(collision)) assert.strictEqual(collision.failure.violations[0]?._tag, "ToolNameCollision")
 
     const spec = reg.specs[0]!
-    const duplicated = OpenAiChat.toolDefinitions([spec, spec])
+    const duplicated = OpenAiChat.toolDefinitionsResult([spec, spec])
     assert.strictEqual(Result.isFailure(duplicated) && duplicated.failure.reason, "duplicate_name")
-    const long = OpenAiChat.toolDefinitions([{ ...spec, name: "a".repeat(65) as ToolName.ToolName }])
+    const long = OpenAiChat.toolDefinitionsResult([{ ...spec, name: "a".repeat(65) as ToolName.ToolName }])
     assert.isTrue(Result.isFailure(long))
     if (Result.isFailure(long)) {
       assert.strictEqual(long.failure.reason, "invalid_name")
@@ -203,7 +203,7 @@ describe("OpenAI strict exporter (providers.md cases)", () => {
     }
     // The registry's own sanitiser keeps long foreign names within 64 characters.
     const longForeign = registry([imported(`ns.${"x".repeat(80)}`, { type: "object", properties: {} })])
-    assert.isTrue(Result.isSuccess(OpenAiChat.toolDefinitions(longForeign.specs)))
+    assert.isTrue(Result.isSuccess(OpenAiChat.toolDefinitionsResult(longForeign.specs)))
   })
 
   it("case 4: allOf, not, if and free-form objects fall back to strict:false, or fail under require", () => {
@@ -216,11 +216,11 @@ describe("OpenAI strict exporter (providers.md cases)", () => {
     for (const [name, property, reason] of cases) {
       const spec = handSpec(name, { type: "object", properties: { p: property }, required: ["p"] })
       const fallbacks: Array<ProviderExportError> = []
-      const [auto] = Result.getOrThrow(OpenAiChat.toolDefinitions([spec], { onFallback: (e) => fallbacks.push(e) }))
+      const [auto] = Result.getOrThrow(OpenAiChat.toolDefinitionsResult([spec], { onFallback: (e) => fallbacks.push(e) }))
       assert.strictEqual(auto!.function.strict, false, name)
       assert.deepStrictEqual(auto!.function.parameters, spec.inputSchema, name)
       assert.strictEqual(fallbacks.length, 1, name)
-      const required = OpenAiChat.toolDefinitions([spec], { strict: "require" })
+      const required = OpenAiChat.toolDefinitionsResult([spec], { strict: "require" })
       if (Result.isSuccess(required)) throw new Error(`${name}: expected the export to fail`)
       const error = required.failure
       assert.strictEqual(error._tag, "ProviderExportError")

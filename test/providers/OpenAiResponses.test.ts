@@ -10,14 +10,14 @@ const weather = imported(officialTool.name, officialTool.parameters, { descripti
 
 describe("OpenAiResponses golden (function calling guide)", () => {
   it("a strict flat function tool reproduces the guide's definition", () => {
-    const tools = Result.getOrThrow(OpenAiResponses.toolDefinitions(registry([weather]).specs))
+    const tools = Result.getOrThrow(OpenAiResponses.toolDefinitionsResult(registry([weather]).specs))
     assert.deepStrictEqual(tools, official.tools)
     assert.deepStrictEqual(metaErrors2020(tools[0]!.parameters), [])
     assert.deepStrictEqual(strictViolations(tools[0]!.parameters), [])
   })
 
   it("strict is always explicit, false when not used", () => {
-    const [tool] = Result.getOrThrow(OpenAiResponses.toolDefinitions(registry([weather]).specs, { strict: false }))
+    const [tool] = Result.getOrThrow(OpenAiResponses.toolDefinitionsResult(registry([weather]).specs, { strict: false }))
     assert.strictEqual(tool!.strict, false)
   })
 

@@ -116,7 +116,7 @@ describe("OpenAiChat with the openai SDK", () => {
     const http = fakeFetch(chatBody, { ...chatBody, choices: [] })
     const openai = new OpenAI({ apiKey: "test", fetch: http.fetch, maxRetries: 0 })
 
-    const tools: Array<OpenAI.Chat.ChatCompletionTool> = Result.getOrThrow(OpenAiChat.toolDefinitions(specs))
+    const tools: Array<OpenAI.Chat.ChatCompletionTool> = Result.getOrThrow(OpenAiChat.toolDefinitionsResult(specs))
     const question: OpenAI.Chat.ChatCompletionMessageParam = { role: "user", content: "Weather in Paris, and a screenshot?" }
     const completion: OpenAI.Chat.ChatCompletion = await openai.chat.completions.create({
       model: "gpt-4.1",
@@ -212,7 +212,7 @@ describe("OpenAiResponses with the openai SDK", () => {
     const http = fakeFetch(responsesBody)
     const openai = new OpenAI({ apiKey: "test", fetch: http.fetch, maxRetries: 0 })
 
-    const tools: Array<OpenAI.Responses.FunctionTool> = Result.getOrThrow(OpenAiResponses.toolDefinitions(specs))
+    const tools: Array<OpenAI.Responses.FunctionTool> = Result.getOrThrow(OpenAiResponses.toolDefinitionsResult(specs))
     const response: OpenAI.Responses.Response = await openai.responses.create({
       model: "gpt-4.1",
       input: "Weather in Paris, and a screenshot?",
@@ -312,7 +312,7 @@ const message: Anthropic.Messages.Message = {
 describe("Anthropic with the @anthropic-ai/sdk types", () => {
   it("tools and the tool_result message fit MessageCreateParams; the SDK's Message goes into toolCalls", () => {
     const tools: Array<Anthropic.Messages.Tool> = Result.getOrThrow(
-      AnthropicTools.toolDefinitions(specs, { strict: "auto", cacheControl: { take_screenshot: { type: "ephemeral" } } })
+      AnthropicTools.toolDefinitionsResult(specs, { strict: "auto", cacheControl: { take_screenshot: { type: "ephemeral" } } })
     )
     const question: Anthropic.Messages.MessageParam = { role: "user", content: "Weather in Paris, and a screenshot?" }
 
@@ -388,8 +388,8 @@ describe("Gemini with the @google/genai SDK", () => {
     const http = fakeFetch(geminiBody)
     const ai = new Genai.GoogleGenAI({ apiKey: "test", httpOptions: { fetch: http.fetch } })
 
-    const tools: Array<Genai.Tool> = Result.getOrThrow(Gemini.toolDefinitions(specs))
-    const exported = Result.getOrThrow(Gemini.toolDefinitions(specs, { dialect: "openapi" }))
+    const tools: Array<Genai.Tool> = Result.getOrThrow(Gemini.toolDefinitionsResult(specs))
+    const exported = Result.getOrThrow(Gemini.toolDefinitionsResult(specs, { dialect: "openapi" }))
     const openApiTools: Array<Genai.Tool> = exported
     const declaration: Genai.FunctionDeclaration = exported[0]!.functionDeclarations[0]!
     const parameters: Genai.Schema | undefined = declaration.parameters
@@ -458,8 +458,8 @@ describe("Gemini with the @google/genai SDK", () => {
 describe("Mcp with the @modelcontextprotocol/sdk SDK", () => {
   it("a low-level Server lists our tools and answers tools/call with our CallToolResult; the SDK Client accepts both", async () => {
     const server = new Server({ name: "weather", version: "1.0.0" }, { capabilities: { tools: {} } })
-    const tools: Array<McpTypes.Tool> = Result.getOrThrow(Mcp.toolDefinitions(specs))
-    server.setRequestHandler(McpTypes.ListToolsRequestSchema, () => ({ tools: Result.getOrThrow(Mcp.toolDefinitions(specs)) }))
+    const tools: Array<McpTypes.Tool> = Result.getOrThrow(Mcp.toolDefinitionsResult(specs))
+    server.setRequestHandler(McpTypes.ListToolsRequestSchema, () => ({ tools: Result.getOrThrow(Mcp.toolDefinitionsResult(specs)) }))
     const received: Array<ToolCall> = []
     server.setRequestHandler(McpTypes.CallToolRequestSchema, (request, extra) => {
       const typed: McpTypes.CallToolRequest = request

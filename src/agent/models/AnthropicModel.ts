@@ -166,7 +166,7 @@ export const encodeRequest = (
   options: Pick<Options, "model" | "maxTokens" | "strict" | "cacheControl" | "parameters">,
   request: Request
 ): Result.Result<RequestBody, ChatModelError> => {
-  const tools = Anthropic.toolDefinitions(request.tools, {
+  const tools = Anthropic.toolDefinitionsResult(request.tools, {
     strict: options.strict ?? false,
     ...(options.cacheControl === undefined ? {} : { cacheControl: options.cacheControl })
   })

@@ -155,7 +155,7 @@ export const encodeRequest = (
   options: Pick<Options, "export" | "parameters">,
   request: Request
 ): Result.Result<RequestBody, ChatModelError> => {
-  const tools = Gemini.toolDefinitions(request.tools, options.export ?? {})
+  const tools = Gemini.toolDefinitionsResult(request.tools, options.export ?? {})
   if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
   const { contents, system } = wireContents(request.messages)
   return Result.succeed({

@@ -115,7 +115,7 @@ export const encodeRequest = (
   options: Pick<Options, "model" | "strict" | "parameters">,
   request: Request
 ): Result.Result<RequestBody, ChatModelError> => {
-  const tools = OpenAiChat.toolDefinitions(request.tools, { strict: options.strict ?? "auto" })
+  const tools = OpenAiChat.toolDefinitionsResult(request.tools, { strict: options.strict ?? "auto" })
   if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
   return Result.succeed({
     ...options.parameters,

@@ -110,7 +110,7 @@ export const encodeRequest = (
   options: Pick<Options, "model" | "strict" | "parameters">,
   request: Request
 ): Result.Result<RequestBody, ChatModelError> => {
-  const tools = OpenAiResponses.toolDefinitions(request.tools, { strict: options.strict ?? "auto" })
+  const tools = OpenAiResponses.toolDefinitionsResult(request.tools, { strict: options.strict ?? "auto" })
   if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
   return Result.succeed({
     ...options.parameters,
