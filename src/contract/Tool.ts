@@ -61,11 +61,16 @@ export interface Tool<
   readonly services: ReadonlyArray<Context.Key<unknown, unknown>>
   readonly safety: Safety
   readonly timeout: Duration.Duration | undefined
-  /** Retry schedule for retryable errors; a registry refuses it unless the tool is idempotent or keyed. */
+  /**
+   * Retry schedule for retryable errors ({@link mayRetry}: a timeout only for an idempotent tool); a
+   * registry refuses it unless the tool is idempotent or keyed.
+   */
   readonly retry: Schedule.Schedule<unknown, ToolError> | undefined
   /**
-   * Idempotency key of a call, computed from its input. The executor applies a key at most once:
-   * a repeat (or retry) with a key that already succeeded returns the stored result.
+   * Idempotency key of a call, computed from its input. A key that succeeded is not applied again:
+   * a repeat (or retry) returns the stored result. The handler gets the key
+   * (`ToolCallContext.idempotencyKey`) to pass downstream, the only place that can tell whether an
+   * attempt that failed or timed out applied it.
    */
   readonly idempotency: ((input: Input["Type"]) => string) | undefined
   /** What the model reads for an output (text or content blocks); default: the encoded output as JSON text. */
@@ -122,7 +127,7 @@ export interface MakeOptions<
   readonly safety?: Safety
   readonly timeout?: Duration.Input
   readonly retry?: Schedule.Schedule<unknown, ToolError>
-  /** The call's idempotency key, from its input: the executor applies each key at most once. */
+  /** The call's idempotency key, from its input: a key that succeeded is not applied again (see `Tool.idempotency`). */
   readonly idempotency?: (input: Input["Type"]) => string
   /** What the model reads for an output: text, or content blocks (text and images). */
   readonly toModelOutput?: (output: OutputType<Output>) => ModelOutput
@@ -433,10 +438,39 @@ export interface ToolSpec {
   readonly timeout?: number
   /** True when the tool declares a retry schedule. */
   readonly retry: boolean
-  /** `idempotent` (safety says so), `keyed` (declares a key), or `none`. */
-  readonly idempotency: "idempotent" | "keyed" | "none"
+  /** What a retry may rely on ({@link retrySafety}): `idempotent` (even when keyed), `keyed`, or `none`. */
+  readonly idempotency: RetrySafety
   readonly options: ToolOptions
 }
+
+/**
+ * What running a tool again may rely on. `idempotent` (`safety.idempotent`, keyed or not): running
+ * it again is harmless. `keyed` (an `idempotency` key, not idempotent): a key that succeeded is not
+ * applied again (its stored result answers), and the handler gets the key to deduplicate
+ * downstream, but an attempt that timed out may have applied its effect there. `none`: neither.
+ */
+export type RetrySafety = "idempotent" | "keyed" | "none"
+
+/** The {@link RetrySafety} of a tool (also its `ToolSpec.idempotency`). */
+export const retrySafety = (tool: Pick<Any, "safety" | "idempotency">): RetrySafety =>
+  tool.safety.idempotent === true ? "idempotent" : tool.idempotency !== undefined ? "keyed" : "none"
+
+/**
+ * Whether an attempt that may have had its effect and left no result (it timed out; in a durable
+ * run, its process died) may run again: only an idempotent tool's. Anything else reports it as
+ * "may or may not have completed".
+ */
+export const mayRunAgain = (safety: RetrySafety): boolean => safety === "idempotent"
+
+/**
+ * The one rule for automatic retries: whether a failed attempt of a tool with `safety` may run
+ * again under its `retry` schedule. Only a retryable error (`disposition: "retry"`), only for an
+ * idempotent or keyed tool (registration refuses a schedule on any other, `UnsafeRetry`), and a
+ * timeout only when {@link mayRunAgain}: a keyed tool retries the `ToolTransient` its handler
+ * declares (saying the effect did not happen), never its timeout.
+ */
+export const mayRetry = (safety: RetrySafety, error: ToolError): boolean =>
+  safety !== "none" && error.disposition === "retry" && (error._tag !== "ToolTimeout" || mayRunAgain(safety))
 
 /** The canonical name of a tool: its own name, or the sanitised alias of a foreign name. */
 export const canonicalName = (tool: Any): Result.Result<ToolName.ToolName, ToolName.InvalidToolName> =>
@@ -467,7 +501,7 @@ export const spec = (
       safety: tool.safety,
       ...(tool.timeout === undefined ? {} : { timeout: Duration.toMillis(tool.timeout) }),
       retry: tool.retry !== undefined,
-      idempotency: tool.safety.idempotent === true ? "idempotent" : tool.idempotency !== undefined ? "keyed" : "none",
+      idempotency: retrySafety(tool),
       options: tool.options
     }
   })

@@ -13,14 +13,17 @@
  * with the same id both run, as in `Agent.run`). The call in flight when a runner dies
  * (after its side effect, before its journal write) is re-run by the engine (at least once), so:
  *
- * | tool | a re-run after a crash |
+ * | tool (`Tool.retrySafety`) | a re-run after a crash |
  * |---|---|
- * | `safety.idempotent: true` | runs again |
- * | keyed (`Tool.make({ idempotency })`) | the key's claim owner is the activity's stable key (`Activity.idempotencyKey`); a stored result replays; no stored result: not run again, answered "may or may not have completed" |
+ * | `safety.idempotent: true` (keyed or not) | runs again (a keyed one replays its key's stored result, if any) |
+ * | keyed (`Tool.make({ idempotency })`), not idempotent | the key's claim owner is the activity's stable key (`Activity.idempotencyKey`); a stored result replays; no stored result: not run again, answered "may or may not have completed" |
  * | neither | a "started" marker is written before the call; a re-run that finds it does not run the tool and answers "may or may not have completed" (`ToolFailure` with `detail.outcome: "unknown"`; its `tool.failed` event has `outcome: "unknown"`) |
  *
- * A crash between the marker and the handler's start also answers "may or may not have
- * completed": the rule errs towards never applying twice.
+ * This is the rule of automatic retries after a timeout (`Tool.mayRunAgain`): only an idempotent
+ * tool runs again when its last attempt may have had its effect. A keyed call's claim owner is the
+ * activity's stable key whether or not the tool is idempotent. A crash between the marker and the
+ * handler's start also answers "may or may not have completed": the rule errs towards never
+ * applying twice.
  *
  * Approvals: for each call of a turn for which `options.approval` holds, the body records a request
  * (table `tinyagents_durable_approvals`) and reports `agent.approval_requested`, all of the turn's
@@ -78,7 +81,7 @@ import type { SqlClient } from "effect/sql"
 import { Activity, DurableDeferred, Workflow, type WorkflowEngine } from "effect/workflow"
 import * as Agent from "../agent/Agent.ts"
 import * as ChatModel from "../agent/ChatModel.ts"
-import type * as Tool from "../contract/Tool.ts"
+import * as Tool from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type * as ToolRegistry from "../contract/ToolRegistry.ts"
 import * as ToolError from "../contract/ToolError.ts"
@@ -647,17 +650,15 @@ const callActivity = <R, MR>(
       const entry = options.tools.get(call.name)
       const events: Array<ToolEvent.Event> = []
       const collect = EventSink.of({ emit: (event) => Effect.sync(() => void events.push(event)) })
-      const kind = entry === undefined
-        ? "unknown"
-        : entry.tool.idempotency !== undefined
-        ? "keyed"
-        : entry.spec.safety.idempotent
-        ? "idempotent"
-        : "unsafe"
+      // whether a re-run may run the call again: the rule of automatic retries after a timeout
+      // (`spec.idempotency` is `Tool.retrySafety`)
+      const safety = entry?.spec.idempotency
+      // a call that may not run again is marked before it starts, so a re-run knows it started
+      const marks = safety !== undefined && !Tool.mayRunAgain(safety)
       // a cancelled run starts no call (one whose marker shows an earlier start is answered as after a crash)
       const stop = cancelled.get(cancelledKey(run)) ??
         (approval.needsApproval && decision === undefined ? executor.runCancel.reasonUnsafe() ?? "cancelled" : undefined)
-      if (stop !== undefined && !((kind === "keyed" || kind === "unsafe") && (yield* Tables.marked(key)))) {
+      if (stop !== undefined && !(marks && (yield* Tables.marked(key)))) {
         const error = new ToolError.ToolCancelled({ toolName, started: false })
         return { result: ToolResult.fromError(call, error), events, cancelled: stop }
       }
@@ -670,8 +671,8 @@ const callActivity = <R, MR>(
         )
         return { result: ToolResult.fromError(call, error), events }
       }
-      const resumed = kind === "keyed" || kind === "unsafe" ? !(yield* Tables.mark(key)) : false
-      if (kind === "unsafe" && resumed) {
+      const resumed = marks ? !(yield* Tables.mark(key)) : false
+      if (safety === "none" && resumed) {
         const error = Idempotency.outcomeUnknown(toolName)
         yield* Effect.provideService(
           executor.emit({
@@ -696,7 +697,10 @@ const callActivity = <R, MR>(
       let attempt = executor.runBatch([effective], { advertised: context.advertised }).pipe(
         Effect.provideService(EventSink, collect)
       )
-      if (kind === "keyed") attempt = Effect.provideService(attempt, Idempotency.DurableClaim, { owner: key, resumed })
+      // a keyed call's claim owner is stable across re-runs; an idempotent one (`resumed` false) runs again
+      if (entry?.tool.idempotency !== undefined) {
+        attempt = Effect.provideService(attempt, Idempotency.DurableClaim, { owner: key, resumed })
+      }
       if (decision !== undefined) {
         attempt = Effect.provideService(attempt, Approval.Approval, { decide: () => Effect.succeed(decision) })
       }

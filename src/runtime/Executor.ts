@@ -85,8 +85,8 @@ export interface Options<MR = never> {
   /** Default batch failure policy. Default `settle`. */
   readonly failurePolicy?: FailurePolicy
   /**
-   * Where results of keyed tools (`Tool.make({ idempotency })`) are kept, so that each key is applied
-   * at most once: across executors sharing a `StoreRegistry`, and across processes sharing its store.
+   * Where results of keyed tools (`Tool.make({ idempotency })`) are kept, so that a key that succeeded
+   * is not applied again: across executors sharing a `StoreRegistry`, and across processes sharing its store.
    * The store keeps each result as the handler produced it (content blocks and encoded value, not
    * redacted); a stored result is redacted per the tool's `safety.redact` each time it answers a call.
    */

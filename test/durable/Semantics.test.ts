@@ -1,6 +1,7 @@
 /**
- * The call in flight when a runner stops: an idempotent tool runs again, a keyed or plain
- * (non-idempotent, unkeyed) tool is not run again and is answered "may or may not have completed".
+ * The call in flight when a runner stops: an idempotent tool (keyed or not) runs again, a keyed or
+ * plain (non-idempotent, unkeyed) tool is not run again and is answered "may or may not have
+ * completed": the rule of automatic retries after a timeout (`Tool.mayRunAgain`).
  * The runner is stopped by closing its scope while the tool's handler is inside its side effect
  * (after it applied it, before the activity's result is journaled), then a new runner is started
  * on the same SQLite file, as a restarted process would.
@@ -88,6 +89,14 @@ describe("the call in flight when the runner stops", () => {
       assert.strictEqual(counters.get("read_value"), 2)
       assert.isFalse(result.results[0]!.isError)
       assert.strictEqual(result.text, "done: value of 0-0")
+    }), 30_000)
+
+  it.live("an idempotent keyed tool runs again too (idempotent wins, as for retries), under the activity's claim", () =>
+    Effect.gen(function*() {
+      const { counters, result } = yield* interruptedRun("plan: keyed_read", "keyed_read")
+      assert.strictEqual(counters.get("keyed_read:k0"), 2)
+      assert.isFalse(result.results[0]!.isError)
+      assert.strictEqual(result.text, "done: read k0")
     }), 30_000)
 })
 

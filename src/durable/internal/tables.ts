@@ -4,7 +4,7 @@
  * run id, written with `ON CONFLICT DO NOTHING` so that a workflow body replaying writes nothing
  * twice), `tinyagents_durable_approvals` (one row per approval request: which call it is for and
  * the decision once `approve` claimed it) and `tinyagents_durable_markers` (one row per tool-call
- * activity that started a non-idempotent or keyed call: a re-run that finds it knows a first run
+ * activity that started a non-idempotent call, keyed or not: a re-run that finds it knows a first run
  * began; the key is the activity's idempotency key, which includes the execution id) and
  * `tinyagents_durable_cancels` (one row per cancelled run: the first reason given, and when, in
  * epoch milliseconds of the cancelling process's clock). SQLite and

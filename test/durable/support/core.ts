@@ -31,7 +31,8 @@ export interface Hooks {
 }
 
 /**
- * `read_value` (idempotent), `keyed_write` (idempotency key `id`), `plain_write` (neither), `crash`
+ * `read_value` (idempotent), `keyed_write` (idempotency key `id`), `keyed_read` (idempotent and keyed
+ * by `id`), `plain_write` (neither), `crash`
  * (dies: fatal), `whoami` (answers the run's `RunContext`: `runId|threadId|turn|user`).
  */
 export const makeTools = (counters: Counters, hooks: Hooks = {}) => {
@@ -48,6 +49,13 @@ export const makeTools = (counters: Counters, hooks: Hooks = {}) => {
     safety: { access: "mutate" },
     idempotency: ({ id }) => id,
     handler: ({ id }) => Effect.andThen(Effect.sync(() => counters.bump(`keyed_write:${id}`)), Effect.as(after("keyed_write"), `wrote ${id}`))
+  })
+  const keyedRead = Tool.make("keyed_read", {
+    description: "Reads once per id, idempotently.",
+    input: Schema.Struct({ id: Schema.String }),
+    safety: { access: "read", idempotent: true },
+    idempotency: ({ id }) => id,
+    handler: ({ id }) => Effect.andThen(Effect.sync(() => counters.bump(`keyed_read:${id}`)), Effect.as(after("keyed_read"), `read ${id}`))
   })
   const plainWrite = Tool.make("plain_write", {
     description: "Appends a line.",
@@ -69,7 +77,7 @@ export const makeTools = (counters: Counters, hooks: Hooks = {}) => {
     handler: () =>
       Effect.map(RunContext.RunContext, (info) => `${info.runId}|${info.threadId}|${info.turn}|${JSON.stringify(info.user ?? null)}`)
   })
-  const result = ToolRegistry.makeResult([readValue, keyedWrite, plainWrite, crash, whoami])
+  const result = ToolRegistry.makeResult([readValue, keyedWrite, keyedRead, plainWrite, crash, whoami])
   if (result._tag === "Failure") throw result.failure
   return result.success
 }
@@ -80,7 +88,7 @@ const toolTurns = (request: ChatModel.Request) => request.messages.filter((m) =>
 /**
  * The model: the user message names the plan, e.g. `"plan: plain_write,keyed_write;read_value"` (turns
  * separated by `;`, calls by `,`); each turn calls its tools (ids `<turn>-<i>`; `tool@id=arg` sets the
- * call's id and its argument: `read_value` name, `keyed_write` id, `plain_write` line), then it answers
+ * call's id and its argument: `read_value` name, `keyed_write` and `keyed_read` id, `plain_write` line), then it answers
  * `done: <the last tool results' texts>`. Counts its answers under `model`.
  */
 export const model = (counters: Counters): Layer.Layer<ChatModel.ChatModel> =>
@@ -116,7 +124,7 @@ const answerFor = (request: ChatModel.Request): ChatModel.Response => {
         const id = explicitId ?? `${turn}-${i}`
         const args = tool === "read_value"
           ? { name: arg ?? id }
-          : tool === "keyed_write"
+          : tool === "keyed_write" || tool === "keyed_read"
           ? { id: arg ?? `k${turn}` }
           : tool === "whoami"
           ? {}

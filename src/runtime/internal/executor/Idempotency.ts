@@ -328,10 +328,15 @@ export const make = (config: Config) => {
           return attempt(Math.min(firstPoll, pollCap))
         }
         // The in-process lock: one call per key at a time (the others wait for it, then look again).
-        const claim: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> = Effect.uninterruptibleMask((restore) =>
-          Effect.suspend(() => {
+        // A waiter looks again under the same mask (a mask entered again would find the fiber
+        // uninterruptible and make its `restore` a no-op: the rest of the call, handler included,
+        // could no longer be cancelled). The holder's end wakes it at once, often inside the very
+        // interruption that ended the holder (a batch interrupts its calls one after the other):
+        // it yields first, so that an interruption on its way lands before anything starts.
+        return Effect.uninterruptibleMask((restore) => {
+          const claim: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> = Effect.suspend(() => {
             const holder = running.get(id)
-            if (holder !== undefined) return Effect.andThen(restore(Deferred.await(holder)), claim)
+            if (holder !== undefined) return Effect.andThen(restore(Effect.andThen(Deferred.await(holder), Effect.yieldNow)), claim)
             const mine = Deferred.makeUnsafe<void>()
             running.set(id, mine)
             return Effect.flatMap(DurableClaim, (durable) => apply(restore, durable)).pipe(
@@ -341,8 +346,8 @@ export const make = (config: Config) => {
               }))
             )
           })
-        )
-        return claim
+          return claim
+        })
       }
     )
 }

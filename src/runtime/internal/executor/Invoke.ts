@@ -1,15 +1,16 @@
 /**
  * Lifecycle step 7's core: the handler, invoked anew for every attempt, under
- * the tool's timeout, with its retry `Schedule` (only for tools whose repetition
- * is safe) and, for exclusive tools, holding the run's exclusive permit for the
- * attempt only (never through a backoff sleep). Handler failures become tool
+ * the tool's timeout, with its retry `Schedule` (for the failures `Tool.mayRetry`
+ * allows: a timeout only of an idempotent tool) and, for exclusive tools,
+ * holding the run's exclusive permit for the attempt only (never through a
+ * backoff sleep). Handler failures become tool
  * errors here, redacted per the tool's `safety.redact` before anything else
  * (a retry event, a middleware, a receipt) sees them; encoding the output is
  * `Render`'s job.
  */
 import { Cause, Duration, Effect, Exit, Fiber, Predicate, Result, Schedule, Schema, Semaphore } from "effect"
 import type { Invocation } from "../../Middleware.ts"
-import type * as Tool from "../../../contract/Tool.ts"
+import * as Tool from "../../../contract/Tool.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type { Redact } from "../../../contract/Safety.ts"
 import { stringify } from "../../../internal/json.ts"
@@ -101,9 +102,6 @@ const toToolError = (
   return error
 }
 
-/** True when running the tool again cannot repeat a side effect: idempotent, or keyed. */
-export const retrySafe = (tool: Tool.Any): boolean => tool.safety.idempotent === true || tool.idempotency !== undefined
-
 export const make = (config: Config) => {
   const exclusive = Semaphore.makeUnsafe(1)
   const timeouts = new WeakMap<Tool.Any, number>()
@@ -120,7 +118,7 @@ export const make = (config: Config) => {
   return (invocation: Invocation, env: Env, state: CallState.CallState): Effect.Effect<unknown, ToolError.ToolError> => {
     const tool = invocation.tool
     const name = invocation.spec.name
-    const safe = retrySafe(tool)
+    const safety = Tool.retrySafety(tool)
     const toFailure = (cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError.ToolError> =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
@@ -156,7 +154,9 @@ export const make = (config: Config) => {
               orElse: () =>
                 Effect.andThen(
                   stop,
-                  Effect.fail(new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: safe }))
+                  Effect.fail(
+                    new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: Tool.mayRunAgain(safety) })
+                  )
                 )
             }),
             Effect.onInterrupt(() => stop),
@@ -166,10 +166,10 @@ export const make = (config: Config) => {
       )
     })
     const guarded = tool.options.exclusive === true ? exclusive.withPermit(attempt) : attempt
-    if (tool.retry === undefined || !safe) return guarded
+    if (tool.retry === undefined || safety === "none") return guarded
     const policy = tool.retry.pipe(
       Schedule.setInputType<ToolError.ToolError>(),
-      Schedule.while(({ input }) => input.disposition === "retry"),
+      Schedule.while(({ input }) => Tool.mayRetry(safety, input)),
       Schedule.modifyDelay(({ duration, input }) =>
         Effect.suspend(() => {
           state.count++
