@@ -2,6 +2,7 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Schedule } from "effect"
 import type OpenAI from "openai"
+import { ChatCompletionStream } from "openai/lib/ChatCompletionStream"
 import { ChatModel } from "../../src/index.ts"
 import { OpenAiChatModel } from "../../src/agent/models/index.ts"
 import { serve } from "./support/loopback.ts"
@@ -74,6 +75,22 @@ const textEvents = (text: ReadonlyArray<string>, then: ReadonlyArray<SseEvent> =
 ]
 
 const finalPieces = ["2 + 3", " = 5 and 1", "0 + -4 = 6", "."]
+
+/** The calls the official SDK's `ChatCompletionStream` accumulates from `chunks`: `{ id, name, arguments }` in its order. */
+const sdkCalls = (chunks: ReadonlyArray<OpenAI.Chat.Completions.ChatCompletionChunk>) =>
+  Effect.promise(async () => {
+    const lines = new TextEncoder().encode(chunks.map((c) => `${JSON.stringify(c)}\n`).join(""))
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        controller.enqueue(lines)
+        controller.close()
+      }
+    })
+    const completion = await ChatCompletionStream.fromReadableStream(body).finalChatCompletion()
+    return (completion.choices[0]!.message.tool_calls ?? []).flatMap((call) =>
+      call.type === "function" ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments }] : []
+    )
+  })
 
 describe("OpenAiChatModel.stream", () => {
   it.live("parallel calls: deltas split mid-string assemble per index; Finished equals generate's Response", () =>
@@ -148,6 +165,62 @@ describe("OpenAiChatModel.stream", () => {
       ])
       assert.deepStrictEqual(trace(parts).slice(-3), ["call:call_1", "call:call_2", "finished"])
       assert.strictEqual(argumentsOf(parts, "call_2"), "{\"a\":7,\"b\":8}")
+    }).pipe(Effect.scoped))
+
+  it.live("calls are listed by index, as the official SDK accumulates them, whatever order their deltas arrive in", () =>
+    Effect.gen(function*() {
+      const chunks = [
+        chunk({ role: "assistant", content: null, refusal: null }),
+        tool({ index: 2, id: "call_c", type: "function", function: { name: "add", arguments: "{\"a\":5,\"b\":6}" } }),
+        tool({ index: 0, id: "call_a", type: "function", function: { name: "add", arguments: "{\"a\":" } }),
+        tool({ index: 1, id: "call_b", type: "function", function: { name: "add", arguments: "{\"a\":3,\"b\":4}" } }),
+        tool({ index: 0, function: { arguments: "1,\"b\":2}" } }),
+        chunk({}, "tool_calls"),
+        usageChunk(10, 5)
+      ]
+      const sse = yield* serveSse([{ events: chunks.map(data).concat([done]) }])
+      const parts = yield* streamAll(ask("three sums")).pipe(Effect.provide(model(sse.origin)))
+      const expected = [
+        { id: "call_a", name: "add", arguments: "{\"a\":1,\"b\":2}" },
+        { id: "call_b", name: "add", arguments: "{\"a\":3,\"b\":4}" },
+        { id: "call_c", name: "add", arguments: "{\"a\":5,\"b\":6}" }
+      ]
+      assert.deepStrictEqual(yield* sdkCalls(chunks), expected)
+      assert.deepStrictEqual(finished(parts).toolCalls, expected)
+      // a call still goes out as soon as it is complete (call_c when the next call starts); the rest at [DONE], by index
+      assert.deepStrictEqual(trace(parts).filter((t) => t.startsWith("call:")), ["call:call_c", "call:call_a", "call:call_b"])
+    }).pipe(Effect.scoped))
+
+  it.live("an empty argument delta after a call's JSON is complete is accepted; more text is still a decode error", () =>
+    Effect.gen(function*() {
+      const calls = [
+        tool({ index: 0, id: "call_1", type: "function", function: { name: "add", arguments: "{\"a\":1,\"b\":2}" } }),
+        tool({ index: 1, id: "call_2", type: "function", function: { name: "add", arguments: "{\"a\":3," } }),
+        // call 0 is complete now (call 1 started and its text is whole JSON); these add nothing
+        tool({ index: 0, function: { arguments: "" } }),
+        tool({ index: 0, id: "call_1", type: "function", function: { name: "add", arguments: "" } }),
+        tool({ index: 0 }),
+        tool({ index: 1, function: { arguments: "\"b\":4}" } })
+      ]
+      const chunks = [chunk({ role: "assistant", content: null, refusal: null }), ...calls, chunk({}, "tool_calls"), usageChunk(10, 5)]
+      const sse = yield* serveSse([
+        { events: chunks.map(data).concat([done]) },
+        { events: [...calls.slice(0, 2), tool({ index: 0, function: { arguments: " " } })].map(data).concat([done]) },
+        { events: [...calls.slice(0, 2), tool({ index: 0, function: { arguments: "}" } })].map(data).concat([done]) }
+      ])
+      const parts = yield* streamAll(ask("two sums")).pipe(Effect.provide(model(sse.origin)))
+      const expected = [
+        { id: "call_1", name: "add", arguments: "{\"a\":1,\"b\":2}" },
+        { id: "call_2", name: "add", arguments: "{\"a\":3,\"b\":4}" }
+      ]
+      assert.deepStrictEqual(finished(parts).toolCalls, expected)
+      assert.deepStrictEqual(yield* sdkCalls(chunks), expected)
+      assert.strictEqual(argumentsOf(parts, "call_1"), "{\"a\":1,\"b\":2}")
+      for (const _ of [1, 2]) {
+        const { error } = yield* streamFailure(ask("x")).pipe(Effect.provide(model(sse.origin)))
+        assert.strictEqual(error.reason, "decode")
+        assert.include(error.message, "tool call 0 received more arguments after it was complete")
+      }
     }).pipe(Effect.scoped))
 
   it.live("malformed argument text goes to the registry as written, as generate does", () =>

@@ -238,6 +238,18 @@ describe("OpenAiResponsesModel", () => {
       assert.lengthOf(sse.requests, 3)
     }).pipe(Effect.scoped))
 
+  it.live("stream: an empty arguments delta after a call is complete is accepted; more text is a decode error", () =>
+    Effect.gen(function*() {
+      const events = toolEvents()
+      const afterDone = (delta: string) => [...events.slice(0, 9), argsDelta(1, 1, delta), ...events.slice(9)]
+      const sse = yield* serveSse([{ events: afterDone("") }, { events: afterDone("}") }])
+      const parts = yield* streamAll(ask("x")).pipe(Effect.provide(model(sse.origin)))
+      assert.deepStrictEqual(finished(parts).toolCalls.map((call) => call.arguments), ["{\"a\":2,\"b\":3}", "{\"a\":10,\"b\":-4}"])
+      const { error } = yield* streamFailure(ask("x")).pipe(Effect.provide(model(sse.origin)))
+      assert.strictEqual(error.reason, "decode")
+      assert.include(error.message, "arguments for a function call after it was complete")
+    }).pipe(Effect.scoped))
+
   it.live("stream: interrupting a slow stream closes the HTTP response", () =>
     Effect.gen(function*() {
       const sse = yield* serveSse([{ events: toolEvents([]).slice(0, 4), then: "hang" }])

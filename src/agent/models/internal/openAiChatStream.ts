@@ -8,12 +8,15 @@
  * starts a call when it brings a new `id` and otherwise continues the latest
  * call; a new `id` at an index that holds a call with another id starts a
  * new call. A call is complete when a later call starts and its argument
- * text is complete JSON, or else at `[DONE]`. At `[DONE]` the chunks are put
- * back together as one `ChatCompletion` and read by the same decoder
- * `generate` uses, so `Finished` holds exactly the `Response` `generate`
- * would return. A chunk carrying `error`, and an `event: error` (its `error`,
- * else its whole data), is the provider's error; a body that ends before
- * `[DONE]` was cut.
+ * text is complete JSON, or else at `[DONE]`; a delta for a complete call
+ * may bring no argument text (an empty `arguments`), never more. At `[DONE]`
+ * the chunks are put back together as one `ChatCompletion`, its calls ordered
+ * by `index` as the official SDK accumulates them (calls sharing an index, or
+ * a stream that leaves indexes out, in the order they started), and read by
+ * the same decoder `generate` uses, so `Finished` holds exactly the
+ * `Response` `generate` would return. A chunk carrying `error`, and an
+ * `event: error` (its `error`, else its whole data), is the provider's error;
+ * a body that ends before `[DONE]` was cut.
  */
 import { Result } from "effect"
 import type { ChatModelError, Response, StreamPart } from "../../ChatModel.ts"
@@ -125,12 +128,14 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
     const found = slotFor(index, id, parts)
     if (Result.isFailure(found)) return Result.fail(found.failure)
     const slot = found.success
+    const piece = str(fn.arguments)
     if (slot.call.done) {
+      // A delta that brings no argument text adds nothing to a complete call.
+      if (piece === undefined || piece === "") return Result.succeed(parts)
       return Result.fail(HttpStream.decodeError(provider, `${label(slot)} received more arguments after it was complete`))
     }
     parts.push(...slot.call.identify(id, str(fn.name)))
     if (slot.call.id !== undefined) byId.set(slot.call.id, slot)
-    const piece = str(fn.arguments)
     if (piece !== undefined) parts.push(...slot.call.append(piece))
     return Result.succeed(parts)
   }
@@ -174,15 +179,20 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
     return Result.fail(chunkError(isRecord(body) && body.error !== undefined && body.error !== null ? body.error : body))
   }
 
+  /** The calls by `index` (a stable sort: those sharing one stay in order); in the order they started when one has none. */
+  const ordered = (): ReadonlyArray<Slot> =>
+    slots.every((slot) => slot.index !== undefined) ? [...slots].sort((a, b) => a.index! - b.index!) : slots
+
   const done = (): Result.Result<Array<StreamPart>, ChatModelError> => {
     const parts: Array<StreamPart> = []
-    for (const slot of slots) {
+    const final = ordered()
+    for (const slot of final) {
       if (slot.call.done) continue
       const out = complete(slot)
       if (Result.isFailure(out)) return out
       parts.push(...out.success)
     }
-    const toolCalls = slots.map(({ call }) => ({
+    const toolCalls = final.map(({ call }) => ({
       id: call.id!,
       type: "function" as const,
       function: { name: call.name!, arguments: call.text }

@@ -3,11 +3,12 @@
  * `response.output_item.added` (a `function_call` item names its call),
  * `response.output_text.delta` / `response.refusal.delta`,
  * `response.function_call_arguments.delta` and `.done` (the call is complete
- * then), `response.output_item.done`, and the terminal
- * `response.completed` / `response.incomplete` carrying the whole response,
- * read by the same decoder `generate` uses (so `Finished` holds exactly the
- * `Response` `generate` would return). `response.failed` and `error` are the
- * provider's errors; a body that ends before a terminal event was cut.
+ * then; a later delta may be empty, never text), `response.output_item.done`,
+ * and the terminal `response.completed` / `response.incomplete` carrying the
+ * whole response, read by the same decoder `generate` uses (so `Finished`
+ * holds exactly the `Response` `generate` would return). `response.failed`
+ * and `error` are the provider's errors; a body that ends before a terminal
+ * event was cut.
  */
 import { Result } from "effect"
 import type { ChatModelError, Response, StreamPart } from "../../ChatModel.ts"
@@ -90,8 +91,14 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
       case "response.function_call_arguments.delta": {
         const call = callFor(body)
         if (call === undefined) return Result.fail(HttpStream.decodeError(provider, "arguments for a function call that never started"))
-        if (call.done) return Result.fail(HttpStream.decodeError(provider, "arguments for a function call after it was complete"))
-        return Result.succeed(call.append(str(body.delta) ?? ""))
+        const delta = str(body.delta) ?? ""
+        if (call.done) {
+          // An empty delta adds nothing to a complete call; text does.
+          return delta === ""
+            ? Result.succeed([])
+            : Result.fail(HttpStream.decodeError(provider, "arguments for a function call after it was complete"))
+        }
+        return Result.succeed(call.append(delta))
       }
       case "response.function_call_arguments.done": {
         const call = callFor(body)
