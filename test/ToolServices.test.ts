@@ -136,6 +136,18 @@ describe("ToolServices.layer", () => {
       })
     ))
 
+  it.live("a run of its own: RunContext provided inside the layer's scope wins, stores and events are shared", () =>
+    inTempDir((dir) =>
+      Effect.gen(function*() {
+        const perRun = (runId: string) => Effect.provideService(saveOnce, RunContext.RunContext, { threadId: runId, runId, turn: 0 })
+        yield* Effect.all([perRun("run-a"), perRun("run-b")], { concurrency: 2 }).pipe(Effect.provide(ToolServices.layer({ run: { runId: "server" } })))
+        const stored = rows(join(dir, ".tinyagents", "stores.sqlite"), "SELECT id FROM tinyagents_store ORDER BY id").map((r) => r["id"])
+        assert.deepStrictEqual(stored, ["notes/run-a/todo", "notes/run-b/todo"])
+        const lines = readFileSync(join(dir, ".tinyagents", "events.jsonl"), "utf8").trimEnd().split("\n")
+        assert.deepStrictEqual(lines.map((line) => (JSON.parse(line) as { runId: string }).runId).sort(), ["run-a", "run-a", "run-b", "run-b"])
+      })
+    ))
+
   it.live("events: none writes no event file", () =>
     inTempDir((dir) =>
       Effect.gen(function*() {
