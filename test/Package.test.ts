@@ -133,6 +133,7 @@ describe("the packed package", () => {
     }
     expect(files).toContain("LICENSE")
     expect(files).toContain("README.md")
+    expect(files).toContain("docs/README.md") // the README links to the docs
     expect(files.filter((f) => f.startsWith("test/") || f.startsWith("scratchpad/") || f.startsWith("bench/"))).toEqual([])
   })
 
