@@ -111,7 +111,8 @@ export interface MakeOptions<
   Output extends Schema.Top | undefined,
   E,
   S extends ReadonlyArray<Context.Key<unknown, unknown>>,
-  F extends Schema.Top | undefined = undefined
+  F extends Schema.Top | undefined = undefined,
+  R = ServicesOf<S>
 > extends ToolOptions {
   /** A human-readable display name (MCP's `title`, e.g. "Read a file"); the name stays the identifier. */
   readonly title?: string
@@ -131,22 +132,56 @@ export interface MakeOptions<
   readonly idempotency?: (input: Input["Type"]) => string
   /** What the model reads for an output: text, or content blocks (text and images). */
   readonly toModelOutput?: (output: OutputType<Output>) => ModelOutput
-  readonly handler: (input: Input["Type"]) => Effect.Effect<OutputType<Output>, E, ServicesOf<S>>
+  readonly handler: (input: Input["Type"]) => Effect.Effect<OutputType<Output>, E, R>
 }
+
+/**
+ * The type `make` reports a handler against when it fails with `E`, an error that is neither the
+ * tool's declared `failure` nor a `ToolError`: declare `E` in `failure`, or map it to a
+ * `ToolError` (`ToolError.repairable(...)`, `ToolError.retryable(...)`).
+ */
+export interface HandlerFailsWithUndeclaredError<E> {
+  readonly "~tinyagents/HandlerFailsWithUndeclaredError": E
+}
+
+/**
+ * The type `make` reports a handler against when it uses `R`, a service not listed in
+ * `services`: list it there (the executor then requires it).
+ */
+export interface HandlerUsesUndeclaredService<R> {
+  readonly "~tinyagents/HandlerUsesUndeclaredService": R
+}
+
+type IsAny<T> = 0 extends 1 & T ? true : false
+
+/** Nothing when the handler keeps to its declared failures and services; otherwise the mistake, named. */
+type HandlerCheck<E, F, R, S extends ReadonlyArray<Context.Key<unknown, unknown>>> =
+  & (IsAny<E> extends true ? unknown
+    : [Exclude<E, Failures<F>>] extends [never] ? unknown
+    : { readonly handler: HandlerFailsWithUndeclaredError<Exclude<E, Failures<F>>> })
+  & (IsAny<R> extends true ? unknown
+    : [Exclude<R, ServicesOf<S>>] extends [never] ? unknown
+    : { readonly handler: HandlerUsesUndeclaredService<Exclude<R, ServicesOf<S>>> })
 
 /**
  * Defines a tool. `name` must be canonical snake_case (checked when a registry
  * is built). The handler may only require the services listed in `services`,
- * and may only fail with its declared `failure` or a `ToolError`.
+ * and may only fail with its declared `failure` or a `ToolError`; a handler that
+ * breaks either rule is a compile error naming `HandlerUsesUndeclaredService<R>`
+ * or `HandlerFailsWithUndeclaredError<E>`.
  */
 export const make = <
   const Name extends string,
   Input extends Schema.Top,
-  E extends Failures<F> = never,
+  E = never,
   const S extends ReadonlyArray<Context.Key<unknown, unknown>> = [],
   Output extends Schema.Top | undefined = undefined,
-  F extends Schema.Top | undefined = undefined
->(name: Name, options: MakeOptions<Input, Output, E, S, F>): Tool<Name, Input, Output, E, ServicesOf<S>> => ({
+  F extends Schema.Top | undefined = undefined,
+  R = never
+>(
+  name: Name,
+  options: MakeOptions<Input, Output, E, S, F, R> & HandlerCheck<E, F, R, S>
+): Tool<Name, Input, Output, E, ServicesOf<S>> => ({
   [TypeId]: TypeId,
   name,
   title: options.title,
@@ -167,7 +202,8 @@ export const make = <
     ...(options.returnDirect === undefined ? {} : { returnDirect: options.returnDirect })
   },
   jsonSchema: undefined,
-  handler: options.handler
+  // HandlerCheck holds R to the declared services
+  handler: options.handler as (input: Input["Type"]) => Effect.Effect<OutputType<Output>, E, ServicesOf<S>>
 })
 
 /** True for values made by this module. */
@@ -187,9 +223,11 @@ export class SchemaImportError extends Data.TaggedError("SchemaImportError")<{
   }
 }
 
-export interface FromJsonSchemaOptions<E extends ToolError, S extends ReadonlyArray<Context.Key<unknown, unknown>>>
-  extends ToolOptions
-{
+export interface FromJsonSchemaOptions<
+  E,
+  S extends ReadonlyArray<Context.Key<unknown, unknown>>,
+  R = ServicesOf<S>
+> extends ToolOptions {
   /** A human-readable display name (an MCP server's `title`). */
   readonly title?: string
   readonly description: string
@@ -204,7 +242,7 @@ export interface FromJsonSchemaOptions<E extends ToolError, S extends ReadonlyAr
   readonly patterns?: "apply" | "ignore"
   /** What the model reads for an output; default: the output as JSON text. */
   readonly toModelOutput?: (output: unknown) => ModelOutput
-  readonly handler: (input: { readonly [key: string]: unknown }) => Effect.Effect<unknown, E, ServicesOf<S>>
+  readonly handler: (input: { readonly [key: string]: unknown }) => Effect.Effect<unknown, E, R>
 }
 
 /** A tool defined by a raw JSON Schema, as MCP servers and BFCL supply them. */
@@ -214,7 +252,8 @@ export type Dynamic<E = unknown, R = unknown> = Tool<string, Schema.Top, Schema.
  * Defines a tool from a raw JSON Schema. The schema is imported with Effect's
  * `SchemaRepresentation.fromJsonSchemaDocument`, so arguments are validated
  * before the handler runs. The name may be foreign (`math.factorial`): the
- * registry maps it to a canonical alias.
+ * registry maps it to a canonical alias. The handler may fail with `ToolError`s
+ * only and use only the services in `services` (checked as in {@link make}).
  *
  * What the model is shown is what is enforced: unless the tool sets
  * `allowUnknownKeys: true`, every object schema that lists `properties` and says
@@ -227,9 +266,13 @@ export type Dynamic<E = unknown, R = unknown> = Tool<string, Schema.Top, Schema.
  * (`{"type":"object"}`, or an empty `properties`, as Python's `dict` is often
  * written); a root with empty `properties` is a tool that takes no keys.
  */
-export const fromJsonSchema = <E extends ToolError = never, const S extends ReadonlyArray<Context.Key<unknown, unknown>> = []>(
+export const fromJsonSchema = <
+  E = never,
+  const S extends ReadonlyArray<Context.Key<unknown, unknown>> = [],
+  R = never
+>(
   name: string,
-  options: FromJsonSchemaOptions<E, S>
+  options: FromJsonSchemaOptions<E, S, R> & HandlerCheck<E, undefined, R, S>
 ): Result.Result<Dynamic<E, ServicesOf<S>>, SchemaImportError> => {
   const toDocument = (schema: ToolSchema.JsonSchemaObject) =>
     schema.$schema === JsonSchema.META_SCHEMA_URI_DRAFT_07 || schema.$schema === "http://json-schema.org/draft-07/schema"
