@@ -120,8 +120,11 @@ export interface HttpServer {
   readonly port: number
 }
 
-/** What serving needs: the executor's services for the registry's tools and the middleware. */
-export type Requirements<R, MR> = Executor.Requirements<R | MR>
+/**
+ * What serving needs: the executor's services for the registry's tools and the middleware (in a
+ * one-element tuple, as `Executor.Requirements`, so that type errors list the services).
+ */
+export type Requirements<R, MR> = [Executor.Requirements<R | MR>][0]
 
 /** Protocol revisions offered (the official SDK 1.x speaks 2025-11-25 and earlier). */
 const protocols = [

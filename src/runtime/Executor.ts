@@ -136,12 +136,17 @@ export class BatchFailed extends Data.TaggedError("BatchFailed")<{
   }
 }
 
-/** What running calls needs from the environment. */
-export type Requirements<R> =
+/**
+ * What running calls needs from the environment. (The union sits in a one-element tuple so that a
+ * type error shows the services themselves, `RunContext | EventSink | StoreRegistry`, rather than
+ * `Requirements<never>` and then only the first of them.)
+ */
+export type Requirements<R> = [
   | Exclude<R, Cancellation.Cancellation | ToolCallContext | ToolProgress>
   | RunContext
   | EventSink
   | StoreRegistry
+][0]
 
 export interface BatchOptions {
   readonly advertised?: ToolRegistry.Advertised<unknown>

@@ -1,11 +1,12 @@
 /**
  * The compile errors a newcomer meets name the mistake. Each snippet below is
  * type-checked by the repository's `tsc` (with its `tsconfig.json`) and the
- * error reported at the handler is read: a handler failing with an undeclared
- * error names `HandlerFailsWithUndeclaredError<E>` (not a missing property of
- * some `ToolError`), one using an unlisted service names
- * `HandlerUsesUndeclaredService<R>`. `test/ToolTypes.test.ts` holds the same
- * rules as `@ts-expect-error` lines.
+ * error it reports is read: a handler failing with an undeclared error names
+ * `HandlerFailsWithUndeclaredError<E>` (not a missing property of some
+ * `ToolError`), one using an unlisted service names
+ * `HandlerUsesUndeclaredService<R>`, and a run missing its layers lists every
+ * missing service (not `Requirements<never>` and then the first of them).
+ * `test/ToolTypes.test.ts` holds the handler rules as `@ts-expect-error` lines.
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -17,7 +18,7 @@ const repo = fileURLToPath(new URL("..", import.meta.url))
 
 const prelude = (dir: string) => `
 import { Context, Data, Effect, Schema } from "effect"
-import { Tool, ToolError } from "${relative(dir, join(repo, "src/index.ts")).replaceAll("\\", "/")}"
+import { Agent, ChatModel, Executor, Tool, ToolError, ToolRegistry } from "${relative(dir, join(repo, "src/index.ts")).replaceAll("\\", "/")}"
 class Undeclared extends Data.TaggedError("Undeclared")<{ readonly secret: string }> {}
 class NotFound extends Schema.TaggedError<NotFound>()("NotFound", { key: Schema.String }) {}
 class Conflict extends Schema.TaggedError<Conflict>()("Conflict", { key: Schema.String }) {}
@@ -25,6 +26,7 @@ class Clock extends Context.Service<Clock, { readonly now: number }>()("Clock") 
 class Mailer extends Context.Service<Mailer, { readonly send: (to: string) => Effect.Effect<void> }>()("Mailer") {}
 const Input = Schema.Struct({ key: Schema.String })
 void Undeclared, void NotFound, void Conflict, void Clock, void Mailer, void Input, void ToolError
+void Agent, void ChatModel, void Executor, void ToolRegistry
 `
 
 const snippets: Record<string, string> = {
@@ -63,6 +65,19 @@ export const t = Tool.make("mail", {
     return clock.now
   })
 })`,
+  "missing-layers.ts": `
+const echo = Tool.make("echo", { description: "Echoes.", input: Input, handler: ({ key }) => Effect.succeed(key) })
+const program = Effect.gen(function*() {
+  const tools = yield* ToolRegistry.make([echo])
+  return yield* Agent.run({ messages: [{ role: "user", content: "hi" }], tools })
+})
+Effect.runPromise(program.pipe(Effect.provide(ChatModel.scripted([]))))`,
+  "missing-layers-executor.ts": `
+const program = Effect.gen(function*() {
+  const executor = yield* Executor.make(yield* ToolRegistry.make([]))
+  return yield* executor.run({ id: "c1", name: "echo", arguments: {} })
+})
+Effect.runPromise(program)`,
   "imported-error.ts": `
 export const t = Tool.fromJsonSchema("imported", {
   description: "Imported tools declare nothing.",
@@ -105,7 +120,7 @@ afterAll(() => {
   if (dir !== "") rmSync(dir, { recursive: true, force: true })
 })
 
-describe("Tool type errors name the mistake", () => {
+describe("type errors name the mistake", () => {
   it("a handler that keeps to its declarations compiles", () => {
     assert.strictEqual(errors["fine.ts"], "")
   })
@@ -122,6 +137,15 @@ describe("Tool type errors name the mistake", () => {
 
   it("a service not listed in services: HandlerUsesUndeclaredService<R>", () => {
     assert.include(errors["undeclared-service.ts"], "HandlerUsesUndeclaredService<Mailer>")
+  })
+
+  it("a run missing its layers: the error lists every missing service", () => {
+    for (const file of ["missing-layers.ts", "missing-layers-executor.ts"]) {
+      const missing = errors[file]!.split("\n").find((line) => line.includes("is not assignable to type 'never'"))
+      assert.isDefined(missing, errors[file])
+      for (const service of ["RunContext", "EventSink", "StoreRegistry"]) assert.include(missing, service)
+      assert.notInclude(errors[file], "Requirements<")
+    }
   })
 
   it("an imported tool's handler may fail with ToolErrors only, and says so", () => {
