@@ -5,11 +5,50 @@ import { defineConfig } from "vitest/config"
 // The rest are Vite's default server conditions.
 const conditions = ["tinyagents-source", "module", "node", "development|production"]
 
+// Two tiers (test/support/tier.ts). `npm test` leaves out the files below: they start real
+// servers (Postgres, Redis), kill processes, pack and install the package, or spawn a process
+// per case. `npm run test:full` (TINYAGENTS_TEST_TIER=full) runs every file, and the fuzz and
+// property tests at larger counts. `.ci/run` runs both.
+const fullOnly = [
+  "test/Package.test.ts",
+  "test/Production.test.ts",
+  "test/cli/Bin.test.ts",
+  "test/durable/Approve.test.ts",
+  "test/durable/Crash.test.ts",
+  "test/durable/CrashCancel.test.ts",
+  "test/durable/DurablePostgres.test.ts",
+  "test/durable/MultiRunner.test.ts",
+  "test/stores/Postgres.test.ts",
+  "test/stores/Redis.test.ts",
+  "test/stores/TwoProcesses.test.ts"
+]
+
+// Files that replace modules (vi.mock) get a module graph of their own; every other file shares
+// its worker's (isolate: false), which saves re-importing Effect and src/ for each file: about
+// half of the suite's CPU time.
+const isolated = ["test/integrations/AiSdk.v6.test.ts"]
+
+const full = process.env["TINYAGENTS_TEST_TIER"] === "full"
+const excluded = full ? [] : fullOnly
+
 export default defineConfig({
   resolve: { conditions },
   ssr: { resolve: { conditions } },
   test: {
-    include: ["test/**/*.test.ts"],
-    testTimeout: 30_000
+    testTimeout: 30_000,
+    // Vitest's default is one worker fewer than the cores: one worker on a 2-core machine, which
+    // then sits idle while tests wait on child processes, sockets and timers. Three keep two cores
+    // busy (npm test: 93 s instead of 142 s of vitest on 2 cores).
+    maxWorkers: 3,
+    projects: [
+      {
+        extends: true,
+        test: { name: "shared", include: ["test/**/*.test.ts"], exclude: [...excluded, ...isolated], isolate: false }
+      },
+      {
+        extends: true,
+        test: { name: "isolated", include: isolated, exclude: excluded, isolate: true }
+      }
+    ]
   }
 })

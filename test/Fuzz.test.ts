@@ -7,7 +7,7 @@
  * `MalformedArguments` / `InvalidArguments`; nothing decoded carries a
  * prototype key; redaction of every payload and every decoded value returns.
  *
- * `TINYAGENTS_FUZZ_RUNS` sets the number of payloads (default 6,000, each tried
+ * `TINYAGENTS_FUZZ_RUNS` sets the number of payloads (1,500 under `npm test`, 20,000 under `npm run test:full`, each tried
  * in two forms against one schema: a few seconds); `TINYAGENTS_FUZZ_SEED`
  * the seed. A failure names its payload number; the same seed replays it.
  */
@@ -16,8 +16,9 @@ import { Effect, Result, Schema } from "effect"
 import { Tool, ToolInput } from "../src/index.ts"
 import { redactValue } from "../src/internal/redact.ts"
 import { random, type Random } from "./support/random.ts"
+import { count } from "./support/tier.ts"
 
-const runs = Number(process.env["TINYAGENTS_FUZZ_RUNS"] ?? 6_000)
+const runs = count("TINYAGENTS_FUZZ_RUNS", 1_500, 20_000)
 const seed = Number(process.env["TINYAGENTS_FUZZ_SEED"] ?? 7)
 
 

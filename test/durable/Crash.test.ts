@@ -13,7 +13,7 @@
  *
  * Runs are started in waves of `TINYAGENTS_CRASH_RUNS` (default 6) until the kills are done (a kill
  * makes the calls in flight finish fast, so one wave may not take them all).
- * `TINYAGENTS_CRASH_KILLS` (default 10) sets the number of kills, `TINYAGENTS_CRASH_SEED` the seed.
+ * `TINYAGENTS_CRASH_KILLS` (10, or 20 under `npm run test:full`) sets the number of kills, `TINYAGENTS_CRASH_SEED` the seed.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -22,9 +22,10 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { random } from "../support/random.ts"
 import { duplicates, readApplications, readMarkers, reexecutedAfterJournal, startWorker, type WorkerExit } from "./fixtures/harness.ts"
+import { count } from "../support/tier.ts"
 
 const worker = fileURLToPath(new URL("./fixtures/crashWorker.ts", import.meta.url))
-const kills = Number(process.env["TINYAGENTS_CRASH_KILLS"] ?? 10)
+const kills = count("TINYAGENTS_CRASH_KILLS", 10, 20)
 const seed = Number(process.env["TINYAGENTS_CRASH_SEED"] ?? 15)
 const runs = Number(process.env["TINYAGENTS_CRASH_RUNS"] ?? 6)
 const turns = 3

@@ -11,7 +11,7 @@
  * at most once per key, answer with one value per key, and carry their key in
  * every lifecycle event.
  *
- * `TINYAGENTS_PROPERTY_RUNS` sets the number of batches (default 1,000: about a
+ * `TINYAGENTS_PROPERTY_RUNS` sets the number of batches (300 under `npm test`, 5,000 under `npm run test:full`; 1,000 take about a
  * second); `TINYAGENTS_PROPERTY_SEED` the first seed. A failure names its seed
  * and plan, and `TINYAGENTS_PROPERTY_RUNS=1 TINYAGENTS_PROPERTY_SEED=<seed>`
  * replays it.
@@ -23,8 +23,9 @@ import { Executor, ToolError, ToolRegistry, ToolResult } from "../../src/index.t
 import type { ToolCall, ToolEvent } from "../../src/index.ts"
 import { random } from "../support/random.ts"
 import { call, makeProbe, makeSink, services, type SinkKind, snapshot, tools, violation } from "./support.ts"
+import { count } from "../support/tier.ts"
 
-const runs = Number(process.env["TINYAGENTS_PROPERTY_RUNS"] ?? 1000)
+const runs = count("TINYAGENTS_PROPERTY_RUNS", 300, 5_000)
 const firstSeed = Number(process.env["TINYAGENTS_PROPERTY_SEED"] ?? 1)
 
 

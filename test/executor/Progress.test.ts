@@ -13,6 +13,7 @@ import { EventSink, Executor, Tool, ToolProgress, ToolRegistry, ToolServices } f
 import type { ToolEvent } from "../../src/index.ts"
 import { scrubberOf } from "../../src/internal/redact.ts"
 import { random } from "../support/random.ts"
+import { count } from "../support/tier.ts"
 
 const call = (id: string, name: string, args: unknown = {}) => ({ id, name, arguments: args })
 const events = EventSink.EventLog.use((log) => log.all)
@@ -282,7 +283,7 @@ describe("ToolProgress", () => {
   it.effect("redacted as one stream: random split points and timings (seeded)", () =>
     run(Effect.gen(function*() {
       const seed = Number(process.env["TINYAGENTS_PROGRESS_SEED"] ?? 1315)
-      const runs = Number(process.env["TINYAGENTS_PROGRESS_RUNS"] ?? 25)
+      const runs = count("TINYAGENTS_PROGRESS_RUNS", 25, 250)
       const rng = random(seed)
       const executor = yield* Executor.make(yield* ToolRegistry.make([splitter]))
       for (let n = 0; n < runs; n++) {
@@ -489,7 +490,7 @@ describe("ToolProgress", () => {
   it.effect("no character of a secret or a match reaches an event (seeded): overlapping secrets, escaped forms, split pairs, caps", () =>
     run(Effect.gen(function*() {
       const seed = Number(process.env["TINYAGENTS_PROGRESS_SEED"] ?? 2718)
-      const runs = Number(process.env["TINYAGENTS_PROGRESS_RUNS"] ?? 40)
+      const runs = count("TINYAGENTS_PROGRESS_RUNS", 40, 400)
       const rng = random(seed)
       // Secrets and matches are made of characters that filler text and the marker never hold, so any of
       // them in an event is a leak.

@@ -7,6 +7,7 @@ import { Effect, Result } from "effect"
 import * as Tool from "../../src/contract/Tool.ts"
 import { maxReadChars, readFile, writeFile } from "../../src/tools/Files.ts"
 import { descriptorPaths, resolveInside, Workspace } from "../../src/tools/Workspace.ts"
+import { count } from "../support/tier.ts"
 
 /** A fresh workspace directory per test, removed afterwards. */
 const withWorkspace = <A, E>(body: (root: string) => Effect.Effect<A, E, Workspace>) =>
@@ -239,10 +240,10 @@ describe("write_file", () => {
 })
 
 /**
- * Calls per race test: `TINYAGENTS_RACE_ITERATIONS` (default 3,000, at most 100,000). Each race
+ * Calls per race test: `TINYAGENTS_RACE_ITERATIONS` (500 under `npm test`, 3,000 under `npm run test:full`, at most 100,000). Each race
  * also stops after {@link raceBudgetMillis} of real time, whatever the count.
  */
-const raceIterations = Math.min(100_000, Math.max(1, Number(process.env["TINYAGENTS_RACE_ITERATIONS"]) || 3_000))
+const raceIterations = Math.min(100_000, count("TINYAGENTS_RACE_ITERATIONS", 500, 3_000))
 const raceBudgetMillis = 20_000
 
 /**

@@ -1,0 +1,97 @@
+/**
+ * DurableAgent on a real Postgres server started for this file (full tier: `npm run test:full`):
+ * a runner and a client, an approval decided and a run cancelled by the client.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Redacted, Stream } from "effect"
+import { Approval } from "../../src/index.ts"
+import { DurableAgent, Runner } from "../../src/durable/index.ts"
+import * as Core from "./support/core.ts"
+import { type PostgresServer, postgresSkipReason, startPostgres } from "../support/postgres.ts"
+
+afterAll(Core.cleanup)
+
+const user = (content: string) => [{ role: "user" as const, content }]
+
+// A real Postgres server started for this file (PGlite cannot host a runner: one session behind its socket).
+let pg: PostgresServer | undefined
+beforeAll(async () => {
+  if (postgresSkipReason === undefined) pg = await startPostgres()
+}, 60_000)
+afterAll(() => pg?.destroy())
+
+describe.skipIf(postgresSkipReason !== undefined)(`DurableAgent on Postgres${postgresSkipReason === undefined ? "" : ` (skipped: ${postgresSkipReason})`}`, () => {
+  it.live("a runner and a client on Postgres: a run with an approval decided by the client", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "pg",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const url = Redacted.make(pg!.url)
+      const runId = `pg-${Date.now()}`
+      const port = 40_000 + Math.floor(Math.random() * 10_000)
+      const runner = Runner.layerPostgres({
+        url,
+        address: { host: "127.0.0.1", port },
+        pollInterval: "50 millis",
+        lockExpiration: "3 seconds",
+        shutdownTimeout: "50 millis"
+      })
+      const result = yield* Effect.gen(function*() {
+        yield* agent.start(runId, user("plan: keyed_write,plain_write;read_value"))
+        yield* Stream.runHead(Stream.filter(agent.events(runId), (e) => e._tag === "agent.approval_requested"))
+        yield* Effect.provide(
+          agent.approve(runId, "0-1", Approval.approve("erin")),
+          Runner.layerPostgresClient({ url, pollInterval: "50 millis" })
+        )
+        const result = yield* agent.result(runId)
+        const events = Array.from(yield* Stream.runCollect(agent.events(runId)))
+        return { result, events }
+      }).pipe(Effect.provide(Core.runner(agent, runner, counters)))
+      assert.strictEqual(result.result.text, "done: value of 1-0")
+      assert.strictEqual(counters.get("plain_write:0-1"), 1)
+      assert.strictEqual(counters.get("keyed_write:k0"), 1)
+      assert.strictEqual(result.events.at(-1)?._tag, "agent.finished")
+      assert.deepStrictEqual(result.events.map((e) => e.sequence), result.events.map((_, i) => i))
+    }), 60_000)
+
+  it.live("a runner and a client on Postgres: the client cancels a run waiting for approval", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "pg-cancel",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const url = Redacted.make(pg!.url)
+      const runId = `pg-cancel-${Date.now()}`
+      const port = 40_000 + Math.floor(Math.random() * 10_000)
+      const runner = Runner.layerPostgres({
+        url,
+        address: { host: "127.0.0.1", port },
+        pollInterval: "50 millis",
+        lockExpiration: "3 seconds",
+        shutdownTimeout: "50 millis"
+      })
+      const { error, events } = yield* Effect.gen(function*() {
+        yield* agent.start(runId, user("plan: read_value,plain_write;read_value"))
+        yield* Stream.runHead(Stream.filter(agent.events(runId), (e) => e._tag === "agent.approval_requested"))
+        yield* Effect.provide(
+          agent.cancel(runId, { reason: "from the client" }),
+          Runner.layerPostgresClient({ url, pollInterval: "50 millis" })
+        )
+        const error = yield* Effect.flip(agent.result(runId))
+        return { error, events: Array.from(yield* Stream.runCollect(agent.events(runId))) }
+      }).pipe(Effect.provide(Core.runner(agent, runner, counters)))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(error.reason, "from the client")
+      assert.strictEqual(counters.get("plain_write:0-1"), 0)
+      assert.strictEqual(counters.get("read_value"), 0)
+      assert.strictEqual(events.at(-1)?._tag, "agent.finished")
+      assert.deepStrictEqual(events.map((e) => e.sequence), events.map((_, i) => i))
+    }), 60_000)
+})
