@@ -160,6 +160,25 @@ describe("the packed package", () => {
     expect(version).toContain("0.1.0")
   })
 
+  // The machine's own Node (Debian's, when it is older than 22.18) cannot strip types: a .ts tools
+  // module given to the command must be refused with the Node it needs, not only "Unknown file extension".
+  const olderNode = ["/usr/bin/node", "/bin/node"].find((path) => {
+    if (!existsSync(path)) return false
+    const version = spawnSync(path, ["--version"], { encoding: "utf8" }).stdout.trim()
+    const [major = 0, minor = 0] = version.replace(/^v/, "").split(".").map(Number)
+    return major < 22 || (major === 22 && minor < 18)
+  })
+  it.skipIf(olderNode === undefined)(
+    `a .ts tools module under a Node that cannot load TypeScript names the Node it needs${olderNode === undefined ? " (skipped: no Node older than 22.18 on this machine)" : ""}`,
+    () => {
+      writeFileSync(join(consumer, "tools.ts"), "export default []\n")
+      const result = spawnSync(olderNode!, [join(consumer, "node_modules/tinyagents/dist/cli/bin.js"), "tools", "tools.ts"], { cwd: consumer, encoding: "utf8" })
+      expect(result.status).toBe(2)
+      expect(result.stderr).toContain("Unknown file extension")
+      expect(result.stderr).toMatch(/this Node, v\d+\.\d+\.\d+, cannot load TypeScript: run the tools module with Node 24 or later/)
+    }
+  )
+
   it("runs", () => {
     const output = run(process.execPath, ["index.ts"], consumer)
     expect(JSON.parse(output)).toEqual({

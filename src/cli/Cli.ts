@@ -152,6 +152,18 @@ const describeValue = (u: unknown): string =>
 const errorText = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
 /**
+ * Why a tools module could not be imported. A Node that does not strip TypeScript types (before
+ * 22.18) refuses a `.ts` module with "Unknown file extension": say which Node is needed.
+ */
+export const loadErrorText = (path: string, error: unknown): string => {
+  const code = typeof error === "object" && error !== null ? (error as { readonly code?: unknown }).code : undefined
+  if (code === "ERR_UNKNOWN_FILE_EXTENSION" && /\.[mc]?ts$/.test(path)) {
+    return `${errorText(error)} (this Node, ${process.version}, cannot load TypeScript: run the tools module with Node 24 or later, e.g. through npx or an npm script in a project that has the node devDependency, or compile it to .js)`
+  }
+  return errorText(error)
+}
+
+/**
  * Imports a tools module (`.ts` on Node 24 or later, which strips types, or `.js`) from `path`,
  * resolved against the working directory. Fails with a {@link UsageError} when the file does not
  * exist, cannot be imported, has no default export, its default export is neither a
@@ -165,7 +177,7 @@ export const load = (path: string): Effect.Effect<ToolsModule, UsageError> =>
     if (!isFile) return yield* new UsageError({ detail: `tools module not found: ${path}` })
     const exports = yield* Effect.tryPromise({
       try: () => import(pathToFileURL(absolute).href) as Promise<Record<string, unknown>>,
-      catch: (error) => new UsageError({ detail: `cannot load tools module ${path}: ${errorText(error)}` })
+      catch: (error) => new UsageError({ detail: `cannot load tools module ${path}: ${loadErrorText(path, error)}` })
     })
     const expected = "export default a ToolRegistry or an array of tools"
     if (!("default" in exports) || exports.default === undefined) {

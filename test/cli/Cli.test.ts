@@ -121,6 +121,16 @@ describe("tinyagents (the command line)", () => {
         }
       }))
 
+    it("a .ts module refused by a Node that cannot strip types: the message names the Node needed", () => {
+      const refusal = Object.assign(new TypeError('Unknown file extension ".ts" for /app/tools.ts'), { code: "ERR_UNKNOWN_FILE_EXTENSION" })
+      const text = Cli.loadErrorText("tools.ts", refusal)
+      assert.include(text, 'Unknown file extension ".ts"')
+      assert.include(text, `this Node, ${process.version}, cannot load TypeScript: run the tools module with Node 24 or later`)
+      // any other failure, or a .js module, keeps its own message
+      assert.strictEqual(Cli.loadErrorText("tools.js", refusal), refusal.message)
+      assert.strictEqual(Cli.loadErrorText("tools.ts", new Error("boom")), "boom")
+    })
+
     it.effect("a .js module works too", () =>
       Effect.gen(function*() {
         const { code, stdout } = yield* cli("tools", fixture("plain.js"))
