@@ -159,7 +159,7 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
   const at = elapsedOf(event, start)
   switch (event._tag) {
     case "agent.turn_started":
-      return `\n${at}  ── turn ${event.turn + 1} (advertised: ${event.advertised.join(", ")})`
+      return `\n${at}  ── turn ${event.turn} (advertised: ${event.advertised.join(", ")})`
     case "agent.model_responded":
       return `${at}  model: ${event.text === "" ? "" : JSON.stringify(event.text) + " "}${
         event.toolCalls === 0 ? "(final answer)" : `→ ${event.toolCalls} tool call(s)`

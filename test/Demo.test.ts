@@ -27,6 +27,17 @@ describe("npm start (the demo agent)", () => {
     expect(out).toMatch(/artifact +read_file +call_read_log stored as artifacts\/demo-run\/call_read_log/)
     expect(out).toContain("Revenue: 1245 kEUR = 1344.6 kUSD (rate 1.08).")
     expect(out).toContain("── finished: final_answer after 5 turn(s)")
+    // Turns are numbered as the receipts number them (from 0): write_file runs in the turn the
+    // demo prints as "turn 3", and its receipt (the last one printed) says "turn":3.
+    let turn: string | undefined
+    let turnOfWrite: string | undefined
+    for (const line of out.split("\n")) {
+      turn = /── turn (\d+) \(advertised/.exec(line)?.[1] ?? turn
+      if (/started +write_file/.test(line)) turnOfWrite = turn
+    }
+    expect(turnOfWrite).toBe("3")
+    expect(out).toMatch(/"tool":"write_file","callId":"call_write","runId":"demo-run","threadId":"demo-thread","turn":3,/)
+    expect(out).toContain("── turn 0 (advertised")
     // Streamed: the model's text (word by word, one line per answer), and the long-running tool's
     // progress as one plain line per update (stdout is not a terminal here).
     expect(out).toMatch(/model: I'll read the notes, the sales data and the log, and index the documents\. → 4 tool call\(s\)\n/)
@@ -134,7 +145,7 @@ describe("npm start -- --live (unhappy paths)", () => {
       const run = yield* live(Array.from({ length: 10 }, () => serverError))
       expect(run.status).toBe(1)
       expect(run.stderr).toBe(
-        "tinyagents demo: agent run failed (model) on turn 1: openai-chat: HTTP 500 server_error: The server had an error.\n"
+        "tinyagents demo: agent run failed (model) in turn 0: openai-chat: HTTP 500 server_error: The server had an error.\n"
       )
       // The default policy: the first attempt and 3 retries, each failure one indented warning line.
       expect(run.requests).toHaveLength(4)

@@ -66,7 +66,7 @@ describe("npm run quickstart", () => {
       assert.strictEqual(run.stdout, "")
       assert.strictEqual(
         run.stderr,
-        "tinyagents quickstart: agent run failed (model) on turn 1: openai-chat: HTTP 401 invalid_api_key: Incorrect API key provided.\n"
+        "tinyagents quickstart: agent run failed (model) in turn 0: openai-chat: HTTP 401 invalid_api_key: Incorrect API key provided.\n"
       )
       assert.strictEqual(server.requests.length, 1)
       assert.strictEqual((server.requests[0]!.json as { model: string }).model, "gpt-4o-mini")

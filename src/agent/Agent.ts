@@ -31,7 +31,7 @@ import * as Tracing from "../runtime/internal/executor/Tracing.ts"
 import { RunContext } from "../runtime/RunContext.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolError } from "../contract/ToolError.ts"
-import { redactArguments } from "../internal/redact.ts"
+import { redactArguments } from "../internal/redact/policy.ts"
 import * as ToolRegistry from "../contract/ToolRegistry.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 
@@ -80,7 +80,8 @@ export class AgentFailed extends Data.TaggedError("AgentFailed")<{
   readonly results: ReadonlyArray<ToolResult.ToolResult>
 }> {
   override get message(): string {
-    return `agent run failed (${this.reason}) on turn ${this.turns}: ${this.error.message}`
+    // Turns are numbered from 0, as in RunContext.turn, events and receipts; `turns` counts them.
+    return `agent run failed (${this.reason}) in turn ${this.turns - 1}: ${this.error.message}`
   }
 }
 
