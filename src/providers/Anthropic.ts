@@ -12,10 +12,11 @@
  * params; {@link toolCalls} reads only `type` of a block it does not know, so
  * the SDK's `Message` and `ContentBlock[]` pass as they are.
  */
-import { Effect, Result } from "effect"
+import { Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
+import * as ExportTools from "./internal/exportTools.ts"
 import * as AnthropicStrict from "./internal/anthropicStrict.ts"
 import { imagesOf, textOf } from "./internal/content.ts"
 import * as Names from "./internal/names.ts"
@@ -135,23 +136,12 @@ export interface ExportOptions {
   readonly onFallback?: (reason: ProviderExportError) => void
 }
 
-/** The request's `tools`, one custom tool per spec, named by canonical name. */
-export const toolDefinitions = (
-  specs: ReadonlyArray<ToolSpec>,
-  options: ExportOptions = {}
-): Effect.Effect<Array<Tool>, ProviderExportError> =>
-  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
-
 /** {@link toolDefinitions} as a `Result`, for synchronous callers. */
 export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions = {}
-): Result.Result<Array<Tool>, ProviderExportError> => {
-  const unique = Names.makeUniqueness("anthropic")
-  const out: Array<Tool> = []
-  for (const spec of specs) {
-    const name = Names.check("anthropic", Names.anthropicRule, spec.name).pipe(Result.flatMap(unique))
-    if (Result.isFailure(name)) return Result.fail(name.failure)
+): Result.Result<Array<Tool>, ProviderExportError> =>
+  ExportTools.exportEach("anthropic", Names.anthropicRule, specs, ExportTools.canonicalName, (spec, name) => {
     const canonical = inputSchemaOf(spec) as InputSchema
     let input_schema = canonical
     let strict: boolean | undefined
@@ -167,16 +157,17 @@ export const toolDefinitionsResult = (
       }
     }
     const cacheControl = options.cacheControl?.[spec.name]
-    out.push({
-      name: name.success,
+    return Result.succeed<Tool>({
+      name,
       description: spec.description,
       input_schema,
       ...(strict === undefined ? {} : { strict }),
       ...(cacheControl === undefined ? {} : { cache_control: cacheControl })
     })
-  }
-  return Result.succeed(out)
-}
+  })
+
+/** The request's `tools`, one custom tool per spec, named by canonical name. */
+export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
 
 // ---------------------------------------------------------------------------
 // calls

@@ -11,10 +11,11 @@
  * inbound types have every field optional, as the SDK's, so its
  * `GenerateContentResponse`, `Content` and `Part[]` pass as they are.
  */
-import { Effect, Result } from "effect"
+import { Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
+import * as ExportTools from "./internal/exportTools.ts"
 import { imagesOf, textOf } from "./internal/content.ts"
 import * as GeminiOpenApi from "./internal/geminiOpenApi.ts"
 import * as Names from "./internal/names.ts"
@@ -142,27 +143,13 @@ const badPropertyName = (schema: unknown, path: ReadonlyArray<string>): Readonly
   return badPropertyName(schema.items, [...path, "items"])
 }
 
-/**
- * The request's `tools`: one `Tool` holding a declaration per spec (none when
- * `specs` is empty).
- */
-export const toolDefinitions = (
-  specs: ReadonlyArray<ToolSpec>,
-  options: ExportOptions = {}
-): Effect.Effect<Array<Tool>, ProviderExportError> =>
-  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
-
 /** {@link toolDefinitions} as a `Result`, for synchronous callers. */
 export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions = {}
 ): Result.Result<Array<Tool>, ProviderExportError> => {
-  const unique = Names.makeUniqueness("gemini")
-  const declarations: Array<FunctionDeclaration> = []
-  for (const spec of specs) {
-    const wanted = options.names === "original" ? spec.originalName ?? spec.name : spec.name
-    const name = Names.check("gemini", Names.geminiRule, wanted).pipe(Result.flatMap(unique))
-    if (Result.isFailure(name)) return Result.fail(name.failure)
+  const nameOf = (spec: ToolSpec) => options.names === "original" ? spec.originalName ?? spec.name : spec.name
+  const declarations = ExportTools.exportEach("gemini", Names.geminiRule, specs, nameOf, (spec, name) => {
     const canonical = inputSchemaOf(spec)
     const badName = badPropertyName(canonical, [])
     if (badName !== undefined) {
@@ -178,17 +165,23 @@ export const toolDefinitionsResult = (
         })
       )
     }
-    const base = { name: name.success, description: spec.description }
-    if (options.dialect === "openapi") {
-      const parameters = GeminiOpenApi.toOpenApi(canonical)
-      if (Result.isFailure(parameters)) return Result.fail(fromProblem("gemini", spec.name, parameters.failure))
-      declarations.push(parameters.success === undefined ? base : { ...base, parameters: parameters.success })
-    } else {
-      declarations.push({ ...base, parametersJsonSchema: canonical })
+    const base = { name, description: spec.description }
+    if (options.dialect !== "openapi") {
+      return Result.succeed<FunctionDeclaration>({ ...base, parametersJsonSchema: canonical })
     }
-  }
-  return Result.succeed(declarations.length === 0 ? [] : [{ functionDeclarations: declarations }])
+    const parameters = GeminiOpenApi.toOpenApi(canonical)
+    if (Result.isFailure(parameters)) return Result.fail(fromProblem("gemini", spec.name, parameters.failure))
+    const declaration: FunctionDeclaration = parameters.success === undefined ? base : { ...base, parameters: parameters.success }
+    return Result.succeed(declaration)
+  })
+  return Result.map(declarations, (all) => all.length === 0 ? [] : [{ functionDeclarations: all }])
 }
+
+/**
+ * The request's `tools`: one `Tool` holding a declaration per spec (none when
+ * `specs` is empty).
+ */
+export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
 
 // ---------------------------------------------------------------------------
 // calls

@@ -11,13 +11,14 @@
  * handler's `CallToolRequest` (no JSON-RPC envelope) is read with its
  * `extra.requestId`.
  */
-import { Effect, JsonSchema, Result, Schema, SchemaRepresentation } from "effect"
+import { JsonSchema, Result, Schema, SchemaRepresentation } from "effect"
 import * as Safety from "../contract/Safety.ts"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import { issuesOf } from "../contract/ToolInput.ts"
 import { formatPath } from "../contract/ToolError.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
+import * as ExportTools from "./internal/exportTools.ts"
 import { imagesOf, stringify, textOf } from "./internal/content.ts"
 import * as Names from "./internal/names.ts"
 import { isRecord, toDraft2020 } from "./internal/schema.ts"
@@ -121,41 +122,32 @@ export interface ExportOptions {
 const objectSchema = (schema: JsonSchema.JsonSchema): ObjectSchema | undefined =>
   schema.type === "object" ? schema as ObjectSchema : undefined
 
-/**
- * The `tools/list` entries: original names (MCP allows dots), the spec's
- * `title` when it has one, input schema in draft 2020-12 (draft-07 input is
- * converted), the output schema when its root is an object (the 2025-11-25
- * restriction), and annotations from `Safety`.
- */
-export const toolDefinitions = (
-  specs: ReadonlyArray<ToolSpec>,
-  options: ExportOptions = {}
-): Effect.Effect<Array<Tool>, ProviderExportError> =>
-  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
-
 /** {@link toolDefinitions} as a `Result`, for synchronous callers. */
 export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions = {}
 ): Result.Result<Array<Tool>, ProviderExportError> => {
-  const unique = Names.makeUniqueness("mcp")
-  const out: Array<Tool> = []
-  for (const spec of specs) {
-    const wanted = options.names === "canonical" ? spec.name : spec.originalName ?? spec.name
-    const name = Names.check("mcp", Names.mcpRule, wanted).pipe(Result.flatMap(unique))
-    if (Result.isFailure(name)) return Result.fail(name.failure)
+  const nameOf = (spec: ToolSpec) => options.names === "canonical" ? spec.name : spec.originalName ?? spec.name
+  return ExportTools.exportEach("mcp", Names.mcpRule, specs, nameOf, (spec, name) => {
     const outputSchema = spec.outputSchema === undefined ? undefined : objectSchema(toDraft2020(spec.outputSchema))
-    out.push({
-      name: name.success,
+    return Result.succeed<Tool>({
+      name,
       ...(spec.title === undefined ? {} : { title: spec.title }),
       description: spec.description,
       inputSchema: toDraft2020(spec.inputSchema) as ObjectSchema,
       ...(outputSchema === undefined ? {} : { outputSchema }),
       annotations: Safety.toMcpAnnotations(spec.safety)
     })
-  }
-  return Result.succeed(out)
+  })
 }
+
+/**
+ * The `tools/list` entries: original names (MCP allows dots), the spec's
+ * `title` when it has one, input schema in draft 2020-12 (draft-07 input is
+ * converted), the output schema when its root is an object (the 2025-11-25
+ * restriction), and annotations from `Safety`.
+ */
+export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
 
 // ---------------------------------------------------------------------------
 // calls

@@ -11,10 +11,11 @@
  * them (checked by `test/providers/SdkTypes.test.ts`). It does not call the
  * API, stream, or parse arguments (the registry does).
  */
-import { Effect, Result } from "effect"
+import { Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
+import * as ExportTools from "./internal/exportTools.ts"
 import { textWithImageNotes } from "./internal/content.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
@@ -97,18 +98,6 @@ export type Strict = OpenAiFunction.Strict
 /** Export options: strict mode, limits, and a hook for `"auto"` fallbacks. */
 export type ExportOptions = OpenAiFunction.ExportOptions
 
-/**
- * The request's `tools`, one function per spec, named by canonical name.
- * Under strict mode every property is required, optional ones nullable, every
- * object closed; a schema strict mode cannot express falls back to
- * `strict: false` (`"auto"`) or fails (`"require"`).
- */
-export const toolDefinitions = (
-  specs: ReadonlyArray<ToolSpec>,
-  options: ExportOptions = {}
-): Effect.Effect<Array<FunctionTool>, ProviderExportError> =>
-  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
-
 /** {@link toolDefinitions} as a `Result`, for synchronous callers. */
 export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
@@ -119,6 +108,14 @@ export const toolDefinitionsResult = (
       type: "function",
       function: { name, description, parameters, strict }
     })))
+
+/**
+ * The request's `tools`, one function per spec, named by canonical name.
+ * Under strict mode every property is required, optional ones nullable, every
+ * object closed; a schema strict mode cannot express falls back to
+ * `strict: false` (`"auto"`) or fails (`"require"`).
+ */
+export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
 
 // ---------------------------------------------------------------------------
 // calls

@@ -10,10 +10,11 @@
  * params; {@link toolCalls} reads only `type` of an item it does not know,
  * so the SDK's `Response` and `ResponseOutputItem[]` pass as they are.
  */
-import { Effect, Result } from "effect"
+import { Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
+import * as ExportTools from "./internal/exportTools.ts"
 import { imagesOf, textOf } from "./internal/content.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
@@ -98,16 +99,6 @@ export type Strict = OpenAiFunction.Strict
 /** Export options: strict mode, limits, and a hook for `"auto"` fallbacks. */
 export type ExportOptions = OpenAiFunction.ExportOptions
 
-/**
- * The request's `tools`, one flat function per spec, named by canonical name,
- * with `strict` always explicit (the API would otherwise decide by itself).
- */
-export const toolDefinitions = (
-  specs: ReadonlyArray<ToolSpec>,
-  options: ExportOptions = {}
-): Effect.Effect<Array<FunctionTool>, ProviderExportError> =>
-  Effect.suspend(() => Effect.fromResult(toolDefinitionsResult(specs, options)))
-
 /** {@link toolDefinitions} as a `Result`, for synchronous callers. */
 export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
@@ -121,6 +112,12 @@ export const toolDefinitionsResult = (
       parameters,
       strict
     })))
+
+/**
+ * The request's `tools`, one flat function per spec, named by canonical name,
+ * with `strict` always explicit (the API would otherwise decide by itself).
+ */
+export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
 
 // ---------------------------------------------------------------------------
 // calls

@@ -7,6 +7,7 @@ import { Result } from "effect"
 import type { ToolSpec } from "../../contract/Tool.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
 import { fromProblem, type Provider, type ProviderExportError } from "../ProviderExportError.ts"
+import { canonicalName, exportEach } from "./exportTools.ts"
 import * as Names from "./names.ts"
 import * as OpenAiStrict from "./openAiStrict.ts"
 import { inputSchemaOf, type Node } from "./schema.ts"
@@ -41,29 +42,19 @@ export const exportAll = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions
 ): Result.Result<Array<ExportedFunction>, ProviderExportError> => {
-  const unique = Names.makeUniqueness(provider)
   const limits = { ...OpenAiStrict.defaultLimits, ...options.limits }
-  const out: Array<ExportedFunction> = []
-  for (const spec of specs) {
-    const name = Names.check(provider, Names.openAiRule, spec.name).pipe(Result.flatMap(unique))
-    if (Result.isFailure(name)) return Result.fail(name.failure)
+  const exportOne = (spec: ToolSpec, name: string): Result.Result<ExportedFunction, ProviderExportError> => {
     const canonical = inputSchemaOf(spec)
-    const base = { name: name.success, description: spec.description }
-    if (options.strict === false) {
-      out.push({ ...base, parameters: canonical, strict: false })
-      continue
-    }
+    const base = { name, description: spec.description }
+    if (options.strict === false) return Result.succeed({ ...base, parameters: canonical, strict: false })
     const strict = OpenAiStrict.toStrict(canonical, limits)
-    if (Result.isSuccess(strict)) {
-      out.push({ ...base, parameters: strict.success, strict: true })
-      continue
-    }
+    if (Result.isSuccess(strict)) return Result.succeed({ ...base, parameters: strict.success, strict: true })
     const error = fromProblem(provider, spec.name, strict.failure)
     if (options.strict === "require") return Result.fail(error)
     options.onFallback?.(error)
-    out.push({ ...base, parameters: canonical, strict: false })
+    return Result.succeed({ ...base, parameters: canonical, strict: false })
   }
-  return Result.succeed(out)
+  return exportEach(provider, Names.openAiRule, specs, canonicalName, exportOne)
 }
 
 /** Turns `null` for a formerly optional property back into an absent key (see `OpenAiStrict.normalizeNulls`). */
