@@ -14,7 +14,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
 import { Tool, ToolInput } from "../src/index.ts"
-import { redactValue } from "../src/internal/redact.ts"
+import { redactValue } from "../src/internal/redact/policy.ts"
 import { random, type Random } from "./support/random.ts"
 import { count } from "./support/tier.ts"
 

@@ -11,7 +11,7 @@ import * as Tool from "./Tool.ts"
 import type { ToolCall } from "./ToolCall.ts"
 import { type InvalidArguments, type MalformedArguments, ToolNotAllowed, ToolNotFound } from "./ToolError.ts"
 import * as ToolInput from "./ToolInput.ts"
-import { redactRejection } from "../internal/redact.ts"
+import { redactRejection } from "../internal/redact/errors.ts"
 import * as ToolName from "./ToolName.ts"
 import type { SchemaExportError } from "./ToolSchema.ts"
 

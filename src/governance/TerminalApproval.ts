@@ -5,7 +5,7 @@
  */
 import * as readline from "node:readline"
 import { Effect, Layer, Semaphore } from "effect"
-import { redactValue } from "../internal/redact.ts"
+import { redactValue } from "../internal/redact/policy.ts"
 import { Approval, approve, type Decision, deny, edit, type Request } from "./Approval.ts"
 
 export interface TerminalOptions {

@@ -28,7 +28,7 @@ import type { ToolCall } from "../../src/index.ts"
 import type { Receipt as AuditLogReceipt } from "../../src/governance/middleware/AuditLog.ts"
 import { canonicalJson, hash, withoutKeys } from "../../src/internal/canonical.ts"
 import { stringify } from "../../src/internal/json.ts"
-import { redactValue } from "../../src/internal/redact.ts"
+import { redactValue } from "../../src/internal/redact/policy.ts"
 import { Anthropic, Gemini, Mcp, OpenAiChat } from "../../src/providers/index.ts"
 
 // ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import { Effect, Fiber, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { EventSink, Executor, Tool, ToolProgress, ToolRegistry, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
-import { scrubberOf } from "../../src/internal/redact.ts"
+import { scrubberOf } from "../../src/internal/redact/policy.ts"
 import { random } from "../support/random.ts"
 import { count } from "../support/tier.ts"
 

@@ -24,7 +24,7 @@ import {
 } from "../../src/index.ts"
 import { auditLog, type AuditLog, summary } from "../../src/governance/middleware/index.ts"
 import { Anthropic, Gemini, Mcp, OpenAiChat, OpenAiResponses } from "../../src/providers/index.ts"
-import { redactStoredText } from "../../src/internal/redact.ts"
+import { redactStoredText } from "../../src/internal/redact/policy.ts"
 
 const call = (id: string, name: string, args: unknown = {}) => ({ id, name, arguments: args })
 const eventsOf = EventSink.EventLog.use((log) => log.all)

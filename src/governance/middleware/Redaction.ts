@@ -11,7 +11,8 @@
  * policy (keys at any depth, text patterns).
  */
 import { Effect } from "effect"
-import { redactValue, type Scrubber, scrubErrorDetached } from "../../internal/redact.ts"
+import { scrubErrorDetached } from "../../internal/redact/errors.ts"
+import { redactValue, type Scrubber } from "../../internal/redact/policy.ts"
 import type { Middleware } from "../../runtime/Middleware.ts"
 import type * as Safety from "../../contract/Safety.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"

@@ -23,7 +23,7 @@ import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import type * as ToolResult from "../../contract/ToolResult.ts"
 import * as Executor from "../../runtime/Executor.ts"
 import * as StoreRegistry from "../../runtime/StoreRegistry.ts"
-import { redactStoredText } from "../../internal/redact.ts"
+import { redactStoredText } from "../../internal/redact/policy.ts"
 import * as Mcp from "../../providers/Mcp.ts"
 
 /** What the registrations need from the caller. */

@@ -69,7 +69,7 @@ import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Redact } from "../../../contract/Safety.ts"
-import { scrubberOf, secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact.ts"
+import { scrubberOf, secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact/policy.ts"
 import { withTtl } from "../../../stores/internal/expiry.ts"
 import { textOfValue } from "./Render.ts"
 

@@ -23,14 +23,14 @@
 import { type Clock, Effect, Fiber } from "effect"
 import type * as Tool from "../../../contract/Tool.ts"
 import type * as ToolEvent from "../../../contract/ToolEvent.ts"
+import { secretsOf } from "../../../internal/redact/policy.ts"
 import {
   mergeRegions,
   type Region,
   scrubbedRegions,
   secretForms,
-  secretsOf,
   withRegionsRedacted
-} from "../../../internal/redact.ts"
+} from "../../../internal/redact/text.ts"
 import { limits, ToolProgress, type ToolProgressShape, type Update } from "../../ToolProgress.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 

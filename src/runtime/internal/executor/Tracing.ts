@@ -22,7 +22,7 @@ import type { ToolCall } from "../../../contract/ToolCall.ts"
 import type * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
 import { stringify } from "../../../internal/json.ts"
-import { redactValue } from "../../../internal/redact.ts"
+import { redactValue } from "../../../internal/redact/policy.ts"
 
 /** `Executor.Options.tracing`. */
 export interface Options {
