@@ -11,15 +11,13 @@
  * them (checked by `test/providers/SdkTypes.test.ts`). It does not call the
  * API, stream, or parse arguments (the registry does).
  */
-import { Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
-import * as ExportTools from "./internal/exportTools.ts"
 import { textWithImageNotes } from "./internal/content.ts"
+import * as ExportTools from "./internal/exportTools.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
-import type { ProviderExportError } from "./ProviderExportError.ts"
 
 // ---------------------------------------------------------------------------
 // wire types
@@ -99,15 +97,13 @@ export type Strict = OpenAiFunction.Strict
 export type ExportOptions = OpenAiFunction.ExportOptions
 
 /** {@link toolDefinitions} as a `Result`, for synchronous callers. */
-export const toolDefinitionsResult = (
-  specs: ReadonlyArray<ToolSpec>,
-  options: ExportOptions = {}
-): Result.Result<Array<FunctionTool>, ProviderExportError> =>
-  Result.map(OpenAiFunction.exportAll("openai-chat", specs, options), (functions) =>
-    functions.map(({ description, name, parameters, strict }) => ({
-      type: "function",
-      function: { name, description, parameters, strict }
-    })))
+export const toolDefinitionsResult = OpenAiFunction.exporter(
+  "openai-chat",
+  ({ description, name, parameters, strict }): FunctionTool => ({
+    type: "function",
+    function: { name, description, parameters, strict }
+  })
+)
 
 /**
  * The request's `tools`, one function per spec, named by canonical name.

@@ -10,15 +10,13 @@
  * params; {@link toolCalls} reads only `type` of an item it does not know,
  * so the SDK's `Response` and `ResponseOutputItem[]` pass as they are.
  */
-import { Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
-import * as ExportTools from "./internal/exportTools.ts"
 import { imagesOf, textOf } from "./internal/content.ts"
+import * as ExportTools from "./internal/exportTools.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
-import type { ProviderExportError } from "./ProviderExportError.ts"
 
 // ---------------------------------------------------------------------------
 // wire types
@@ -100,18 +98,10 @@ export type Strict = OpenAiFunction.Strict
 export type ExportOptions = OpenAiFunction.ExportOptions
 
 /** {@link toolDefinitions} as a `Result`, for synchronous callers. */
-export const toolDefinitionsResult = (
-  specs: ReadonlyArray<ToolSpec>,
-  options: ExportOptions = {}
-): Result.Result<Array<FunctionTool>, ProviderExportError> =>
-  Result.map(OpenAiFunction.exportAll("openai-responses", specs, options), (functions) =>
-    functions.map(({ description, name, parameters, strict }) => ({
-      type: "function",
-      name,
-      description,
-      parameters,
-      strict
-    })))
+export const toolDefinitionsResult = OpenAiFunction.exporter(
+  "openai-responses",
+  ({ description, name, parameters, strict }): FunctionTool => ({ type: "function", name, description, parameters, strict })
+)
 
 /**
  * The request's `tools`, one flat function per spec, named by canonical name,

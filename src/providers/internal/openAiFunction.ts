@@ -57,6 +57,11 @@ export const exportAll = (
   return exportEach(provider, Names.openAiRule, specs, canonicalName, exportOne)
 }
 
+/** A `toolDefinitionsResult`: {@link exportAll}, each function in the API's envelope. */
+export const exporter = <Tool>(provider: Provider, envelope: (exported: ExportedFunction) => Tool) =>
+(specs: ReadonlyArray<ToolSpec>, options: ExportOptions = {}): Result.Result<Array<Tool>, ProviderExportError> =>
+  Result.map(exportAll(provider, specs, options), (functions) => functions.map((exported) => envelope(exported)))
+
 /** Turns `null` for a formerly optional property back into an absent key (see `OpenAiStrict.normalizeNulls`). */
 export const normalizeArguments = (spec: ToolSpec, args: unknown): unknown =>
   OpenAiStrict.normalizeNulls(inputSchemaOf(spec), args)
