@@ -1,8 +1,9 @@
 /**
  * JSON text of values at any depth. A model or a tool may hand the runtime a value nested 100,000
  * levels deep (`JSON.parse` builds one without trouble); `JSON.stringify` and every recursive walk
- * overflow the stack on it. {@link stringify} is `JSON.stringify` that never does, and
- * {@link deeperThan} measures nesting without recursing. Not a JSON parser or a schema.
+ * overflow the stack on it. {@link stringify} is `JSON.stringify` that never does,
+ * {@link textOfValue} is the text a tool's value shows a model, and {@link deeperThan} measures
+ * nesting without recursing. Not a JSON parser or a schema.
  */
 
 const isStackOverflow = (error: unknown): boolean => error instanceof RangeError && /call stack/i.test(error.message)
@@ -19,6 +20,13 @@ export const stringify = (value: unknown): string | undefined => {
   }
   return stringifyIteratively(value)
 }
+
+/**
+ * A tool's value as the model reads it by default: a string as it is, nothing as the empty text,
+ * anything else as its JSON text ({@link stringify}; a value with no JSON form is the empty text).
+ */
+export const textOfValue = (value: unknown): string =>
+  value === undefined ? "" : typeof value === "string" ? value : stringify(value) ?? ""
 
 /** A container being written: the keys still to write (`undefined` for an array) and whether a member was written. */
 interface Frame {

@@ -88,4 +88,22 @@ describe("redaction", () => {
       ])
       for (const secret of ["sk-123456", "hunter2", "sk-654321", "sk-777777"]) assert.notInclude(text, secret)
     }).pipe(Effect.provide(services)))
+
+  it.effect("a value nested 100,000 levels deep is redacted and shown, not a middleware failure", () =>
+    Effect.gen(function*() {
+      let deep: unknown = { password: "hunter2" }
+      for (let i = 0; i < 100_000; i++) deep = [deep]
+      const nested = Tool.make("nested", {
+        description: "Returns a deeply nested value.",
+        input: Schema.Struct({}),
+        safety: { access: "read" },
+        handler: () => Effect.succeed(deep)
+      })
+      const executor = yield* executorOf([nested], [redaction(Redaction.keys({ keys: ["password"] }))])
+      const result = yield* executor.run(call("c1", "nested"))
+      assert.isFalse(result.isError)
+      assert.notInclude(ToolResult.textOf(result), "hunter2")
+      const fields = result.audit?.metadata?.["redactedFields"] as { readonly result: ReadonlyArray<string> }
+      assert.strictEqual(fields.result.length, 1)
+    }).pipe(Effect.provide(services)))
 })

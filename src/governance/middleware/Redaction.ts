@@ -11,6 +11,7 @@
  * policy (keys at any depth, text patterns).
  */
 import { Effect } from "effect"
+import { textOfValue } from "../../internal/json.ts"
 import { scrubErrorDetached } from "../../internal/redact/errors.ts"
 import { redactValue, type Scrubber } from "../../internal/redact/policy.ts"
 import type { Middleware } from "../../runtime/Middleware.ts"
@@ -36,9 +37,6 @@ export const keys = (policy: Safety.Redact): Redactor => ({
   arguments: (args) => redactValue(args, policy),
   result: (value) => redactValue(value, policy)
 })
-
-const textOfValue = (value: unknown): string =>
-  value === undefined ? "" : typeof value === "string" ? value : JSON.stringify(value)
 
 /** Applies the redactor to a result: its value, and its text (re-rendered when it was the value's text). */
 const redactResult = (

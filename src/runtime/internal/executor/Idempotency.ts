@@ -69,9 +69,9 @@ import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Redact } from "../../../contract/Safety.ts"
+import { textOfValue } from "../../../internal/json.ts"
 import { scrubberOf, secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact/policy.ts"
 import { withTtl } from "../../../stores/internal/expiry.ts"
-import { textOfValue } from "./Render.ts"
 
 export interface Config {
   /** The `StoreRegistry` store. */

@@ -13,7 +13,7 @@ import type { Invocation } from "../../Middleware.ts"
 import * as Tool from "../../../contract/Tool.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type { Redact } from "../../../contract/Safety.ts"
-import { stringify } from "../../../internal/json.ts"
+import { textOfValue } from "../../../internal/json.ts"
 import { redactCause, redactError } from "../../../internal/redact/errors.ts"
 import { redactValue } from "../../../internal/redact/policy.ts"
 import * as CallState from "./CallState.ts"
@@ -28,9 +28,6 @@ export interface Config {
   readonly defaultTimeout: Duration.Duration
   readonly reporter: Reporter
 }
-
-const textOfValue = (value: unknown): string =>
-  value === undefined ? "" : typeof value === "string" ? value : stringify(value) ?? ""
 
 /** The handler's own cause behind a tool error made from it, for the `tool.failed` event. */
 const origins = new WeakMap<ToolError.ToolError, Cause.Cause<unknown>>()

@@ -19,7 +19,7 @@
  */
 import { Cause, Effect, Result, Schema } from "effect"
 import { toModelCodec } from "../../../contract/internal/modelSchema.ts"
-import { stringify } from "../../../internal/json.ts"
+import { textOfValue } from "../../../internal/json.ts"
 import { redactIssues, scrubError } from "../../../internal/redact/errors.ts"
 import { type Scrubber, scrubberOf } from "../../../internal/redact/policy.ts"
 import type { Redact } from "../../../contract/Safety.ts"
@@ -36,9 +36,6 @@ export interface Config {
   readonly tail: number
   readonly store: string
 }
-
-export const textOfValue = (value: unknown): string =>
-  value === undefined ? "" : typeof value === "string" ? value : stringify(value) ?? ""
 
 /**
  * An error result (a middleware's refusal, say) under the policy: its error and its text blocks
