@@ -272,6 +272,6 @@ describe("secrets", () => {
       assertNowhere("run", all, Object.values(planted))
       assertNowhere("run", all, [KEY, KEY.slice(0, 12)])
       // The key's own prefix is not even in the model's error, where the cut fell.
-      assert.include(runA.failed.error.message, "<redacted>")
+      assert.include(runA.failed.error.message, "[redacted]")
     }).pipe(Effect.scoped))
 })

@@ -185,7 +185,7 @@ describe("tinyagents durable", () => {
         [["durable", "approve", "run-1", "c1", "--db", junk, "-w", "mailer"], "cannot read the journal"],
         [
           ["durable", "status", "run-1", "--postgres", "postgres://u:s3cretpw@127.0.0.1:1/db", "-w", "mailer"],
-          "cannot read the journal postgres://u:***@127.0.0.1:1/db: "
+          "cannot read the journal postgres://u:[redacted]@127.0.0.1:1/db: "
         ]
       ] as const
       for (const [args, message] of cases) {

@@ -248,7 +248,7 @@ describe("AnthropicModel", () => {
       assert.strictEqual(failure.reason, "http")
       assert.strictEqual(failure.status, 401)
       assert.isFalse(failure.retryable)
-      assert.strictEqual(failure.message, "anthropic: HTTP 401 authentication_error: invalid x-api-key: <redacted>")
+      assert.strictEqual(failure.message, "anthropic: HTTP 401 authentication_error: invalid x-api-key: [redacted]")
       assert.lengthOf(server.requests, 1)
     }).pipe(Effect.scoped))
 
@@ -369,7 +369,7 @@ describe("AnthropicModel", () => {
         const failed = yield* Effect.flip(
           generate(ask("hi")).pipe(Effect.provide(model(server.origin, { retry: false })), Effect.provide(logs.layer))
         )
-        assert.include(failed.message, "<redacted>", label)
+        assert.include(failed.message, "[redacted]", label)
         assert.isAbove(logs.lines.length, 0, label)
         assertNoSecret(key.slice(0, 10), [failed, failed.message, Cause.pretty(Cause.fail(failed)), ...logs.lines])
       }

@@ -199,7 +199,7 @@ describe("LanguageModelBridge", () => {
       assert.isAbove(ran.events.length, 4)
       assert.strictEqual(failed.reason, "http")
       assert.isFalse(failed.retryable)
-      assert.include(failed.message, "<redacted>")
+      assert.include(failed.message, "[redacted]")
       assert.isTrue(logs.lines.some((line) => line.includes("chat model request failed")))
       assertNoSecret(key, [...logs.lines, ...ran.events, ran.result, failed, failed.message])
     }).pipe(Effect.scoped))

@@ -236,7 +236,7 @@ describe("OpenAiChatModel", () => {
       assert.isFalse(failure.retryable)
       assert.strictEqual(
         failure.message,
-        "openai-chat: HTTP 401 invalid_api_key: Incorrect API key provided: <redacted>. You can find your API key at https://platform.openai.com/account/api-keys."
+        "openai-chat: HTTP 401 invalid_api_key: Incorrect API key provided: [redacted]. You can find your API key at https://platform.openai.com/account/api-keys."
       )
       assert.lengthOf(server.requests, 1)
     }).pipe(Effect.scoped))
@@ -355,7 +355,7 @@ describe("OpenAiChatModel", () => {
         const failed = yield* Effect.flip(
           generate(ask("hi")).pipe(Effect.provide(model(server.origin, { retry: false })), Effect.provide(logs.layer))
         )
-        assert.include(failed.message, "<redacted>", label)
+        assert.include(failed.message, "[redacted]", label)
         assert.isAbove(logs.lines.length, 0, label)
         assertNoSecret(key.slice(0, 10), [failed, failed.message, Cause.pretty(Cause.fail(failed)), ...logs.lines])
       }

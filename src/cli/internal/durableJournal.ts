@@ -14,6 +14,7 @@ import { Cause, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { statSync } from "node:fs"
 import * as Journal from "../../durable/Journal.ts"
+import { marker, withoutSecrets } from "../../internal/redact/text.ts"
 import * as SqliteClient from "../../stores/SqliteClient.ts"
 
 /** Where a journal is: a SQLite file (resolved path, and the name as given) or a Postgres URL. */
@@ -53,21 +54,31 @@ export type RunState =
 export const describe = (location: Location): string =>
   location._tag === "Sqlite" ? location.given : redactUrl(location.url)
 
-/** `url` with its password replaced by `***` (unparsable: `<postgres url>`). */
+/** `url` with its password replaced by the marker (unparsable: `<postgres url>`). */
 export const redactUrl = (url: string): string => {
   if (!URL.canParse(url)) return "<postgres url>"
   const parsed = new URL(url)
-  if (parsed.password !== "") parsed.password = "***"
-  return parsed.toString()
+  if (parsed.password === "") return parsed.toString()
+  // Spelled out: the password setter would percent-encode the marker's brackets.
+  return `${parsed.protocol}//${parsed.username}:${marker}@${parsed.host}${parsed.pathname}${parsed.search}${parsed.hash}`
 }
 
-/** Removes the location's password from `text` (a driver's message may quote the URL). */
+/** The password of `url` as the URL spells it and decoded (any length: it is a credential). */
+const passwordOf = (url: string): ReadonlyArray<string> => {
+  if (!URL.canParse(url)) return []
+  const spelled = new URL(url).password
+  if (spelled === "") return []
+  try {
+    return [spelled, decodeURIComponent(spelled)]
+  } catch {
+    return [spelled]
+  }
+}
+
+/** Removes the location's password from `text` (a driver's message may quote the URL, or the password alone). */
 const scrub = (location: Location, text: string): string => {
   if (location._tag === "Sqlite") return text
-  let out = text.split(location.url).join(redactUrl(location.url))
-  const password = URL.canParse(location.url) ? decodeURIComponent(new URL(location.url).password) : ""
-  if (password !== "") out = out.split(password).join("***")
-  return out
+  return withoutSecrets(text.split(location.url).join(redactUrl(location.url)), passwordOf(location.url))
 }
 
 /** The first line of the failure in `cause`, without the location's password. */

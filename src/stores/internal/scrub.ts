@@ -6,16 +6,17 @@
  * dropped. So a `StoreFailed`, its message and its JSON never carry a key or a value.
  */
 import { SqlError } from "effect/sql"
+import { searchable, withoutSecrets } from "../../internal/redact/text.ts"
 
 /** The longest database text a store error keeps. */
 const maxText = 200
 
-/** `text` without any of `secrets` (those of 3 characters or more), cut to {@link maxText}. */
-export const scrubText = (text: string, secrets: ReadonlyArray<string>): string => {
-  let out = text
-  for (const secret of secrets) {
-    if (secret.length >= 3) out = out.split(secret).join("<redacted>")
-  }
+/**
+ * `text` without any of `secrets` (those long enough to search for), each replaced by the marker
+ * (overlapping ones whole: a key that starts a stored value takes all of it), cut to {@link maxText}.
+ */
+const scrubText = (text: string, secrets: ReadonlyArray<string>): string => {
+  const out = withoutSecrets(text, searchable(secrets))
   return out.length > maxText ? `${out.slice(0, maxText)}…` : out
 }
 

@@ -12,6 +12,7 @@ import { HttpClient, HttpClientRequest } from "effect/http"
 import type { HttpClientResponse } from "effect/http"
 import { ChatModelError } from "../../ChatModel.ts"
 import { stringify } from "../../../internal/json.ts"
+import { withoutSecrets } from "../../../internal/redact/text.ts"
 
 /** A retry policy for model requests: its input is the failed attempt's error. */
 export type RetryPolicy = Schedule.Schedule<unknown, ChatModelError>
@@ -115,14 +116,12 @@ export const withRetryAfter = (error: ChatModelError, wait: Duration.Duration | 
   return error
 }
 
-/** Replaces every secret value in `text` with `<redacted>` (longest first, so no part of one survives). */
-export const scrub = (text: string, secrets: ReadonlyArray<Redacted.Redacted<string>>): string => {
-  const values = secrets.map((secret) => Redacted.value(secret)).filter((value) => value.length > 0)
-  if (values.length > 1) values.sort((a, b) => b.length - a.length)
-  let out = text
-  for (const value of values) out = out.split(value).join("<redacted>")
-  return out
-}
+/**
+ * Replaces every secret value in `text` (and its JSON-escaped form) with the marker, whatever its
+ * length; secrets that overlap (one a prefix of another, or sharing characters) are redacted whole.
+ */
+export const scrub = (text: string, secrets: ReadonlyArray<Redacted.Redacted<string>>): string =>
+  withoutSecrets(text, secrets.map((secret) => Redacted.value(secret)))
 
 /**
  * `error` with its message scrubbed of `secrets` (the same error when there was nothing to scrub),
