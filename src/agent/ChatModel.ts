@@ -5,26 +5,34 @@
  * of parts (`stream`). This module owns the message types, the service, and
  * the scripted model used by tests and the offline demo; HTTP adapters live in
  * `src/agent/models/`.
+ *
+ * The data of the contract (`Message`, `Usage`, `FinishReason`, `Response`,
+ * `ChatModelError`) are Schemas, each type its schema's `Type`: their encoded
+ * form is plain JSON (tool arguments and other unknown values as JSON, see
+ * `ToolError.JsonData`), which is how durable runs journal them.
  */
-import { Context, Data, Effect, Layer, Stream } from "effect"
+import { Context, Effect, Layer, Schema, Stream } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
-import type { ToolCall } from "../contract/ToolCall.ts"
-import type { ToolResult } from "../contract/ToolResult.ts"
+import { ToolCall } from "../contract/ToolCall.ts"
+import { JsonData } from "../contract/ToolError.ts"
+import { ToolResult } from "../contract/ToolResult.ts"
 import { stringify } from "../internal/json.ts"
 
 /** One entry of a transcript, provider-neutral. */
-export type Message =
-  | { readonly role: "system"; readonly content: string }
-  | { readonly role: "user"; readonly content: string }
-  | { readonly role: "assistant"; readonly content: string; readonly toolCalls: ReadonlyArray<ToolCall> }
+export const Message = Schema.Union([
+  Schema.Struct({ role: Schema.Literal("system"), content: Schema.String }),
+  Schema.Struct({ role: Schema.Literal("user"), content: Schema.String }),
+  Schema.Struct({ role: Schema.Literal("assistant"), content: Schema.String, toolCalls: Schema.Array(ToolCall) }),
   /** The answers to the previous assistant message's tool calls, in call order. */
-  | { readonly role: "tool"; readonly results: ReadonlyArray<ToolResult> }
+  Schema.Struct({ role: Schema.Literal("tool"), results: Schema.Array(ToolResult) })
+])
+
+export type Message = typeof Message.Type
 
 /** Tokens one model call used: read (the request) and written (the answer), as the provider counts them. */
-export interface Usage {
-  readonly inputTokens: number
-  readonly outputTokens: number
-}
+export const Usage = Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number })
+
+export type Usage = typeof Usage.Type
 
 /** What one model call is asked: the transcript so far and the tools it may call. */
 export interface Request {
@@ -34,18 +42,22 @@ export interface Request {
 }
 
 /** Why the model stopped: `stop` (a final answer), `tool_calls`, `length` (output token limit), `content_filter`, or `other`. */
-export type FinishReason = "stop" | "tool_calls" | "length" | "content_filter" | "other"
+export const FinishReason = Schema.Literals(["stop", "tool_calls", "length", "content_filter", "other"])
+
+export type FinishReason = typeof FinishReason.Type
 
 /** One whole answer: its text, the tool calls it makes (possibly none) and the tokens it used. */
-export interface Response {
-  readonly text: string
-  readonly toolCalls: ReadonlyArray<ToolCall>
-  readonly usage: Usage
+export const Response = Schema.Struct({
+  text: Schema.String,
+  toolCalls: Schema.Array(ToolCall),
+  usage: Usage,
   /** Why the model stopped, when the provider says. */
-  readonly finishReason?: FinishReason
+  finishReason: Schema.optionalKey(FinishReason),
   /** Provider-executed (server-side) tool calls: reported, never executed locally. */
-  readonly passthrough?: ReadonlyArray<unknown>
-}
+  passthrough: Schema.optionalKey(Schema.Array(JsonData))
+})
+
+export type Response = typeof Response.Type
 
 /**
  * One part of a streamed answer, in arrival order. Text arrives as
@@ -64,17 +76,17 @@ export type StreamPart =
   | { readonly _tag: "Finished"; readonly response: Response }
 
 /** The model could not answer. `retryable` says whether asking again may help. */
-export class ChatModelError extends Data.TaggedError("ChatModelError")<{
+export class ChatModelError extends Schema.TaggedError<ChatModelError>()("ChatModelError", {
   /**
    * `http`: a non-success status; `rate_limited`: 429; `timeout`; `decode`: a body or stream event we
    * cannot read; `provider`: an error the provider reported inside a stream; `transport`: the
    * connection failed or the stream ended before its last event; `script_exhausted`: a scripted model ran out.
    */
-  readonly reason: "http" | "rate_limited" | "timeout" | "decode" | "provider" | "script_exhausted" | "transport"
-  readonly message: string
-  readonly status?: number
-  readonly retryable: boolean
-}> {}
+  reason: Schema.Literals(["http", "rate_limited", "timeout", "decode", "provider", "script_exhausted", "transport"]),
+  message: Schema.String,
+  status: Schema.optionalKey(Schema.Number),
+  retryable: Schema.Boolean
+}) {}
 
 /** What a `ChatModel` does: answer a request, whole or as a stream of parts. */
 export interface ChatModelShape {

@@ -358,7 +358,7 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
   const start: DurableAgent<R, MR>["start"] = (runId, messages, startOptions) =>
     Effect.asVoid(workflow.execute({
       runId,
-      messages: messages as typeof Journal.Payload.Type["messages"],
+      messages,
       ...(startOptions?.threadId === undefined ? {} : { threadId: startOptions.threadId }),
       ...(startOptions?.user === undefined ? {} : { user: startOptions.user })
     }, { discard: true }))
@@ -431,18 +431,17 @@ const exitOf = (
   if (exit._tag === "Failure") return Exit.failCause(exit.cause as Cause.Cause<never>)
   const outcome = exit.value
   if (outcome._tag === "Finished" && outcome.cancelled !== undefined) {
-    const { transcript, results, turns } = outcome.result as DurableResult
+    const { transcript, results, turns } = outcome.result
     return Exit.fail(new RunCancelled({ runId, reason: outcome.cancelled, turns, transcript, results }))
   }
-  if (outcome._tag === "Finished") return Exit.succeed(outcome.result as DurableResult)
-  const error = outcome.error._tag === "ChatModelError" ? Journal.modelErrorOf(outcome.error) : outcome.error
+  if (outcome._tag === "Finished") return Exit.succeed(outcome.result)
   return Exit.fail(
     new Agent.AgentFailed({
       reason: outcome.reason,
-      error: error as ToolError.ToolError | ChatModel.ChatModelError,
+      error: outcome.error,
       turns: outcome.turns,
-      transcript: outcome.transcript as ReadonlyArray<ChatModel.Message>,
-      results: outcome.results as ReadonlyArray<ToolResult.ToolResult>
+      transcript: outcome.transcript,
+      results: outcome.results
     })
   )
 }
@@ -476,7 +475,7 @@ const body = <R, MR>(
         cancelledBy ??= reason
         return executor.runCancel.cancel(reason)
       })
-    const runOptions: Agent.RunOptions<R, MR> = { ...options, messages: payload.messages as ReadonlyArray<ChatModel.Message> }
+    const runOptions: Agent.RunOptions<R, MR> = { ...options, messages: payload.messages }
     const exit = yield* Effect.exit(
       Agent.loopWith(runOptions, (executor) => durableSteps(options, run, executor, (reason) => onCancelled(executor, reason))).pipe(
         Effect.provideService(EventSink, journal),
@@ -494,7 +493,7 @@ const body = <R, MR>(
         _tag: "Finished",
         result: { ...rest, reason },
         ...(reason === "cancelled" && cancelledBy !== undefined ? { cancelled: cancelledBy } : {})
-      } as typeof Journal.Outcome.Type
+      } satisfies typeof Journal.Outcome.Type
     }
     const failure = Cause.findErrorOption(exit.cause)
     if (Option.isNone(failure)) return yield* Effect.failCause(exit.cause as Cause.Cause<never>)
@@ -502,11 +501,11 @@ const body = <R, MR>(
     return {
       _tag: "Failed",
       reason: failed.reason,
-      error: failed.error._tag === "ChatModelError" ? Journal.modelErrorData(failed.error) : failed.error,
+      error: failed.error,
       turns: failed.turns,
       transcript: failed.transcript,
       results: failed.results
-    } as typeof Journal.Outcome.Type
+    } satisfies typeof Journal.Outcome.Type
   })
 
 /** The loop's steps as activities (see the module comment). */
@@ -536,16 +535,16 @@ const durableSteps = <R, MR>(
                 ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason })
               }
             })),
-            Effect.catch((error) => Effect.succeed({ _tag: "Failed", error: Journal.modelErrorData(error) } as const))
+            Effect.catch((error) => Effect.succeed({ _tag: "Failed", error } as const))
           ))
         }),
         (outcome) =>
           outcome._tag === "Answered"
-            ? Effect.succeed(outcome.response as ChatModel.Response)
+            ? Effect.succeed(outcome.response)
             : outcome._tag === "Cancelled"
             // the loop ends the run as cancelled without reading this answer
             ? Effect.as(onCancelled(outcome.reason), { text: "", toolCalls: [], usage: ChatModel.noUsage })
-            : Effect.fail(Journal.modelErrorOf(outcome.error))
+            : Effect.fail(outcome.error)
       )
 
     const batch = (

@@ -3,7 +3,9 @@
  * opening messages), each model turn's answer, each tool call's outcome (its `ToolResult` and the
  * events it emitted), an approval decision, and the run's end. Everything here round-trips through
  * JSON (`Schema.toCodecJson`), which is how `effect/workflow` stores activity results and the
- * workflow's result in SQL. This module owns the shapes only; `DurableAgent` uses them.
+ * workflow's result in SQL. This module owns the shapes of a run only: a transcript, a model's answer
+ * and its failure are `ChatModel`'s schemas (`Message`, `Response`, `ChatModelError`), journaled as
+ * they encode; `DurableAgent` uses them.
  */
 import { Schema } from "effect"
 import * as ChatModel from "../agent/ChatModel.ts"
@@ -11,46 +13,10 @@ import * as ToolError from "../contract/ToolError.ts"
 import * as ToolEvent from "../contract/ToolEvent.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 
-/** A tool call as the model sent it (arguments as JSON). */
-export const ToolCall = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  arguments: ToolError.JsonData,
-  provider: Schema.optionalKey(Schema.Record(Schema.String, ToolError.JsonData))
-})
-
-/** One transcript entry (`ChatModel.Message`). */
-export const Message = Schema.Union([
-  Schema.Struct({ role: Schema.Literal("system"), content: Schema.String }),
-  Schema.Struct({ role: Schema.Literal("user"), content: Schema.String }),
-  Schema.Struct({ role: Schema.Literal("assistant"), content: Schema.String, toolCalls: Schema.Array(ToolCall) }),
-  Schema.Struct({ role: Schema.Literal("tool"), results: Schema.Array(ToolResult.ToolResult) })
-])
-
-/** Token usage (`ChatModel.Usage`). */
-export const Usage = Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number })
-
-/** The model's whole answer to one turn (`ChatModel.Response`, without provider passthrough items). */
-export const Response = Schema.Struct({
-  text: Schema.String,
-  toolCalls: Schema.Array(ToolCall),
-  usage: Usage,
-  finishReason: Schema.optionalKey(Schema.Literals(["stop", "tool_calls", "length", "content_filter", "other"]))
-})
-
-/** A `ChatModel.ChatModelError` as data. */
-export const ModelError = Schema.Struct({
-  _tag: Schema.Literal("ChatModelError"),
-  reason: Schema.Literals(["http", "rate_limited", "timeout", "decode", "provider", "script_exhausted", "transport"]),
-  message: Schema.String,
-  status: Schema.optionalKey(Schema.Number),
-  retryable: Schema.Boolean
-})
-
 /** The journaled outcome of a `turn/<n>` activity: the answer, or the model's failure. */
 export const Turn = Schema.Union([
-  Schema.TaggedStruct("Answered", { response: Response }),
-  Schema.TaggedStruct("Failed", { error: ModelError }),
+  Schema.TaggedStruct("Answered", { response: ChatModel.Response }),
+  Schema.TaggedStruct("Failed", { error: ChatModel.ChatModelError }),
   /** The run was cancelled (`DurableAgent.cancel`) before the model was asked: the reason. */
   Schema.TaggedStruct("Cancelled", { reason: Schema.String })
 ])
@@ -85,9 +51,9 @@ export const RunResult = Schema.Struct({
   text: Schema.String,
   reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled"]),
   turns: Schema.Number,
-  transcript: Schema.Array(Message),
+  transcript: Schema.Array(ChatModel.Message),
   results: Schema.Array(ToolResult.ToolResult),
-  usage: Usage
+  usage: ChatModel.Usage
 })
 
 /** How a durable run ended: its result, or the fields of its `Agent.AgentFailed`. */
@@ -99,9 +65,9 @@ export const Outcome = Schema.Union([
   }),
   Schema.TaggedStruct("Failed", {
     reason: Schema.Literals(["tool", "model"]),
-    error: Schema.Union([ToolError.ToolError, ModelError]),
+    error: Schema.Union([ToolError.ToolError, ChatModel.ChatModelError]),
     turns: Schema.Number,
-    transcript: Schema.Array(Message),
+    transcript: Schema.Array(ChatModel.Message),
     results: Schema.Array(ToolResult.ToolResult)
   })
 ])
@@ -112,22 +78,7 @@ export const Outcome = Schema.Union([
  */
 export const Payload = Schema.Struct({
   runId: Schema.String,
-  messages: Schema.Array(Message),
+  messages: Schema.Array(ChatModel.Message),
   threadId: Schema.optionalKey(Schema.String),
   user: Schema.optionalKey(ToolError.JsonData)
 })
-
-/** A model failure as journaled data. */
-export const modelErrorData = (error: ChatModel.ChatModelError): typeof ModelError.Type => ({
-  _tag: "ChatModelError",
-  reason: error.reason,
-  message: error.message,
-  ...(error.status === undefined ? {} : { status: error.status }),
-  retryable: error.retryable
-})
-
-/** A journaled model failure as the `ChatModelError` it was. */
-export const modelErrorOf = (data: typeof ModelError.Type): ChatModel.ChatModelError => {
-  const { _tag, ...fields } = data
-  return new ChatModel.ChatModelError(fields)
-}
