@@ -17,7 +17,7 @@ import * as HttpChat from "../src/agent/models/internal/httpChat.ts"
 import { failureLine, redactUrl } from "../src/cli/internal/durableJournal.ts"
 import { scrubberOf } from "../src/internal/redact/policy.ts"
 import { scrubSqlError } from "../src/stores/internal/scrub.ts"
-import { serve } from "./models/support/loopback.ts"
+import { captureLogs, serve } from "./models/support/loopback.ts"
 
 /** Two secrets that share characters: the end of the first starts the second. */
 const first = "sk-live-AAAAAAAA-BBBBBBBB"
@@ -28,7 +28,7 @@ const both = "sk-live-AAAAAAAA-BBBBBBBB-CCCCCCCC"
 const key = "token"
 const value = "token-9f8e7d6c5b4a-PLANTED"
 
-/** No character of a secret's own (past what the two share with the text around them) survives. */
+/** Neither secret, nor its first or last eight characters, is in `text`. */
 const assertNoPart = (text: string, secrets: ReadonlyArray<string>) => {
   for (const secret of secrets) {
     for (const part of [secret, secret.slice(-8), secret.slice(0, 8)]) assert.notInclude(text, part, text)
@@ -87,8 +87,9 @@ describe("one redaction: one marker, overlapping secrets redacted whole", () => 
     assert.include(encoded, "[redacted]")
   })
 
-  it.live("a model's HTTP error quoting the API key run into a credential header's value leaks neither", () =>
+  it.live("a model's HTTP error quoting the API key run into a credential header's value leaks neither, nor does its log line", () =>
     Effect.gen(function*() {
+      const logs = captureLogs()
       const server = yield* serve([{
         status: 401,
         json: { error: { message: `Incorrect API key provided: ${both}.`, type: "invalid_request_error", code: "invalid_api_key" } }
@@ -102,11 +103,13 @@ describe("one redaction: one marker, overlapping secrets redacted whole", () => 
       }).pipe(Layer.provide(NodeHttpClient.layerUndici))
       const failure = yield* Effect.flip(
         ChatModel.ChatModel.use((model) => model.generate({ messages: [{ role: "user", content: "hi" }], tools: [] })).pipe(
-          Effect.provide(layer)
+          Effect.provide(layer),
+          Effect.provide(logs.layer)
         )
       )
       assert.strictEqual(failure.message, "openai-chat: HTTP 401 invalid_api_key: Incorrect API key provided: [redacted].")
-      assertNoPart(failure.message, [first, second])
+      assert.isNotEmpty(logs.lines)
+      assertNoPart([failure.message, ...logs.lines].join("\n"), [first, second])
     }).pipe(Effect.scoped))
 
   it("the journal's Postgres URL shows the marker for its password, in its name and in a driver's message", () => {
