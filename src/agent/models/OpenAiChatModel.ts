@@ -11,15 +11,15 @@
  * Needs an `HttpClient` (e.g. `NodeHttpClient.layerUndici` or
  * `FetchHttpClient.layer`).
  */
-import { Duration, Effect, Layer, Redacted, Result, Schema } from "effect"
+import { Duration, Effect, Layer, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
 import { ChatModel, type ChatModelShape, type FinishReason, type Message, type Request, type Response } from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
 import * as OpenAiChat from "../../providers/OpenAiChat.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
-import type * as ModelConfig from "./internal/config.ts"
 import * as HttpChat from "./internal/httpChat.ts"
 import * as HttpModel from "./internal/httpModel.ts"
+import * as OpenAi from "./internal/openAi.ts"
 import * as OpenAiChatStream from "./internal/openAiChatStream.ts"
 import { argumentsText, inCallOrder } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
@@ -27,11 +27,7 @@ import type { ModelConfigError } from "./ModelConfigError.ts"
 const provider = "openai-chat"
 
 /** The environment variables `layerConfig` reads. */
-const variables: ModelConfig.Variables = {
-  apiKey: { name: "OPENAI_API_KEY", hint: "your OpenAI API key" },
-  model: { name: "OPENAI_MODEL", hint: "a model name, e.g. gpt-4o-mini" },
-  baseUrl: { name: "OPENAI_BASE_URL", example: "https://api.openai.com/v1" }
-}
+const variables = OpenAi.variables("gpt-4o-mini")
 
 // ---------------------------------------------------------------------------
 // options
@@ -40,15 +36,8 @@ const variables: ModelConfig.Variables = {
 /** A retry policy; its input is the failed attempt's `ChatModelError`. */
 export type RetryPolicy = HttpChat.RetryPolicy
 
-/** How to reach the model: the shared connection fields (key, model, timeout, retry, `retry-after` ceiling, headers) and this adapter's own. */
-export interface Options extends HttpChat.ConnectionOptions {
-  /** Default `https://api.openai.com/v1`; any OpenAI-compatible server works. */
-  readonly baseUrl?: string
-  /** Strict function schemas: `"auto"` (default), `"require"` or `false`. */
-  readonly strict?: OpenAiChat.Strict
-  /** Extra body fields (`temperature`, `max_completion_tokens`, `parallel_tool_calls`, ...). */
-  readonly parameters?: Readonly<Record<string, unknown>>
-}
+/** How to reach the model: the shared connection fields (key, model, timeout, retry, `retry-after` ceiling, headers), base URL, strict mode and extra body fields. */
+export type Options = OpenAi.Options
 
 /** Up to 3 retries, jittered exponential backoff from 500 ms. */
 export const defaultRetry: RetryPolicy = HttpChat.defaultRetry
@@ -114,16 +103,10 @@ export const wireMessages = (messages: ReadonlyArray<Message>): Array<WireMessag
 export const encodeRequest = (
   options: Pick<Options, "model" | "strict" | "parameters">,
   request: Request
-): Result.Result<RequestBody, ChatModelError> => {
-  const tools = OpenAiChat.toolDefinitionsResult(request.tools, { strict: options.strict ?? "auto" })
-  if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
-  return Result.succeed({
-    ...options.parameters,
-    model: options.model,
-    messages: wireMessages(request.messages),
-    ...(tools.success.length === 0 ? {} : { tools: tools.success })
-  })
-}
+): Result.Result<RequestBody, ChatModelError> =>
+  OpenAi.requestBody(provider, options, OpenAiChat.toolDefinitionsResult, request, (messages) => ({
+    messages: wireMessages(messages)
+  }))
 
 // ---------------------------------------------------------------------------
 // response
@@ -229,31 +212,19 @@ export const decodeResponse = (
 
 /** The model over the current `HttpClient`. */
 export const make = (options: Options): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
-  HttpModel.make(() => {
-    const specsOf = (request: Request) => options.strict === false ? undefined : request.tools
-    return {
-      name: "OpenAiChatModel",
-      model: options.model,
-      post: HttpChat.postOptions(
-        provider,
-        options,
-        `${(options.baseUrl ?? "https://api.openai.com/v1").replace(/\/+$/, "")}/chat/completions`,
-        { authorization: `Bearer ${Redacted.value(options.apiKey)}` }
-      ),
+  HttpModel.make(() =>
+    OpenAi.spec(provider, "OpenAiChatModel", "chat/completions", options, {
       encode: (request) => encodeRequest(options, request),
-      decode: (json, request) => decodeResponse(json, specsOf(request)),
-      stream: (body, request) => {
-        const specs = specsOf(request)
-        return {
-          body: { ...body, stream: true, stream_options: { include_usage: true } },
-          decoder: OpenAiChatStream.decoder({
-            response: (completion) => decodeResponse(completion, specs),
-            call: (call) => OpenAiChat.toolCalls({ role: "assistant", content: null, tool_calls: [call] }, specs === undefined ? {} : { specs }).calls[0]!
-          })
-        }
-      }
-    }
-  })
+      decode: decodeResponse,
+      stream: (body, specs) => ({
+        body: { ...body, stream: true, stream_options: { include_usage: true } },
+        decoder: OpenAiChatStream.decoder({
+          response: (completion) => decodeResponse(completion, specs),
+          call: (call) => OpenAiChat.toolCalls({ role: "assistant", content: null, tool_calls: [call] }, specs === undefined ? {} : { specs }).calls[0]!
+        })
+      })
+    })
+  )
 
 /** A `ChatModel` layer; provide an `HttpClient` layer with it. */
 export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> => HttpModel.layer(make, options)

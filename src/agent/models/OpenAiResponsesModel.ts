@@ -10,15 +10,15 @@
  * model wrote it. Reasoning items are not sent back (each request carries
  * the transcript, not a `previous_response_id`). Needs an `HttpClient`.
  */
-import { Effect, Layer, Redacted, Result, Schema } from "effect"
+import { Effect, Layer, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
 import { ChatModel, ChatModelError, type ChatModelShape, type FinishReason, type Message, type Request, type Response } from "../ChatModel.ts"
 import * as OpenAiResponses from "../../providers/OpenAiResponses.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
-import type * as ModelConfig from "./internal/config.ts"
 import * as HttpChat from "./internal/httpChat.ts"
 import * as HttpModel from "./internal/httpModel.ts"
 import * as HttpStream from "./internal/httpStream.ts"
+import * as OpenAi from "./internal/openAi.ts"
 import * as ResponsesStream from "./internal/responsesStream.ts"
 import { argumentsText, inCallOrder } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
@@ -26,11 +26,7 @@ import type { ModelConfigError } from "./ModelConfigError.ts"
 const provider = "openai-responses"
 
 /** The environment variables `layerConfig` reads. */
-const variables: ModelConfig.Variables = {
-  apiKey: { name: "OPENAI_API_KEY", hint: "your OpenAI API key" },
-  model: { name: "OPENAI_MODEL", hint: "a model name, e.g. gpt-4.1-mini" },
-  baseUrl: { name: "OPENAI_BASE_URL", example: "https://api.openai.com/v1" }
-}
+const variables = OpenAi.variables("gpt-4.1-mini")
 
 // ---------------------------------------------------------------------------
 // options
@@ -39,15 +35,8 @@ const variables: ModelConfig.Variables = {
 /** A retry policy; its input is the failed attempt's `ChatModelError`. */
 export type RetryPolicy = HttpChat.RetryPolicy
 
-/** How to reach the model: the shared connection fields (key, model, timeout, retry, `retry-after` ceiling, headers) and this adapter's own. */
-export interface Options extends HttpChat.ConnectionOptions {
-  /** Default `https://api.openai.com/v1`. */
-  readonly baseUrl?: string
-  /** Strict function schemas: `"auto"` (default), `"require"` or `false`. */
-  readonly strict?: OpenAiResponses.Strict
-  /** Extra body fields (`instructions`, `reasoning`, `max_output_tokens`, `store`, `parallel_tool_calls`, ...). */
-  readonly parameters?: Readonly<Record<string, unknown>>
-}
+/** How to reach the model: the shared connection fields (key, model, timeout, retry, `retry-after` ceiling, headers), base URL, strict mode and extra body fields (as `OpenAiChatModel.Options`). */
+export type Options = OpenAi.Options
 
 /** Up to 3 retries, jittered exponential backoff from 500 ms. */
 export const defaultRetry: RetryPolicy = HttpChat.defaultRetry
@@ -109,16 +98,10 @@ export const wireInput = (messages: ReadonlyArray<Message>): Array<InputItem> =>
 export const encodeRequest = (
   options: Pick<Options, "model" | "strict" | "parameters">,
   request: Request
-): Result.Result<RequestBody, ChatModelError> => {
-  const tools = OpenAiResponses.toolDefinitionsResult(request.tools, { strict: options.strict ?? "auto" })
-  if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
-  return Result.succeed({
-    ...options.parameters,
-    model: options.model,
-    input: wireInput(request.messages),
-    ...(tools.success.length === 0 ? {} : { tools: tools.success })
-  })
-}
+): Result.Result<RequestBody, ChatModelError> =>
+  OpenAi.requestBody(provider, options, OpenAiResponses.toolDefinitionsResult, request, (messages) => ({
+    input: wireInput(messages)
+  }))
 
 // ---------------------------------------------------------------------------
 // response
@@ -212,32 +195,20 @@ export const decodeResponse = (
 
 /** The model over the current `HttpClient`. */
 export const make = (options: Options): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
-  HttpModel.make(() => {
-    const specsOf = (request: Request) => options.strict === false ? undefined : request.tools
-    return {
-      name: "OpenAiResponsesModel",
-      model: options.model,
-      post: HttpChat.postOptions(
-        provider,
-        options,
-        `${(options.baseUrl ?? "https://api.openai.com/v1").replace(/\/+$/, "")}/responses`,
-        { authorization: `Bearer ${Redacted.value(options.apiKey)}` }
-      ),
+  HttpModel.make(() =>
+    OpenAi.spec(provider, "OpenAiResponsesModel", "responses", options, {
       encode: (request) => encodeRequest(options, request),
-      decode: (json, request) => decodeResponse(json, specsOf(request)),
-      stream: (body, request) => {
-        const specs = specsOf(request)
-        return {
-          body: { ...body, stream: true },
-          decoder: ResponsesStream.decoder({
-            response: (response) => decodeResponse(response, specs),
-            call: (item) => OpenAiResponses.toolCalls([item], specs === undefined ? {} : { specs }).calls[0]!,
-            failure
-          })
-        }
-      }
-    }
-  })
+      decode: decodeResponse,
+      stream: (body, specs) => ({
+        body: { ...body, stream: true },
+        decoder: ResponsesStream.decoder({
+          response: (response) => decodeResponse(response, specs),
+          call: (item) => OpenAiResponses.toolCalls([item], specs === undefined ? {} : { specs }).calls[0]!,
+          failure
+        })
+      })
+    })
+  )
 
 /** A `ChatModel` layer; provide an `HttpClient` layer with it. */
 export const layer = (options: Options): Layer.Layer<ChatModel, never, HttpClient.HttpClient> => HttpModel.layer(make, options)
