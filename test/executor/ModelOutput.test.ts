@@ -73,6 +73,38 @@ describe("toModelOutput", () => {
       assert.strictEqual(ToolResult.textOf(image), "")
     }).pipe(Effect.provide(test)))
 
+  it.effect("redaction keeps the blocks in their order: an image before the text stays first", () =>
+    Effect.gen(function*() {
+      const captioned = Tool.make("captioned", {
+        description: "A figure, then a caption that quotes a key.",
+        input: Schema.Struct({}),
+        safety: { access: "read", redact: { patterns: [/sk-[a-z0-9]+/] } },
+        toModelOutput: (caption) => [ToolResult.image(png, "image/png"), ToolResult.text(String(caption))],
+        handler: () => Effect.succeed("made with sk-abc123")
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([captioned]))
+      const result = yield* executor.run(call("c1", "captioned"))
+      assert.deepStrictEqual(result.content, [ToolResult.image(png, "image/png"), ToolResult.text("made with [redacted]")])
+    }).pipe(Effect.provide(test)))
+
+  it.effect("a text block that is the value's JSON, among other blocks, loses the values of redacted keys", () =>
+    Effect.gen(function*() {
+      const session = Tool.make("session", {
+        description: "The session as JSON, then a note.",
+        input: Schema.Struct({}),
+        output: Schema.Struct({ user: Schema.String, token: Schema.String }),
+        safety: { access: "read", redact: { keys: ["token"], patterns: [/sk-[a-z0-9]+/] } },
+        toModelOutput: (session) => [ToolResult.json(session), ToolResult.text("signed in with sk-abc123")],
+        handler: () => Effect.succeed({ user: "ann", token: "tok-secret" })
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([session]))
+      const result = yield* executor.run(call("c1", "session"))
+      assert.deepStrictEqual(result.content, [
+        ToolResult.json({ user: "ann", token: "[redacted]" }),
+        ToolResult.text("signed in with [redacted]")
+      ])
+    }).pipe(Effect.provide(test)))
+
   it.effect("large text is offloaded to an artifact and images are kept", () =>
     Effect.gen(function*() {
       const report = Tool.make("report", {

@@ -1,8 +1,9 @@
 /** redaction: arguments rewritten before the handler, results after; redacted fields recorded. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { Tool, ToolError, ToolEvent, ToolResult } from "../../src/index.ts"
+import { Middleware, Tool, ToolError, ToolEvent, ToolResult } from "../../src/index.ts"
 import { auditLog, type AuditLog, redaction, Redaction } from "../../src/governance/middleware/index.ts"
+import * as AuditTrail from "../../src/governance/middleware/AuditTrail.ts"
 import { call, eventsOf, executorOf, layersOf, makeCounter, makeTools, services } from "./fixtures.ts"
 
 const leaky = Tool.make("leaky", {
@@ -105,5 +106,30 @@ describe("redaction", () => {
       assert.notInclude(ToolResult.textOf(result), "hunter2")
       const fields = result.audit?.metadata?.["redactedFields"] as { readonly result: ReadonlyArray<string> }
       assert.strictEqual(fields.result.length, 1)
+    }).pipe(Effect.provide(services)))
+
+  it.effect("a refusal from further in that is an error result has its error redacted too, not only its text", () =>
+    Effect.gen(function*() {
+      const refuser = Middleware.make({
+        name: "refuser",
+        before: (invocation) =>
+          AuditTrail.refuse(
+            invocation,
+            new ToolError.PolicyBlocked({
+              toolName: invocation.spec.name,
+              reason: "key sk-123456 is not allowed",
+              status: "policy_blocked",
+              repairable: true
+            })
+          )
+      })
+      const executor = yield* executorOf([leaky], [
+        redaction(Redaction.keys({ keys: ["password"], patterns: [/sk-[0-9]+/] })),
+        refuser
+      ])
+      const result = yield* executor.run(call("c1", "leaky"))
+      assert.isTrue(result.isError)
+      assert.strictEqual(ToolResult.textOf(result), "leaky: refused: key [redacted] is not allowed")
+      assert.strictEqual(result.error?.message, "leaky: refused: key [redacted] is not allowed")
     }).pipe(Effect.provide(services)))
 })

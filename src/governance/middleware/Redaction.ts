@@ -1,12 +1,14 @@
 /**
  * `redaction`: rewrites arguments on the way in (the handler and every inner
- * layer see the rewritten ones) and results on the way out (value and text);
+ * layer see the rewritten ones) and results on the way out (value, text, and
+ * the error of an error result, as the executor redacts them: `scrubResult`);
  * failures from further in (handler errors, refusals, defects) have their
  * messages, details and causes rewritten by the same `result` function on the
  * way out, so outer layers (an audit log) never see them unredacted (the
  * handler's own cause, which the redactor cannot rewrite, is not carried past
- * this layer: `tool.failed` then shows the rewritten error's). It records which fields it redacted in `audit.metadata.redactedFields`
- * (`{ arguments, result }`; layer status `redacted` when any were). A
+ * this layer: `tool.failed` then shows the rewritten error's). It records which
+ * fields it redacted in `audit.metadata.redactedFields` (`{ arguments, result }`;
+ * layer status `redacted` when any were). A
  * redactor is a pair of functions; {@link keys} builds one from a `Redact`
  * policy (keys at any depth, text patterns).
  */
@@ -14,10 +16,10 @@ import { Effect } from "effect"
 import { textOfValue } from "../../internal/json.ts"
 import { scrubErrorDetached } from "../../internal/redact/errors.ts"
 import { redactValue, type Scrubber } from "../../internal/redact/policy.ts"
+import { scrubResult } from "../../internal/redact/result.ts"
 import type { Middleware } from "../../runtime/Middleware.ts"
 import type * as Safety from "../../contract/Safety.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
-import * as ToolResult from "../../contract/ToolResult.ts"
 import * as AuditTrail from "./AuditTrail.ts"
 
 /** A rewritten value and the paths of the fields it changed. */
@@ -38,37 +40,21 @@ export const keys = (policy: Safety.Redact): Redactor => ({
   result: (value) => redactValue(value, policy)
 })
 
-/** Applies the redactor to a result: its value, and its text (re-rendered when it was the value's text). */
-const redactResult = (
-  result: ToolResult.ToolResult,
-  redact: NonNullable<Redactor["result"]>,
-  spec: ToolSpec
-): { readonly result: ToolResult.ToolResult; readonly fields: ReadonlyArray<string> } => {
-  const fields: Array<string> = []
-  const value = result.value === undefined ? undefined : redact(result.value, spec)
-  if (value !== undefined) fields.push(...value.fields)
-  const fromValue = result.value !== undefined && ToolResult.textOf(result) === textOfValue(result.value)
-  const content = result.content.map((block) => {
-    if (block.type !== "text") return block
-    if (fromValue) return ToolResult.text(textOfValue(value?.value))
-    const text = redact(block.text, spec)
-    fields.push(...text.fields)
-    return ToolResult.text(typeof text.value === "string" ? text.value : textOfValue(text.value))
-  })
+/** The redactor's `result` as a scrubber (texts stay texts); `fields` collects the paths it redacted. */
+const scrubberOf = (redact: NonNullable<Redactor["result"]>, spec: ToolSpec, fields?: Array<string>): Scrubber => {
+  const apply = (value: unknown): unknown => {
+    const redacted = redact(value, spec)
+    for (const field of redacted.fields) if (!fields?.includes(field)) fields?.push(field)
+    return redacted.value
+  }
   return {
-    result: { ...result, content, ...(value === undefined ? {} : { value: value.value }) },
-    fields
+    text: (text) => {
+      const redacted = apply(text)
+      return typeof redacted === "string" ? redacted : textOfValue(redacted)
+    },
+    value: apply
   }
 }
-
-/** The redactor's `result` as a scrubber for errors: texts stay texts. */
-const scrubberOf = (redact: NonNullable<Redactor["result"]>, spec: ToolSpec): Scrubber => ({
-  text: (text) => {
-    const redacted = redact(text, spec).value
-    return typeof redacted === "string" ? redacted : textOfValue(redacted)
-  },
-  value: (value) => redact(value, spec).value
-})
 
 /** Redacts arguments before the rest of the chain, and results and failures after it. */
 export const redaction = (redactor: Redactor): Middleware =>
@@ -80,9 +66,12 @@ export const redaction = (redactor: Redactor): Middleware =>
         next(inbound === undefined ? invocation : { ...invocation, input: inbound.value }),
         (error) => redactor.result === undefined ? error : scrubErrorDetached(error, scrubberOf(redactor.result, spec))
       )
-      const outbound = redactor.result === undefined ? undefined : redactResult(result, redactor.result, spec)
-      const redactedFields = { arguments: inbound?.fields ?? [], result: outbound?.fields ?? [] }
+      const fields: Array<string> = []
+      const outbound = redactor.result === undefined
+        ? result
+        : scrubResult(result, scrubberOf(redactor.result, spec, fields))
+      const redactedFields = { arguments: inbound?.fields ?? [], result: fields }
       yield* recorder.annotate({ metadata: { redactedFields } })
       if (redactedFields.arguments.length + redactedFields.result.length > 0) yield* recorder.mark("redacted")
-      return outbound?.result ?? result
+      return outbound
     }))

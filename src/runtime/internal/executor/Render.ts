@@ -3,9 +3,10 @@
  * output through the JSON codec the exported output schema describes, and
  * shows the model what the tool's `toModelOutput` chooses (default: the encoded
  * value as JSON text); `finalize` redacts the model-facing text blocks and
- * value and offloads text over the threshold to the artifact store, keeping a
- * bounded head and tail (other blocks, such as images, are kept as they are).
- * Error results (a middleware's refusal) have their text and error redacted.
+ * value (`scrubResult`, which the `redaction` middleware uses too) and offloads
+ * text over the threshold to the artifact store, keeping a bounded head and
+ * tail (other blocks, such as images, are kept as they are). Error results (a
+ * middleware's refusal) have their text and error redacted.
  * The artifact store keeps the full text as the handler produced it, before
  * redaction (`textOf` of the encoded output): the store holds what the tool
  * returned, the model and the events get the redacted text.
@@ -22,7 +23,7 @@ import { toModelCodec } from "../../../contract/internal/modelSchema.ts"
 import { textOfValue } from "../../../internal/json.ts"
 import { redactIssues, scrubError } from "../../../internal/redact/errors.ts"
 import { type Scrubber, scrubberOf } from "../../../internal/redact/policy.ts"
-import type { Redact } from "../../../contract/Safety.ts"
+import { scrubResult } from "../../../internal/redact/result.ts"
 import { StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -35,29 +36,6 @@ export interface Config {
   readonly head: number
   readonly tail: number
   readonly store: string
-}
-
-/**
- * An error result (a middleware's refusal, say) under the policy: its error and its text blocks
- * (the error's message, or the middleware's own words) redacted. The same result when nothing changes.
- */
-const redactErrorResult = (
-  result: ToolResult.ToolResult,
-  policy: Redact | undefined,
-  input: unknown
-): ToolResult.ToolResult => {
-  const scrubber = scrubberOf(policy, input)
-  if (scrubber === undefined) return result
-  const error = result.error === undefined ? undefined : scrubError(result.error, scrubber)
-  let changed = error !== result.error
-  const content = result.content.map((block) => {
-    if (block.type !== "text") return block
-    const text = scrubber.text(block.text)
-    if (text === block.text) return block
-    changed = true
-    return ToolResult.text(text)
-  })
-  return changed ? { ...result, content, ...(error === undefined ? {} : { error }) } : result
 }
 
 /** What the artifact store holds after a write: the text whole, a cut copy of it, or nothing (the write failed). */
@@ -164,30 +142,16 @@ export const make = (config: Config) => {
     runId: string,
     input?: unknown
   ): Effect.Effect<ToolResult.ToolResult, never, StoreRegistry> => {
-    const policy = spec.safety.redact
-    if (result.isError) return Effect.succeed(redactErrorResult(result, policy, input))
-    const fullText = ToolResult.textOf(result)
-    const limit = spec.options.artifactThreshold ?? config.threshold
-    if (policy === undefined && fullText.length <= limit) return Effect.succeed(result)
     // the policy, and the values the arguments hold under its keys (an output that echoes one loses it)
-    const scrubber = scrubberOf(policy, input)
-    const scrubText = (text: string) => scrubber === undefined ? text : scrubber.text(text)
-    const fromValue = result.value !== undefined && fullText === textOfValue(result.value)
-    const redacted = result.value === undefined || scrubber === undefined ? result.value : scrubber.value(result.value)
-    const modelText = fromValue ? textOfValue(redacted) : scrubText(fullText)
-    const withValue: ToolResult.ToolResult = redacted === undefined ? result : { ...result, value: redacted }
+    const scrubber = scrubberOf(spec.safety.redact, input)
+    if (result.isError) return Effect.succeed(scrubber === undefined ? result : scrubResult(result, scrubber))
+    const limit = spec.options.artifactThreshold ?? config.threshold
+    const redacted = scrubber === undefined ? result : scrubResult(result, scrubber)
+    const modelText = ToolResult.textOf(redacted)
+    if (modelText.length <= limit) return Effect.succeed(redacted)
+    const fullText = ToolResult.textOf(result)
     /** Blocks that are not text (images) stay as they are, after the text. */
     const others = result.content.filter((block) => block.type !== "text")
-    const texts = result.content.length - others.length
-    if (modelText.length <= limit) {
-      if (modelText === fullText) return Effect.succeed(withValue)
-      if (texts <= 1) return Effect.succeed({ ...withValue, content: [ToolResult.text(modelText), ...others] })
-      // several text blocks: each one redacted in place
-      const content = result.content.map((block) =>
-        block.type === "text" ? ToolResult.text(scrubText(block.text)) : block
-      )
-      return Effect.succeed({ ...withValue, content })
-    }
     const keepHead = Math.min(config.head, Math.floor(limit * 0.6))
     const keepTail = Math.min(config.tail, Math.floor(limit * 0.2))
     const key = `${runId}/${call.id}`
@@ -202,7 +166,7 @@ export const make = (config: Config) => {
     return Effect.flatMap(offload(key, fullText), (kept): Effect.Effect<ToolResult.ToolResult> => {
       if (kept._tag === "Failed") {
         return Effect.as(warnFailed(kept.error, scrubber, spec, call, key), {
-          ...withValue,
+          ...redacted,
           content: bounded(
             `the full output (${fullText.length} characters) could not be stored; the call itself succeeded, ` +
               `and only this head and tail are available`
@@ -214,7 +178,8 @@ export const make = (config: Config) => {
         key,
         bytes: kept.bytes,
         // a cut copy of JSON is no longer JSON
-        mimeType: kept._tag === "Whole" && fromValue && typeof result.value !== "string"
+        mimeType: kept._tag === "Whole" && result.value !== undefined && typeof result.value !== "string" &&
+            fullText === textOfValue(result.value)
           ? "application/json"
           : "text/plain"
       }
@@ -222,7 +187,7 @@ export const make = (config: Config) => {
         ? `the full output (${fullText.length} characters) is stored as artifact "${key}"`
         : `the full output has ${fullText.length} characters; artifact "${key}" keeps only its start, ` +
           `cut at ${kept.bytes} bytes by the store's size limit`
-      return Effect.succeed({ ...withValue, content: bounded(note), artifacts: [...result.artifacts, artifact] })
+      return Effect.succeed({ ...redacted, content: bounded(note), artifacts: [...result.artifacts, artifact] })
     })
   }
 
