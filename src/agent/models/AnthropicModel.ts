@@ -20,7 +20,7 @@ import type * as ModelConfig from "./internal/config.ts"
 import * as AnthropicStream from "./internal/anthropicStream.ts"
 import * as HttpChat from "./internal/httpChat.ts"
 import * as HttpModel from "./internal/httpModel.ts"
-import { inCallOrder } from "./internal/transcript.ts"
+import { argumentsObject, systemApart } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
 
 const provider = "anthropic"
@@ -94,32 +94,12 @@ export interface RequestBody {
   readonly [parameter: string]: unknown
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-/**
- * `tool_use.input` must be an object. Anthropic's own calls always are; JSON
- * object text (a transcript from another provider) is parsed; anything else
- * is kept verbatim under `_raw`, never replaced by `{}`.
- */
-const toolInput = (args: unknown): unknown => {
-  if (isObject(args)) return args
-  if (typeof args === "string") {
-    try {
-      const parsed: unknown = JSON.parse(args)
-      if (isObject(parsed)) return parsed
-    } catch {
-      // not JSON: kept below
-    }
-  }
-  return { _raw: args }
-}
-
+/** `tool_use.input` must be an object: Anthropic's own calls always are (see `argumentsObject` for the others). */
 const assistantMessage = (content: string, toolCalls: ReadonlyArray<ToolCall>): WireMessage => ({
   role: "assistant",
   content: [
     ...(content === "" ? [] : [{ type: "text" as const, text: content }]),
-    ...toolCalls.map((call) => ({ type: "tool_use" as const, id: call.id, name: call.name, input: toolInput(call.arguments) }))
+    ...toolCalls.map((call) => ({ type: "tool_use" as const, id: call.id, name: call.name, input: argumentsObject(call.arguments) }))
   ]
 })
 
@@ -132,33 +112,16 @@ const assistantMessage = (content: string, toolCalls: ReadonlyArray<ToolCall>): 
 export const wireMessages = (
   messages: ReadonlyArray<Message>
 ): { readonly system: string | undefined; readonly messages: Array<WireMessage> } => {
-  const system: Array<string> = []
-  const out: Array<WireMessage> = []
-  messages.forEach((message, i) => {
-    switch (message.role) {
-      case "system":
-        system.push(message.content)
-        return
-      case "user": {
-        const last = out.at(-1)
-        if (last !== undefined && last.role === "user" && Array.isArray(last.content)) {
-          out[out.length - 1] = { role: "user", content: [...last.content, { type: "text", text: message.content }] }
-        } else {
-          out.push({ role: "user", content: message.content })
-        }
-        return
-      }
-      case "assistant":
-        if (message.content !== "" || message.toolCalls.length > 0) {
-          out.push(assistantMessage(message.content, message.toolCalls))
-        }
-        return
-      case "tool":
-        out.push(Anthropic.toolMessages(inCallOrder(messages[i - 1], message.results)))
-        return
-    }
+  const { system, turns } = systemApart<WireMessage>(messages, {
+    user: (text) => ({ role: "user", content: text }),
+    join: (last, text) =>
+      last.role === "user" && Array.isArray(last.content)
+        ? { role: "user", content: [...last.content, { type: "text", text }] }
+        : undefined,
+    assistant: assistantMessage,
+    tool: (results) => Anthropic.toolMessages(results)
   })
-  return { system: system.length === 0 ? undefined : system.join("\n\n"), messages: out }
+  return { system, messages: turns }
 }
 
 /** The request body for `request`; fails when a tool cannot be exported. */

@@ -21,7 +21,7 @@ import type * as ModelConfig from "./internal/config.ts"
 import * as GeminiStream from "./internal/geminiStream.ts"
 import * as HttpChat from "./internal/httpChat.ts"
 import * as HttpModel from "./internal/httpModel.ts"
-import { inCallOrder } from "./internal/transcript.ts"
+import { argumentsObject, systemApart } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
 
 const provider = "gemini"
@@ -82,27 +82,13 @@ export interface RequestBody {
 const isObject = (value: unknown): value is { readonly [key: string]: unknown } =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** `functionCall.args` must be an object: JSON object text is parsed; anything else is kept under `_raw`. */
-const argsOf = (args: unknown): { readonly [key: string]: unknown } => {
-  if (isObject(args)) return args
-  if (typeof args === "string") {
-    try {
-      const parsed: unknown = JSON.parse(args)
-      if (isObject(parsed)) return parsed
-    } catch {
-      // kept below
-    }
-  }
-  return { _raw: args }
-}
-
 const callPart = (call: ToolCall): WirePart => {
   const signature = call.provider?.["thoughtSignature"]
   return {
     functionCall: {
       ...(call.id.startsWith(Gemini.generatedIdPrefix) ? {} : { id: call.id }),
       name: call.name,
-      args: argsOf(call.arguments)
+      args: argumentsObject(call.arguments)
     },
     ...(typeof signature === "string" ? { thoughtSignature: signature } : {})
   }
@@ -116,38 +102,16 @@ const callPart = (call: ToolCall): WirePart => {
 export const wireContents = (
   messages: ReadonlyArray<Message>
 ): { readonly system: string | undefined; readonly contents: Array<WireContent> } => {
-  const system: Array<string> = []
-  const out: Array<WireContent> = []
-  messages.forEach((message, i) => {
-    switch (message.role) {
-      case "system":
-        system.push(message.content)
-        return
-      case "user": {
-        const last = out.at(-1)
-        if (last?.role === "user") out[out.length - 1] = { role: "user", parts: [...last.parts, { text: message.content }] }
-        else out.push({ role: "user", parts: [{ text: message.content }] })
-        return
-      }
-      case "assistant":
-        if (message.content !== "" || message.toolCalls.length > 0) {
-          out.push({
-            role: "model",
-            parts: [...(message.content === "" ? [] : [{ text: message.content }]), ...message.toolCalls.map(callPart)]
-          })
-        }
-        return
-      case "tool": {
-        const previous = messages[i - 1]
-        out.push(Gemini.toolMessages(
-          inCallOrder(previous, message.results),
-          previous?.role === "assistant" ? { calls: previous.toolCalls } : {}
-        ))
-        return
-      }
-    }
+  const { system, turns } = systemApart<WireContent>(messages, {
+    user: (text) => ({ role: "user", parts: [{ text }] }),
+    join: (last, text) => last.role === "user" ? { role: "user", parts: [...last.parts, { text }] } : undefined,
+    assistant: (content, toolCalls) => ({
+      role: "model",
+      parts: [...(content === "" ? [] : [{ text: content }]), ...toolCalls.map(callPart)]
+    }),
+    tool: (results, previous) => Gemini.toolMessages(results, previous?.role === "assistant" ? { calls: previous.toolCalls } : {})
   })
-  return { system: system.length === 0 ? undefined : system.join("\n\n"), contents: out }
+  return { system, contents: turns }
 }
 
 /** The request body for `request`; fails when a tool cannot be exported. */
