@@ -258,6 +258,7 @@ describe("documentation names and links", () => {
       // error codes: DNS, Node, SQLite
       "EAI_AGAIN",
       "ERR_INVALID_URL",
+      "ERR_UNKNOWN_FILE_EXTENSION",
       "SQLITE_BUSY",
       "SQLITE_LOCKED",
       "SQLITE_AUTH",
