@@ -71,7 +71,10 @@ export interface Options<MR = never> {
   readonly artifacts?: {
     /** Model-facing text longer than this many characters is offloaded. Default 16,000. */
     readonly threshold?: number
-    /** Characters kept from the start and the end of offloaded text. Defaults 4,000 and 1,000. */
+    /**
+     * Characters kept from the start and the end of offloaded text. Defaults 4,000 and 1,000; at most
+     * 60% and 20% of the threshold that applies (a tool's `artifactThreshold`, else `threshold`).
+     */
     readonly head?: number
     readonly tail?: number
     /**
@@ -197,7 +200,6 @@ export const make = <R, MR = never>(
 ): Effect.Effect<Executor<R | MR>> =>
   Effect.sync(() => {
     const runCancel = Cancellation.makeRunCancelUnsafe()
-    const threshold = options.artifacts?.threshold ?? 16_000
     const reporter = Reporter.make()
     const admit = Admission.make(options.limits)
     const runCall = Call.make({
@@ -213,9 +215,9 @@ export const make = <R, MR = never>(
         reporter
       }),
       render: Render.make({
-        threshold,
-        head: Math.min(options.artifacts?.head ?? 4_000, Math.floor(threshold * 0.6)),
-        tail: Math.min(options.artifacts?.tail ?? 1_000, Math.floor(threshold * 0.2)),
+        threshold: options.artifacts?.threshold ?? 16_000,
+        head: options.artifacts?.head ?? 4_000,
+        tail: options.artifacts?.tail ?? 1_000,
         store: options.artifacts?.store ?? "artifacts"
       }),
       reporter,

@@ -210,3 +210,33 @@ describe("artifacts cut by the store's size cap", () => {
       ))
     ))
 })
+
+describe("the head and tail of offloaded text", () => {
+  it.effect("are bounded by the threshold that applies: a tool's own artifactThreshold, not the executor's", () =>
+    Effect.gen(function*() {
+      const roomy = Tool.make("roomy", {
+        description: "30,000 characters, over its own threshold of 10,000.",
+        input: Schema.Struct({}),
+        safety: { access: "read" },
+        artifactThreshold: 10_000,
+        handler: () => Effect.succeed(`${"h".repeat(3_000)}${"m".repeat(24_000)}${"t".repeat(3_000)}`)
+      })
+      const plain = Tool.make("plain", {
+        description: "3,000 characters, over the executor's threshold of 1,000.",
+        input: Schema.Struct({}),
+        safety: { access: "read" },
+        handler: () => Effect.succeed(`${"h".repeat(1_000)}${"m".repeat(1_000)}${"t".repeat(1_000)}`)
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([roomy, plain]), {
+        artifacts: { threshold: 1_000, head: 2_000, tail: 500 }
+      })
+      const kept = (result: ToolResult.ToolResult) => {
+        const text = ToolResult.textOf(result)
+        return { head: /^h*/.exec(text)![0].length, tail: /t*$/.exec(text)![0].length }
+      }
+      // 2,000 and 500 fit in 60% and 20% of the tool's 10,000
+      assert.deepStrictEqual(kept(yield* executor.run(call("r1", "roomy"))), { head: 2_000, tail: 500 })
+      // the executor's 1,000 allows 600 and 200
+      assert.deepStrictEqual(kept(yield* executor.run(call("p1", "plain"))), { head: 600, tail: 200 })
+    }).pipe(Effect.provide(Layer.mergeAll(runLayer, StoreRegistry.layerMemory))))
+})

@@ -33,6 +33,7 @@ import * as ToolResult from "../../../contract/ToolResult.ts"
 
 export interface Config {
   readonly threshold: number
+  /** Characters kept from the start and the end of offloaded text, clamped per call to 60% and 20% of its threshold. */
   readonly head: number
   readonly tail: number
   readonly store: string
