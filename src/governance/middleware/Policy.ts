@@ -60,18 +60,14 @@ const isInside = (root: string, candidate: string): boolean => {
   return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
 }
 
-/** The tightest of the run's ceiling and the ceilings of `stages` (outermost first). */
+/** The tightest of the run's ceiling and the ceilings of `stages` (outermost first), and who set it. */
 const ceilingOf = (options: Options, stages: ReadonlyArray<string>): { level: Safety.Access; by: string } | undefined => {
-  let ceiling: { level: Safety.Access; by: string } | undefined = options.maxAccess === undefined
-    ? undefined
-    : { level: options.maxAccess, by: "the run" }
-  for (const stage of stages) {
-    const level = options.stages?.[stage]
-    if (level !== undefined && (ceiling === undefined || !Safety.isWithin(ceiling.level, level))) {
-      ceiling = { level, by: `stage ${JSON.stringify(stage)}` }
-    }
-  }
-  return ceiling
+  const ceilings = [
+    { level: options.maxAccess, by: "the run" },
+    ...stages.map((stage) => ({ level: options.stages?.[stage], by: `stage ${JSON.stringify(stage)}` }))
+  ]
+  const level = Stage.tightest(ceilings.map((ceiling) => ceiling.level))
+  return level === undefined ? undefined : { level, by: ceilings.find((ceiling) => ceiling.level === level)!.by }
 }
 
 /** Decides about one tool under the stages of the current scope (outermost first). */

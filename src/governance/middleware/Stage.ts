@@ -38,6 +38,18 @@ export interface Options {
   readonly repair?: boolean
 }
 
+/**
+ * The tightest of access ceilings (`undefined`: no ceiling), or `undefined` when none is set. The one
+ * rule for combining ceilings: nested stages here, the run's and the stages' ceilings in `Policy`.
+ */
+export const tightest = (ceilings: ReadonlyArray<Safety.Access | undefined>): Safety.Access | undefined => {
+  let ceiling: Safety.Access | undefined
+  for (const level of ceilings) {
+    if (level !== undefined && (ceiling === undefined || !Safety.isWithin(ceiling, level))) ceiling = level
+  }
+  return ceiling
+}
+
 /** The intersection of `outer` with a stage's own rules: never wider than `outer`. */
 export const narrow = (outer: Scope | undefined, inner: Options): Scope => {
   const allowedTools = outer?.allowedTools === undefined
@@ -45,10 +57,7 @@ export const narrow = (outer: Scope | undefined, inner: Options): Scope => {
     : inner.allowedTools === undefined
     ? outer.allowedTools
     : outer.allowedTools.filter((name) => inner.allowedTools!.includes(name))
-  const levels = [outer?.maxAccess, inner.maxAccess].filter((e): e is Safety.Access => e !== undefined)
-  const maxAccess = levels.length === 0
-    ? undefined
-    : levels.reduce((a, b) => Safety.isWithin(a, b) ? a : b)
+  const maxAccess = tightest([outer?.maxAccess, inner.maxAccess])
   return {
     stages: [...(outer?.stages ?? []), inner.name],
     ...(allowedTools === undefined ? {} : { allowedTools }),
