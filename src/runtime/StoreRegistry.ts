@@ -31,7 +31,7 @@ import { createHash } from "node:crypto"
 import { Cause, Context, Effect, FileSystem, Layer, Path, Scope, Semaphore } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import { StoreFailed } from "../contract/ToolError.ts"
-import { lazily } from "../stores/internal/lazily.ts"
+import { lazily } from "../internal/lazily.ts"
 
 /** What the `StoreRegistry` service gives: named stores and their claims, from one backend. */
 export interface StoreRegistryShape {

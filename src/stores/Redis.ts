@@ -27,7 +27,7 @@
  * with `PX`, and a compare-and-delete release, both as Lua scripts); the rate
  * limiter's keys start with `<prefix>~rate/` (Effect's `RateLimiter.layerStoreRedis`).
  * Stored values live until removed, except writes with a ttl (the executor's
- * idempotency results, through `internal/expiry`'s `withTtl`) and the artifacts
+ * idempotency results, through `src/internal/expiry`'s `withTtl`) and the artifacts
  * store, which has a size cap and an expiry like the SQL layers'
  * (`Options.artifacts`): both are Redis's `PX`, so Redis deletes them.
  * Errors never carry a key or a value.
@@ -54,8 +54,8 @@ import {
 } from "redis"
 import { StoreFailed } from "../contract/ToolError.ts"
 import * as StoreRegistry from "../runtime/StoreRegistry.ts"
-import { expiring } from "./internal/expiry.ts"
-import { lazily } from "./internal/lazily.ts"
+import { expiring } from "../internal/expiry.ts"
+import { lazily } from "../internal/lazily.ts"
 import { checkArtifactPolicy, tooLarge, truncateText } from "./internal/sqlBackend.ts"
 import type * as Stores from "./Stores.ts"
 
@@ -133,7 +133,7 @@ type Client = NodeRedis.NodeRedis["Service"]["client"]
 /** Replies with bulk strings as `Buffer`s (keys and values are bytes). */
 const binary = { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer } } as const
 
-/** Opens the connection on first use (at most one open at a time, see `internal/lazily`); only a success is kept. */
+/** Opens the connection on first use (at most one open at a time, see `src/internal/lazily`); only a success is kept. */
 const connection = (options: Options): Effect.Effect<Effect.Effect<Connection, StoreFailed>, never, Scope.Scope> => {
   const prefix = Buffer.from(options.prefix ?? "tinyagents:", "utf8")
   return lazily(Effect.gen(function*() {
@@ -267,7 +267,7 @@ interface WritePolicy {
 
 /**
  * A `KeyValueStore` on the Redis keys that start with `prefix` (see the module comment); `policy` caps
- * writes and makes them expire. `withTtl` (`internal/expiry`) gives the same store with another expiry.
+ * writes and makes them expire. `withTtl` (`src/internal/expiry`) gives the same store with another expiry.
  * Its `modify`s run one at a time in this process (`lock`, shared with those views): each is atomic
  * across processes anyway, but many at once on one key would mostly lose their compare-and-set races.
  */

@@ -20,7 +20,7 @@
 import { Effect, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql"
-import { withSchemaLock } from "./internal/schemaLock.ts"
+import { withSchemaLock } from "../internal/schemaLock.ts"
 import type { Receipt, Sink } from "../governance/middleware/AuditLog.ts"
 
 /** The receipts table. */

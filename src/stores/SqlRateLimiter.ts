@@ -13,7 +13,7 @@
 import { Clock, Duration, Effect, Layer } from "effect"
 import { RateLimiter } from "effect/persistence"
 import { SqlClient } from "effect/sql"
-import { withSchemaLock } from "./internal/schemaLock.ts"
+import { withSchemaLock } from "../internal/schemaLock.ts"
 import { scrubSqlError } from "./internal/scrub.ts"
 import { idsOf } from "./internal/sqlBackend.ts"
 

@@ -16,7 +16,7 @@
  * holds a key or a value. Claims expire on the database's clock; rate limits use each process's
  * `Clock`, so processes on several machines sharing one database should have synchronized clocks (NTP).
  *
- * A write can expire (the executor's idempotency results, through `internal/expiry`'s `withTtl`): its
+ * A write can expire (the executor's idempotency results, through `src/internal/expiry`'s `withTtl`): its
  * row is not readable once past, and writes delete expired rows, at most once a minute.
  *
  * Artifacts (the store the executor writes large outputs to, `"artifacts"` by default) have their own
@@ -30,8 +30,8 @@ import { RateLimiter } from "effect/persistence"
 import { SqlClient } from "effect/sql"
 import { StoreRegistry } from "../runtime/StoreRegistry.ts"
 import * as Registry from "../runtime/StoreRegistry.ts"
-import { lazily } from "./internal/lazily.ts"
-import { withSchemaLock } from "./internal/schemaLock.ts"
+import { lazily } from "../internal/lazily.ts"
+import { withSchemaLock } from "../internal/schemaLock.ts"
 import { checkArtifactPolicy, sqlBackend } from "./internal/sqlBackend.ts"
 import type { ArtifactPolicy as Policy } from "./internal/sqlBackend.ts"
 import * as SqliteClient from "./SqliteClient.ts"

@@ -27,7 +27,7 @@ import {
   ToolResult
 } from "../../src/index.ts"
 import { rateLimit } from "../../src/governance/middleware/index.ts"
-import { withTtl } from "../../src/stores/internal/expiry.ts"
+import { withTtl } from "../../src/internal/expiry.ts"
 import * as RedisStores from "../../src/stores/Redis.ts"
 import type * as Stores from "../../src/stores/Stores.ts"
 import { redisRequiredButMissing, redisSkip, startRedis, type RedisServer } from "../support/redis.ts"

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { StoreRegistry } from "../../src/runtime/StoreRegistry.ts"
 import { SqliteClient, Stores } from "../../src/stores/index.ts"
-import { withTtl } from "../../src/stores/internal/expiry.ts"
+import { withTtl } from "../../src/internal/expiry.ts"
 import { truncateText } from "../../src/stores/internal/sqlBackend.ts"
 import { storeConformance } from "../support/storeConformance.ts"
 

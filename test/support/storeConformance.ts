@@ -6,7 +6,7 @@
  * UTF-16 or hold NUL, each its own key), `clearPrefix` with astral characters (in a plain store and
  * in the `artifacts` store), long keys (10 KB, and keys that differ only after a long shared start:
  * distinct keys, listed, cleared by prefix, claimed), string values that are not well-formed UTF-16,
- * binary values, writes with a ttl (`internal/expiry`: they expire where the backend supports it),
+ * binary values, writes with a ttl (`src/internal/expiry`: they expire where the backend supports it),
  * and claims (atomic acquisition, expiry, renewal, release by a non-owner ignored, distinct keys
  * distinct).
  *
@@ -17,7 +17,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import type { Claims } from "../../src/runtime/StoreRegistry.ts"
-import { supportsTtl, withTtl } from "../../src/stores/internal/expiry.ts"
+import { supportsTtl, withTtl } from "../../src/internal/expiry.ts"
 import { StoreRegistry } from "../../src/runtime/StoreRegistry.ts"
 
 /** How a backend runs the suite. */

@@ -12,7 +12,7 @@
  */
 import { Effect, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { withSchemaLock } from "../../stores/internal/schemaLock.ts"
+import { withSchemaLock } from "../../internal/schemaLock.ts"
 import * as ToolEvent from "../../contract/ToolEvent.ts"
 
 const created = new WeakSet<SqlClient.SqlClient>()

@@ -24,7 +24,7 @@
  * the memory store.
  *
  * Expiry: a row's `expires_at` (epoch milliseconds on the `Clock`; NULL: never), set by a view from
- * `withTtl` (`internal/expiry`) or by the artifacts policy; an expired row is not readable, and writes
+ * `withTtl` (`src/internal/expiry`) or by the artifacts policy; an expired row is not readable, and writes
  * sweep expired rows out, at most once a minute (artifacts: `sweepEvery`).
  *
  * Errors never carry a key or a value: the database's text is scrubbed (`internal/scrub`).
@@ -37,7 +37,7 @@ import { KeyValueStore } from "effect/persistence"
 import type { SqlClient, SqlError } from "effect/sql"
 import { StoreFailed } from "../../contract/ToolError.ts"
 import type { Backend, Claims } from "../../runtime/StoreRegistry.ts"
-import { expiring } from "./expiry.ts"
+import { expiring } from "../../internal/expiry.ts"
 import { scrubSqlError } from "./scrub.ts"
 
 /** The size cap and expiry of the artifacts store (see `Stores.ArtifactPolicy`). */

@@ -71,7 +71,7 @@ import type * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Redact } from "../../../contract/Safety.ts"
 import { textOfValue } from "../../../internal/json.ts"
 import { scrubberOf, secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact/policy.ts"
-import { withTtl } from "../../../stores/internal/expiry.ts"
+import { withTtl } from "../../../internal/expiry.ts"
 
 export interface Config {
   /** The `StoreRegistry` store. */

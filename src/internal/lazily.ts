@@ -1,8 +1,8 @@
 /**
  * Open on first use: an effect that builds a resource (a connection, a backend) the first time it is
  * needed, at most once at a time, and keeps it once built. A failed build closes what it opened and is
- * not kept, so the next use tries again (a database that is down at start is not down for ever). Used
- * by `StoreRegistry.make` and the Redis layer; not part of the public API.
+ * not kept, so the next use tries again (a database that is down at start is not down for ever). Shared
+ * by `StoreRegistry.make` (runtime) and the store layers (`Stores`, `Redis`); not part of the public API.
  */
 import { Effect, Scope, Semaphore } from "effect"
 

@@ -3,8 +3,8 @@
  * `expires_at` column, unreadable once past and swept out on writes; Redis: `PX`) carries a way to
  * view it with a time to live: `withTtl(store, ttl)` is the same store whose writes (`set`,
  * `modify`) live `ttl`, then are not readable and are deleted. A store without it (memory, file
- * system, your own) is returned as it is: its writes live until removed. Used by the executor's
- * idempotency results; not part of the public API.
+ * system, your own) is returned as it is: its writes live until removed. The stores mark themselves
+ * (`expiring`) and the executor's idempotency results use it (`withTtl`); not part of the public API.
  */
 import { Duration } from "effect"
 import type { KeyValueStore } from "effect/persistence"

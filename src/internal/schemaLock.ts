@@ -5,7 +5,8 @@
  * So on Postgres the statements run in a transaction holding one transaction-scoped
  * advisory lock, and a second process waits for the first to finish instead of failing.
  * On SQLite they run in one transaction (`BEGIN IMMEDIATE`: the write lock), so a check
- * followed by a change (a column added to an older table) is not raced either.
+ * followed by a change (a column added to an older table) is not raced either. Every tinyagents
+ * table is created under it: the stores' and the durable journal's.
  */
 import { Effect } from "effect"
 import type { SqlClient, SqlError } from "effect/sql"
