@@ -353,35 +353,29 @@ export const fromLanguageModel = (
       ? HttpChat.defaultMaxRetryAfter
       : Duration.fromInputUnsafe(options.maxRetryAfter)
   }
+  // What `generateText` and `streamText` are asked: the prompt, and the tools (when there are any, else no
+  // toolkit at all) as a toolkit whose calls are neither resolved nor validated here (the registry does both).
+  const textOptions = (request: Request) =>
+    ({
+      prompt: toPrompt(request.messages),
+      toolChoice: options.toolChoice ?? "auto",
+      toolCallValidation: "deferred",
+      disableToolCallResolution: true
+    }) as const
+  const toolkitOf = (request: Request) => request.tools.length === 0 ? undefined : Toolkit.make(...toTools(request.tools))
   const generate = (request: Request): Effect.Effect<Response, ChatModelError> => {
-    const prompt = toPrompt(request.messages)
-    const toolChoice = options.toolChoice ?? "auto"
-    const generated = request.tools.length === 0
-      ? model.generateText({ prompt, toolChoice, toolCallValidation: "deferred", disableToolCallResolution: true })
-      : model.generateText({
-        prompt,
-        toolChoice,
-        toolkit: Toolkit.make(...toTools(request.tools)),
-        disableToolCallResolution: true,
-        toolCallValidation: "deferred"
-      })
+    const text = textOptions(request)
+    const toolkit = toolkitOf(request)
+    const generated = toolkit === undefined ? model.generateText(text) : model.generateText({ ...text, toolkit })
     return generated.pipe(
       Effect.map((response) => fromParts(response.content)),
       Effect.mapError((error) => fromAiError(error, options.secrets))
     )
   }
   const stream = (request: Request): Stream.Stream<StreamPart, ChatModelError> => {
-    const prompt = toPrompt(request.messages)
-    const toolChoice = options.toolChoice ?? "auto"
-    const parts = request.tools.length === 0
-      ? model.streamText({ prompt, toolChoice, toolCallValidation: "deferred", disableToolCallResolution: true })
-      : model.streamText({
-        prompt,
-        toolChoice,
-        toolkit: Toolkit.make(...toTools(request.tools)),
-        disableToolCallResolution: true,
-        toolCallValidation: "deferred"
-      })
+    const text = textOptions(request)
+    const toolkit = toolkitOf(request)
+    const parts = toolkit === undefined ? model.streamText(text) : model.streamText({ ...text, toolkit })
     const mapped = fromStreamParts(
       (parts as Stream.Stream<AiResponse.StreamPart<Record<string, Tool.Any>, "deferred">, AiError.AiError>).pipe(
         Stream.mapError((error) => fromAiError(error, options.secrets))
