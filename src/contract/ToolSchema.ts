@@ -11,6 +11,8 @@
 import { Data, JsonSchema, Result, Schema, SchemaAST } from "effect"
 import { toModelSchema } from "./internal/modelSchema.ts"
 
+export { toModelCodec } from "./internal/modelSchema.ts"
+
 /** A JSON Schema object as sent to providers. */
 export type JsonSchemaObject = JsonSchema.JsonSchema
 

@@ -249,9 +249,9 @@ export const toModelSchema = <S extends Schema.Top>(schema: S): S => {
 }
 
 /**
- * The codec for a model's arguments: Effect's JSON codec of the model schema.
- * Its encoded side is exactly what `Schema.toJsonSchemaDocument(toModelSchema(schema))`
- * describes.
+ * The codec for what a model reads and sends (a tool's output, its arguments): Effect's JSON codec
+ * of the model schema. Its encoded side is exactly what `Schema.toJsonSchemaDocument(toModelSchema(schema))`
+ * (and so `ToolSchema.toJsonSchema`) describes.
  */
 export const toModelCodec = <S extends Schema.Top>(schema: S): Schema.Codec<S["Type"], unknown> =>
   Schema.toCodecJson(toModelSchema(schema)) as unknown as Schema.Codec<S["Type"], unknown>

@@ -19,7 +19,7 @@
  * stored, and the failure is logged at `Warn` level (no artifact, no event of its own).
  */
 import { Cause, Effect, Result, Schema } from "effect"
-import { toModelCodec } from "../../../contract/internal/modelSchema.ts"
+import { toModelCodec } from "../../../contract/ToolSchema.ts"
 import { textOfValue } from "../../../internal/json.ts"
 import { redactIssues, scrubError } from "../../../internal/redact/errors.ts"
 import { type Scrubber, scrubberOf } from "../../../internal/redact/policy.ts"
