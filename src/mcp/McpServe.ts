@@ -152,6 +152,19 @@ export class McpServeError extends Data.TaggedError("McpServeError")<{
   readonly cause?: unknown
 }> {}
 
+/** Why serving fails: a tool that cannot be listed, an option `McpServer` refuses, or `@effect/platform-node` missing. */
+export type ServeFailure = ProviderExportError | Cause.IllegalArgumentError | McpServeError
+
+/** Why serving over HTTP fails: a {@link ServeFailure}, or the server cannot listen. */
+export type HttpServeFailure = ServeFailure | HttpServerError.ServeError
+
+/** `serverInfo` and `instructions`, as every transport sends them on `initialize`. */
+const serverInfo = <MR>(options: Options<MR>) => ({
+  name: options.name ?? "tinyagents",
+  version: options.version ?? "0.1.0",
+  ...(options.instructions === undefined ? {} : { instructions: options.instructions })
+})
+
 /** A module of `@effect/platform-node` (an optional peer dependency), or a typed error that says to install it. */
 const platformNode = <A>(caller: string, load: () => Promise<A>): Effect.Effect<A, McpServeError> =>
   Effect.tryPromise({
@@ -186,15 +199,13 @@ const consoleToStderr = Effect.acquireRelease(
 export const serveStdio = <R, MR = never>(
   registry: ToolRegistry.ToolRegistry<R>,
   options: StdioOptions<MR> = {}
-): Effect.Effect<void, ProviderExportError | Cause.IllegalArgumentError | McpServeError, Scope.Scope | Requirements<R, MR>> =>
+): Effect.Effect<void, ServeFailure, Scope.Scope | Requirements<R, MR>> =>
   Effect.gen(function*() {
     if (options.console !== "keep") yield* consoleToStderr
     const NodeStdio = yield* platformNode("serveStdio", () => import("@effect/platform-node/NodeStdio"))
     const tools = yield* prepare(registry, options)
     const server = McpServer.layerStdio({
-      name: options.name ?? "tinyagents",
-      version: options.version ?? "0.1.0",
-      ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+      ...serverInfo(options),
       protocols,
       registrations: tools
     }).pipe(Layer.provide(NodeStdio.layer))
@@ -229,7 +240,7 @@ const stdinEnded = Effect.callback<void>((resume) => {
 export const runStdio = <R, MR = never>(
   registry: ToolRegistry.ToolRegistry<R>,
   options: StdioOptions<MR> = {}
-): Effect.Effect<void, ProviderExportError | Cause.IllegalArgumentError | McpServeError, Requirements<R, MR>> =>
+): Effect.Effect<void, ServeFailure, Requirements<R, MR>> =>
   Effect.scoped(Effect.andThen(serveStdio(registry, options), stdinEnded))
 
 /**
@@ -239,20 +250,14 @@ export const runStdio = <R, MR = never>(
 export const serveHttp = <R, MR = never>(
   registry: ToolRegistry.ToolRegistry<R>,
   options: HttpOptions<MR>
-): Effect.Effect<
-  HttpServer,
-  ProviderExportError | Cause.IllegalArgumentError | HttpServerError.ServeError | McpServeError,
-  Scope.Scope | Requirements<R, MR>
-> =>
+): Effect.Effect<HttpServer, HttpServeFailure, Scope.Scope | Requirements<R, MR>> =>
   Effect.gen(function*() {
     const NodeHttpServer = yield* platformNode("serveHttp", () => import("@effect/platform-node/NodeHttpServer"))
     const tools = yield* prepare(registry, options)
     const host = options.host ?? "127.0.0.1"
     const path = options.path ?? "/mcp"
     const mcp = McpServer.layerHttp({
-      name: options.name ?? "tinyagents",
-      version: options.version ?? "0.1.0",
-      ...(options.instructions === undefined ? {} : { instructions: options.instructions }),
+      ...serverInfo(options),
       path,
       protocols,
       ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
@@ -279,15 +284,11 @@ export const serveHttp = <R, MR = never>(
 export const layerStdio = <R, MR = never>(
   registry: ToolRegistry.ToolRegistry<R>,
   options: StdioOptions<MR> = {}
-): Layer.Layer<never, ProviderExportError | Cause.IllegalArgumentError | McpServeError, Requirements<R, MR>> =>
+): Layer.Layer<never, ServeFailure, Requirements<R, MR>> =>
   Layer.effectDiscard(serveStdio(registry, options))
 
 /** {@link serveHttp} as a layer (use {@link serveHttp} to learn a port picked with `port: 0`). */
 export const layerHttp = <R, MR = never>(
   registry: ToolRegistry.ToolRegistry<R>,
   options: HttpOptions<MR>
-): Layer.Layer<
-  never,
-  ProviderExportError | Cause.IllegalArgumentError | HttpServerError.ServeError | McpServeError,
-  Requirements<R, MR>
-> => Layer.effectDiscard(serveHttp(registry, options))
+): Layer.Layer<never, HttpServeFailure, Requirements<R, MR>> => Layer.effectDiscard(serveHttp(registry, options))
