@@ -26,6 +26,7 @@ const samples: { readonly [K in ToolError.ToolError["_tag"]]: Extract<ToolError.
   ToolFailure: new ToolError.ToolFailure({ message: "no note called x", detail: { _tag: "NotFound", key: "x" } }),
   ToolTransient: new ToolError.ToolTransient({ message: "rate service unavailable", cause: new Error("HTTP 503") }),
   ToolTimeout: new ToolError.ToolTimeout({ toolName: "fetch_rate", timeoutMillis: 1_000, idempotent: false }),
+  OutcomeUnknown: new ToolError.OutcomeUnknown({ toolName: "send_email" }),
   ApprovalDenied: new ToolError.ApprovalDenied({ toolName: "bash", reason: "not now" }),
   PolicyBlocked: new ToolError.PolicyBlocked({
     toolName: "write_file",
@@ -143,6 +144,11 @@ describe("ToolError classes", () => {
       assert.strictEqual(new ToolError.ToolCallLimitExceeded({ ...samples.ToolCallLimitExceeded, mode: "error" }).disposition, "fatal")
       assert.strictEqual(samples.ToolTimeout.disposition, "repair")
       assert.strictEqual(new ToolError.ToolTimeout({ ...samples.ToolTimeout, idempotent: true }).disposition, "retry")
+      assert.strictEqual(samples.OutcomeUnknown.disposition, "repair")
+      assert.strictEqual(
+        samples.OutcomeUnknown.message,
+        "send_email: the process running this call stopped before its result was recorded; it may or may not have completed"
+      )
       assert.strictEqual(samples.PolicyBlocked.disposition, "repair")
       assert.strictEqual(new ToolError.PolicyBlocked({ ...samples.PolicyBlocked, repairable: false }).disposition, "fatal")
       assert.strictEqual(ToolError.retryable("later").disposition, "retry")

@@ -276,6 +276,15 @@ describe("ToolEvent schemas", () => {
           error: new ToolError.ToolCancelled({ toolName: "charge", started: true }),
           disposition: "fatal"
         },
+        {
+          _tag: "tool.failed",
+          ...stamp,
+          elapsed: 0,
+          reason: "error",
+          error: new ToolError.OutcomeUnknown({ toolName: "charge" }),
+          disposition: "repair",
+          outcome: "unknown"
+        },
         { _tag: "tool.started", ...stamp, arguments: {} }
       ]
       for (const event of events) {

@@ -227,6 +227,21 @@ export class ToolTimeout extends Schema.TaggedError<ToolTimeout>()("ToolTimeout"
   }
 }
 
+/**
+ * A durable run's re-run of a call that started before its process stopped and left no result: the
+ * call may have had its effect, so it is not run again (see `tinyagents/durable`). Like a
+ * non-idempotent tool's timeout, the model reads that it may or may not have completed.
+ */
+export class OutcomeUnknown extends Schema.TaggedError<OutcomeUnknown>()("OutcomeUnknown", {
+  toolName: Schema.String
+}) {
+  readonly disposition = "repair" as const
+  override get message(): string {
+    return `${this.toolName}: the process running this call stopped before its result was recorded; ` +
+      `it may or may not have completed`
+  }
+}
+
 /** An approval step refused the call. */
 export class ApprovalDenied extends Schema.TaggedError<ApprovalDenied>()("ApprovalDenied", {
   toolName: Schema.String,
@@ -434,6 +449,7 @@ export type ToolError =
   | ToolFailure
   | ToolTransient
   | ToolTimeout
+  | OutcomeUnknown
   | ApprovalDenied
   | PolicyBlocked
   | ToolDefect
@@ -497,6 +513,7 @@ export const ToolError = Schema.Union([
   described(ToolFailure),
   described(ToolTransient),
   described(ToolTimeout),
+  described(OutcomeUnknown),
   described(ApprovalDenied),
   described(PolicyBlocked),
   described(ToolDefect),

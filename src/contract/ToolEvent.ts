@@ -74,8 +74,8 @@ export interface ToolFailed extends CallStamp {
   readonly error: ToolError
   readonly disposition: Disposition
   /**
-   * `"unknown"`: a durable run re-ran this call after a crash and did not run it again, since the
-   * first run may have applied it (see `tinyagents/durable`); the call may or may not have completed.
+   * `"unknown"`: the error is `OutcomeUnknown`: a durable run re-ran this call after a crash and did not
+   * run it again, since the first run may have applied it (see `tinyagents/durable`).
    */
   readonly outcome?: "unknown"
   /** The full cause, for the application; never shown to a model. */

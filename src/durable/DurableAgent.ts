@@ -17,7 +17,7 @@
  * |---|---|
  * | `safety.idempotent: true` (keyed or not) | runs again (a keyed one replays its key's stored result, if any) |
  * | keyed (`Tool.make({ idempotency })`), not idempotent | the key's claim owner is the activity's stable key (`Activity.idempotencyKey`); a stored result replays; no stored result: not run again, answered "may or may not have completed" |
- * | neither | a "started" marker is written before the call; a re-run that finds it does not run the tool and answers "may or may not have completed" (`ToolFailure` with `detail.outcome: "unknown"`; its `tool.failed` event has `outcome: "unknown"`) |
+ * | neither | a "started" marker is written before the call; a re-run that finds it does not run the tool and answers "may or may not have completed" (`ToolError.OutcomeUnknown`; its `tool.failed` event has `outcome: "unknown"`) |
  *
  * This is the rule of automatic retries after a timeout (`Tool.mayRunAgain`): only an idempotent
  * tool runs again when its last attempt may have had its effect. A keyed call's claim owner is the
@@ -672,7 +672,7 @@ const callActivity = <R, MR>(
       }
       const resumed = marks ? !(yield* Tables.mark(key)) : false
       if (safety === "none" && resumed) {
-        const error = Idempotency.outcomeUnknown(toolName)
+        const error = new ToolError.OutcomeUnknown({ toolName })
         yield* Effect.provideService(
           executor.emit({
             _tag: "tool.failed",
@@ -706,15 +706,10 @@ const callActivity = <R, MR>(
       const exit = yield* Effect.result(attempt)
       const result = exit._tag === "Success" ? exit.success[0]! : exit.failure.results[0]!
       const fatal = exit._tag === "Failure" ? exit.failure.errors[0] : undefined
-      const marked = events.map((event) =>
-        event._tag === "tool.failed" && Idempotency.isOutcomeUnknown(event.error)
-          ? { ...event, outcome: "unknown" as const }
-          : event
-      )
       const cancelRun = executor.runCancel.reasonUnsafe()
       return {
         result,
-        events: marked,
+        events,
         ...(fatal === undefined ? {} : { fatal }),
         ...(cancelRun === undefined ? {} : { cancelRun })
       }

@@ -66,6 +66,7 @@ describe("the call in flight when the runner stops", () => {
       assert.strictEqual(counters.get("model"), 2, "turn 0 is not asked again")
       const answer = result.results.find((r) => r.toolCallId === "0-1")!
       assert.isTrue(answer.isError)
+      assert.strictEqual(answer.error?._tag, "OutcomeUnknown")
       assert.match(textOf(answer), /may or may not have completed/)
       const failed = events.find((e) => e._tag === "tool.failed")
       assert.strictEqual(failed?._tag === "tool.failed" ? failed.outcome : undefined, "unknown")
@@ -78,6 +79,7 @@ describe("the call in flight when the runner stops", () => {
       assert.strictEqual(counters.get("keyed_write:k0"), 1, "applied once")
       const answer = result.results[0]!
       assert.isTrue(answer.isError)
+      assert.strictEqual(answer.error?._tag, "OutcomeUnknown")
       assert.match(textOf(answer), /may or may not have completed/)
       const failed = events.find((e) => e._tag === "tool.failed")
       assert.strictEqual(failed?._tag === "tool.failed" ? failed.outcome : undefined, "unknown")
@@ -121,7 +123,8 @@ describe("Idempotency under a durable claim (the keyed rule, unit level)", () =>
       assert.isDefined(done, "answered without waiting out the lease")
       const result = yield* Fiber.join(fiber)
       assert.isTrue(result.isError)
-      assert.isTrue(Idempotency.isOutcomeUnknown(result.error))
+      assert.strictEqual(result.error?._tag, "OutcomeUnknown")
+      assert.strictEqual(result.error?.message, "keyed_write: the process running this call stopped before its result was recorded; it may or may not have completed")
       assert.strictEqual(counters.get("keyed_write:k0"), 0)
     }).pipe(Effect.provide(ToolServices.layerTest())))
 

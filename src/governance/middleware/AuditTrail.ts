@@ -90,6 +90,7 @@ export const statusOf = (error: ToolError): string => {
     case "ToolCancelled":
       return "cancelled"
     case "ToolFailure":
+    case "OutcomeUnknown":
     case "ToolTransient":
     case "StoreFailed":
       return "executor_error"

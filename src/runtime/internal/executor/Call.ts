@@ -145,6 +145,7 @@ export const make = (config: Config) => {
         reason: error._tag === "ToolTimeout" ? "timeout" : "error",
         error,
         disposition: error.disposition,
+        ...(error._tag === "OutcomeUnknown" ? { outcome: "unknown" as const } : {}),
         // the handler's own cause when the error was made from it (an undeclared failure, say)
         cause: Invoke.causeOf(found) ?? redactCause(cause, policy, input)
       }),

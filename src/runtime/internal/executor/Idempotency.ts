@@ -58,7 +58,7 @@
  * engine re-runs after a crash. There {@link DurableClaim} is set: the claim's owner is the
  * activity's stable key (the same in every re-run, so a re-run never waits out its own dead
  * lease), and a re-run (`resumed`) that finds no stored result does not run the handler again: the
- * first run may have applied the key before it died, so it fails with {@link outcomeUnknown}.
+ * first run may have applied the key before it died, so it fails with `ToolError.OutcomeUnknown`.
  */
 import { randomUUID } from "node:crypto"
 import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
@@ -162,23 +162,6 @@ export const DurableClaim = Context.Reference<{ readonly owner: string; readonly
   "tinyagents/executor/DurableClaim",
   { defaultValue: () => undefined }
 )
-
-/**
- * The error of a call whose outcome is unknown: a durable re-run of a call that started before a
- * crash and left no result. Like a non-idempotent tool's timeout, the model reads that it may or
- * may not have completed; `detail.outcome` is `"unknown"`.
- */
-export const outcomeUnknown = (toolName: string): ToolError.ToolFailure =>
-  new ToolError.ToolFailure({
-    message: `${toolName}: the process running this call stopped before its result was recorded; ` +
-      `it may or may not have completed`,
-    detail: { outcome: "unknown" }
-  })
-
-/** True for the error of {@link outcomeUnknown}. */
-export const isOutcomeUnknown = (error: ToolError.ToolError | undefined): boolean =>
-  error?._tag === "ToolFailure" && typeof error.detail === "object" && error.detail !== null &&
-  (error.detail as { readonly outcome?: unknown }).outcome === "unknown"
 
 /**
  * A call's idempotency key, computed once from its decoded input: the key, or (for a key
@@ -320,7 +303,7 @@ export const make = (config: Config) => {
                           ? Effect.as(release, replay(stored))
                           // a durable re-run: the first run may have applied the key, so it is not run again
                           : durable?.resumed === true
-                          ? Effect.fail(outcomeUnknown(toolName))
+                          ? Effect.fail(new ToolError.OutcomeUnknown({ toolName }))
                           : runClaimed
                     )
                     : Effect.andThen(restore(Effect.sleep(wait)), attempt(Math.min(wait * 2, pollCap)))
