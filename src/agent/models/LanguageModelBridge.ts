@@ -24,7 +24,7 @@ import {
   type StreamPart,
   type Usage
 } from "../ChatModel.ts"
-import { imagesOf, textOf } from "../../providers/internal/content.ts"
+import { imagesOf, textOf } from "../../providers/ResultContent.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
 import type { ToolResult } from "../../contract/ToolResult.ts"
