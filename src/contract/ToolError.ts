@@ -523,7 +523,7 @@ export const ToolError = Schema.Union([
   described(ToolCancelled)
 ]).pipe(Schema.toTaggedUnion("_tag"))
 
-/** Errors refused before execution (lifecycle steps 1 to 4). */
+/** Errors refused before execution (lifecycle step 1, admission: `tool.rejected`). */
 export type Rejection =
   | ToolNotFound
   | ToolNotAllowed

@@ -235,8 +235,10 @@ export interface Resolved<R = unknown> {
 }
 
 /**
- * The boundary check (lifecycle steps 1 to 3): resolve the name, check it was
- * advertised, parse and decode the arguments. Nothing here runs a handler.
+ * The boundary check (the executor's admission, lifecycle step 1, before its call
+ * limits): resolve the name, check it was advertised, parse and decode the
+ * arguments. A refusal of a known tool is redacted per its `safety.redact` here.
+ * Nothing here runs a handler.
  */
 export const resolve = <R>(
   advertised: Advertised<R>,

@@ -32,7 +32,6 @@ export interface AuditLayer {
   readonly error?: string
 }
 
-/** Audit data that middleware attach to a result (see the middleware catalogue). */
 /** Work a tool hands on to another agent or queue (the `handoffArtifact` middleware fills it in). */
 export interface Handoff {
   /** Who takes the work over: an agent, a persona, a queue. */
@@ -47,6 +46,7 @@ export interface Handoff {
   readonly policyOverride?: { readonly [key: string]: Schema.Json }
 }
 
+/** Audit data that middleware attach to a result (see docs/middleware.md). */
 export interface Audit {
   readonly summary?: string
   readonly kind?: string

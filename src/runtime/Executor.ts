@@ -14,15 +14,15 @@
  * gap-free and in the order the sink received them; when `run`/`runBatch`
  * returns (or is interrupted), no call of it is running or will start, and the
  * results are frozen. The stages live in `internal/executor/` (`Admission`,
- * `Invoke`, `Idempotency`, `Render`, `Reporter`, `CallState` and `Call` for one
- * call, `Batch` for many;
- * `Tracing` gives each answered call an `execute_tool` span when a tracer is installed).
+ * `Invoke`, `Idempotency`, `Render`, `Reporter`, `Progress`, `CallState` and
+ * `Call` for one call, `Batch` for many; `Tracing` gives each answered call an
+ * `execute_tool` span when a tracer is installed).
  *
  * Redaction (a tool's `safety.redact`) is one step applied where each string is made: a
- * rejection in `Admission` (never quoting a value under a redacted key), a handler failure
- * in `Invoke` (before retries, middleware and receipts see it), any other failure and the
- * audit in `Call`, a result's text and value in `Render`. Events, results, the model's
- * text and provider messages are all built from those redacted values.
+ * rejection in `ToolRegistry.resolve` (never quoting a value under a redacted key), a handler
+ * failure in `Invoke` (before retries, middleware and receipts see it), any other failure and
+ * the audit in `Call`, a result's text and value in `Render`, progress in `Progress`. Events,
+ * results, the model's text and provider messages are all built from those redacted values.
  */
 import { Data, Duration, Effect, Schedule } from "effect"
 import * as Cancellation from "./Cancellation.ts"

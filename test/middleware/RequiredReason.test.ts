@@ -1,7 +1,7 @@
 /**
  * requiredReason: the transform asks every tool for a reason (and the decoder
  * accepts it); the middleware checks it, strips it before the handler and
- * records it as the summary. Covers the catalogue's strip + required pitfall.
+ * records it as the summary. Covers the strip + required-schema pitfall (every call rejected).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"

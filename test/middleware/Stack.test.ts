@@ -1,5 +1,5 @@
 /**
- * The catalogue's "full governance" stack: audit outermost, consent / reason /
+ * A "full governance" stack: audit outermost, consent / reason /
  * redaction in the middle, rate limit and dry run innermost (idempotency is
  * the executor's, per keyed tool, and spans are the executor's, per call: not
  * layers). Layers appear in stack order; the audit log sees every call,

@@ -64,7 +64,7 @@ const CurrentDraft = Context.Reference<Draft | undefined>("tinyagents/middleware
   defaultValue: () => undefined
 })
 
-/** The reserved status for an error (see the middleware catalogue). */
+/** The reserved audit status for an error (the statuses are listed in docs/middleware.md). */
 export const statusOf = (error: ToolError): string => {
   switch (error._tag) {
     case "ApprovalDenied":

@@ -7,7 +7,7 @@
  * malformed payload is recorded as `audit.metadata.handoffError` (paths and
  * expectations, never the payload's values) and the call goes on; with `strict`
  * it fails the call with a fatal `InvalidOutput`. Error results and failures
- * are not inspected. (The catalogue's `with_handoff_artifact`.)
+ * are not inspected.
  */
 import { Effect, Predicate, Result, Schema, SchemaIssue } from "effect"
 import type { Invocation, Middleware } from "../../runtime/Middleware.ts"

@@ -4,7 +4,7 @@
  * for it and the decoder accepts it), and an execution middleware that checks
  * it, strips it before the handler and puts it in `audit.summary`.
  *
- * The catalogue's pitfall (strip + a required schema rejects every call) does
+ * The usual pitfall (strip + a required schema rejects every call) does
  * not arise here: the registry decodes before middleware run, so the decoder
  * sees the reason and the handler does not. Without the transform, tools
  * reject the unknown key unless they allow unknown keys; the middleware then
@@ -40,7 +40,7 @@ export interface RequiredReason {
   readonly middleware: Middleware
 }
 
-/** Builds the reason transform and middleware (defaults as in the catalogue). */
+/** Builds the reason transform and middleware (defaults as documented on {@link Options}). */
 export const requiredReason = (options: Options = {}): RequiredReason => {
   const field = options.field ?? "reason"
   const minLength = options.minLength ?? 1

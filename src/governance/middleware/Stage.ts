@@ -4,9 +4,9 @@
  * a stage layer intersects its own rules with the surrounding ones and provides
  * the result to the rest of the chain, so a stage can only tighten what
  * surrounds it, never widen it. A call outside the stage is refused with status
- * `scope_violation` (the catalogue's word), naming the stage. `Policy` reads the
- * stage too. (The catalogue calls this `with_scoped_executor`; "scoped" is an
- * Effect word, so it is `stage` here.)
+ * `scope_violation` (a reserved audit status, see docs/middleware.md), naming the
+ * stage. `Policy` reads the stage too. (It is `stage`, not "scope": a scope is an
+ * Effect word.)
  */
 import { Context, Effect } from "effect"
 import type { Middleware } from "../../runtime/Middleware.ts"

@@ -1,5 +1,5 @@
 /**
- * Lifecycle step 9: the handler's output as a `ToolResult`. `encode` runs the
+ * Lifecycle step 4, render: the handler's output as a `ToolResult`. `encode` runs the
  * output through the JSON codec the exported output schema describes, and
  * shows the model what the tool's `toModelOutput` chooses (default: the encoded
  * value as JSON text); `finalize` redacts the model-facing text blocks and
