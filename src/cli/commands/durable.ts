@@ -1,0 +1,220 @@
+/**
+ * `tinyagents durable`: a durable agent's runs from any process connected to its journal (a SQLite
+ * file or a Postgres URL). `approve` decides a pending approval, `cancel` cancels a run (both
+ * through `DurableAgent`), `status` says whether a run is running (with the calls waiting for
+ * approval), finished or failed, read with `SELECT`s only (`internal/durableJournal.ts`). A
+ * journal that is empty, not a journal or cannot be opened: exit 1, one line (no stack, no password).
+ */
+import { Console, Effect, Option, Redacted, Result } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { statSync } from "node:fs"
+import { resolve } from "node:path"
+import * as ToolRegistry from "../../contract/ToolRegistry.ts"
+import type * as DurableJournal from "../internal/durableJournal.ts"
+import { CommandFailed, errorText, failWith, UsageError } from "../internal/errors.ts"
+
+const noTools: ToolRegistry.ToolRegistry<never> = Result.getOrThrow(ToolRegistry.makeResult([]))
+
+/** Where a durable agent's journal is: a SQLite file or a Postgres URL (exactly one). */
+const journalFlags = {
+  db: Flag.String("db").pipe(Flag.withDescription("The journal's SQLite file (Runner.layerSqlite)"), Flag.optional),
+  postgres: Flag.String("postgres").pipe(
+    Flag.withDescription("The journal's Postgres URL (Runner.layerPostgres)"),
+    Flag.optional
+  ),
+  workflow: Flag.String("workflow").pipe(
+    Flag.withAlias("w"),
+    Flag.withDescription("The durable agent's name (DurableAgent.make({ name }))")
+  )
+}
+
+type JournalFlags = { readonly db: Option.Option<string>; readonly postgres: Option.Option<string>; readonly workflow: string }
+
+/** The journal the flags name (exactly one of --db, --postgres; a --db file must exist). */
+const journalLocation = (flags: JournalFlags): Effect.Effect<DurableJournal.Location, UsageError> =>
+  Effect.gen(function*() {
+    if (Option.isSome(flags.db) === Option.isSome(flags.postgres)) {
+      return yield* new UsageError({ detail: "name one journal: --db <sqlite file> or --postgres <url>" })
+    }
+    if (Option.isSome(flags.postgres)) {
+      const url = flags.postgres.value
+      if (!URL.canParse(url)) return yield* new UsageError({ detail: "--postgres: not a URL (postgres://user:password@host:port/db)" })
+      return { _tag: "Postgres", url } as const
+    }
+    const db = Option.getOrThrow(flags.db)
+    if (!(yield* Effect.sync(() => statSync(resolve(db), { throwIfNoEntry: false })?.isFile() === true))) {
+      return yield* new UsageError({ detail: `--db: no such journal file: ${db}` })
+    }
+    return { _tag: "Sqlite", filename: resolve(db), given: db } as const
+  })
+
+/** `tinyagents/durable` and the CLI's journal reader, loaded on use (the other commands never load `@effect/platform-node`). */
+const loadDurable = Effect.tryPromise({
+  try: () => Promise.all([import("../../durable/index.ts"), import("../internal/durableJournal.ts")]),
+  catch: (error) => new CommandFailed({ detail: `cannot load tinyagents/durable (is @effect/platform-node installed?): ${errorText(error)}` })
+})
+
+/**
+ * What the journal knows of run `runId` of the durable agent the flags name, read with `SELECT`s only
+ * (`internal/durableJournal.ts`); a handle on the agent (made with no tools: a client needs only
+ * the workflow's name) and a client layer on the journal, to send a decision through; and
+ * `failedIn(what)`, which words any other failure of that as `cannot <what> in <journal>: <why>`
+ * (no password). Fails with {@link CommandFailed} (exit 1) for an unknown workflow or run, an
+ * empty or table-less journal, or a journal that cannot be read, in one line without a password.
+ */
+const inspectRun = (flags: JournalFlags, runId: string) =>
+  Effect.gen(function*() {
+    const location = yield* journalLocation(flags)
+    const [durable, journal] = yield* loadDurable
+    const agent = durable.DurableAgent.make<never>({ name: flags.workflow, tools: noTools })
+    const executionId = yield* agent.workflow.executionId({ runId, messages: [] })
+    const state = yield* journal.withJournal(location, journal.runState({ workflow: agent.workflow._tag, runId, executionId }).pipe(
+      Effect.mapError((error) => error instanceof journal.JournalError ? error : new journal.JournalError({ detail: `cannot read the journal ${journal.describe(location)}: ${errorText(error)}` }))
+    )).pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    if (state._tag === "UnknownWorkflow") {
+      return yield* new CommandFailed({
+        detail: `no workflow ${JSON.stringify(flags.workflow)} in the journal ${journal.describe(location)} (${
+          state.workflows.length === 0 ? "it has no runs" : `its workflows: ${state.workflows.join(", ")}`
+        })`
+      })
+    }
+    if (state._tag === "UnknownRun") {
+      return yield* new CommandFailed({ detail: `no run ${JSON.stringify(runId)} of workflow ${JSON.stringify(flags.workflow)}` })
+    }
+    // A client of the journal (not a runner): what approve and cancel send their decision through.
+    const client = location._tag === "Sqlite"
+      ? durable.Runner.layerSqliteClient({ filename: location.filename })
+      : durable.Runner.layerPostgresClient({ url: Redacted.make(location.url) })
+    const failedIn = (what: string) =>
+      failWith((cause) => `cannot ${what} in ${journal.describe(location)}: ${journal.failureLine(location, cause)}`)
+    return { state, agent, client, failedIn }
+  })
+
+/** How a run that no longer runs ended, as "run <id> has ..." says it. */
+const endedAs = (state: Extract<DurableJournal.RunState, { readonly _tag: "Ended" | "Cancelled" | "Finished" }>): string =>
+  state._tag === "Ended"
+    ? "ended"
+    : state._tag === "Cancelled"
+    ? "been cancelled"
+    : state.outcome._tag === "Finished"
+    ? "finished"
+    : "failed"
+
+/** The run's end, as `status` prints it. */
+const endText = (state: DurableJournal.RunState): string => {
+  if (state._tag === "Ended") return `ended: ${state.detail}`
+  if (state._tag === "Cancelled") return `cancelled: ${state.reason}`
+  if (state._tag === "Running") return state.cancelling === undefined ? "running" : `running, cancelling: ${state.cancelling}`
+  if (state._tag !== "Finished") return "running"
+  const outcome = state.outcome
+  if (outcome._tag === "Finished") {
+    return `finished (${outcome.result.reason}, ${outcome.result.turns} turns): ${outcome.result.text}`
+  }
+  return `failed (${outcome.reason}, ${outcome.turns} turns): ${outcome.error.message.split("\n")[0]}`
+}
+
+const durableApproveCommand = Command.make("approve", {
+  ...journalFlags,
+  runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)")),
+  callId: Argument.String("call-id").pipe(Argument.withDescription("The tool call waiting for approval (its call id; `durable status` lists them)")),
+  deny: Flag.Boolean("deny").pipe(Flag.withDescription("Refuse the call instead (the model reads --reason)"), Flag.withDefault(false)),
+  reason: Flag.String("reason").pipe(Flag.withDescription("Why the call is refused (with --deny)"), Flag.optional),
+  by: Flag.String("by").pipe(Flag.withDescription("Who decides (recorded as decidedBy)"), Flag.withDefault("cli"))
+}, ({ by, callId, deny, reason, runId, ...flags }) =>
+  Effect.gen(function*() {
+    if (!deny && Option.isSome(reason)) return yield* new UsageError({ detail: "--reason goes with --deny" })
+    const decision = deny
+      ? { _tag: "Deny" as const, reason: Option.getOrElse(reason, () => "denied from the command line"), decidedBy: by }
+      : { _tag: "Approve" as const, decidedBy: by }
+    const { agent, client, failedIn, state } = yield* inspectRun(flags, runId)
+    const of = `call ${JSON.stringify(callId)} of run ${JSON.stringify(runId)}`
+    if (state._tag !== "Running") {
+      return yield* new CommandFailed({ detail: `run ${JSON.stringify(runId)} has ${endedAs(state)}: nothing to decide for ${of}` })
+    }
+    const pendingIds = state.pending.map((p) => p.callId)
+    yield* Effect.scoped(agent.approve(runId, callId, decision).pipe(Effect.provide(client))).pipe(
+      // the agent's own check is the authority (the run may have moved on since the journal was read)
+      Effect.catchTag("ApprovalNotPending", (error) =>
+        Effect.fail(new CommandFailed({
+          detail: error.reason === "not pending"
+            ? `no pending approval for ${of} (${pendingIds.length === 0 ? "none pending" : `pending: ${pendingIds.join(", ")}`})`
+            : error.reason === "already decided"
+            ? `${of} is already decided (a decision stands; it cannot be changed)`
+            : error.reason === "finished"
+            ? `run ${JSON.stringify(runId)} has finished: nothing to decide for ${of}`
+            : error.reason === "cancelled"
+            ? `run ${JSON.stringify(runId)} has been cancelled: nothing to decide for ${of}`
+            : `no pending approval for ${of} (the run has not been picked up by a runner yet)`
+        }))),
+      failedIn(`decide ${of}`)
+    )
+    yield* Console.log(`${deny ? "denied" : "approved"} ${callId} of run ${runId}`)
+  })).pipe(
+    Command.withDescription(
+      "Decide a durable run's pending approval from any process connected to its journal: the decision is journaled, and the runner that owns the run (now, or once restarted) resumes it. The call then runs once (or, with --deny, is answered as refused). Refused (exit 1) when the journal has no such run of the workflow, the run has ended, or the call is not waiting for a decision (`durable status` lists the calls that are)."
+    ),
+    Command.withExamples([
+      { command: "tinyagents durable approve run-1 call_7 --db journal.db --workflow mailer", description: "Approve on a SQLite journal" },
+      {
+        command: "tinyagents durable approve run-1 call_7 --postgres postgres://localhost/agents -w mailer --deny --reason 'not today'",
+        description: "Refuse on a Postgres journal"
+      }
+    ])
+  )
+
+const durableCancelCommand = Command.make("cancel", {
+  ...journalFlags,
+  runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)")),
+  reason: Flag.String("reason").pipe(Flag.withDescription("Why (what `result` reports: RunCancelled)"), Flag.withDefault("cancelled from the command line"))
+}, ({ reason, runId, ...flags }) =>
+  Effect.gen(function*() {
+    const { agent, client, failedIn, state } = yield* inspectRun(flags, runId)
+    if (state._tag === "Finished" || state._tag === "Ended") {
+      return yield* new CommandFailed({ detail: `run ${JSON.stringify(runId)} has ${endedAs(state)}: nothing to cancel` })
+    }
+    yield* Effect.scoped(agent.cancel(runId, { reason }).pipe(Effect.provide(client))).pipe(
+      // the agent's own check is the authority (the run may have ended since the journal was read)
+      Effect.catchTag("RunNotCancellable", (error) =>
+        Effect.fail(new CommandFailed({
+          detail: error.reason === "finished"
+            ? `run ${JSON.stringify(runId)} has finished: nothing to cancel`
+            : `run ${JSON.stringify(runId)} has not been picked up by a runner yet: nothing to cancel`
+        }))),
+      failedIn(`cancel run ${JSON.stringify(runId)}`)
+    )
+    yield* Console.log(`cancelled run ${runId}`)
+  })).pipe(
+    Command.withDescription(
+      "Cancel a durable run from any process connected to its journal: the cancellation is journaled, and the runner that owns the run (now, or once restarted) stops it: no new model turn or tool call starts, pending approvals stop waiting, calls already running finish. Cancelling a cancelled run again succeeds; refused (exit 1) when the journal has no such run of the workflow or the run has ended."
+    ),
+    Command.withExamples([
+      { command: "tinyagents durable cancel run-1 --db journal.db --workflow mailer --reason 'wrong customer'", description: "Cancel a run on a SQLite journal" }
+    ])
+  )
+
+const durableStatusCommand = Command.make("status", {
+  ...journalFlags,
+  runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)"))
+}, ({ runId, ...flags }) =>
+  Effect.gen(function*() {
+    const { state } = yield* inspectRun(flags, runId)
+    yield* Console.log(`${runId}: ${endText(state)}`)
+    if (state._tag === "Running") {
+      for (const p of state.pending) {
+        yield* Console.log(`  waiting for approval: ${p.callId} ${p.toolName} ${JSON.stringify(p.arguments)}`)
+      }
+    }
+  })).pipe(
+    Command.withDescription(
+      "Print whether a durable run is running (with the calls waiting for approval: call id, tool, redacted arguments), finished (with its answer) or failed. Reads the journal only (never writes to it); exit 1 for an unknown run or workflow."
+    ),
+    Command.withExamples([
+      { command: "tinyagents durable status run-1 --db journal.db --workflow mailer", description: "A run on a SQLite journal" }
+    ])
+  )
+
+/** `tinyagents durable approve`, `cancel` and `status`. */
+export const durableCommand = Command.make("durable").pipe(
+  Command.withDescription("Durable agents (tinyagents/durable): decide a pending approval, cancel a run, or see a run's status"),
+  Command.withSubcommands([durableApproveCommand, durableCancelCommand, durableStatusCommand])
+)

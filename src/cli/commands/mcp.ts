@@ -1,0 +1,100 @@
+/**
+ * `tinyagents mcp`: the Model Context Protocol both ways. `mcp serve <module> [--http <port>]`
+ * serves a tools module (`McpServe`, on stdio or Streamable HTTP); `mcp tools -- <command>` or
+ * `--url <url>` lists a server's tools as they are imported (`McpConnect`).
+ */
+import { Console, Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import * as McpConnect from "../../mcp/McpConnect.ts"
+import * as McpServe from "../../mcp/McpServe.ts"
+import { failedAs, UsageError } from "../internal/errors.ts"
+import { eventsFlag } from "../internal/events.ts"
+import { hideCliServices, load, moduleArgument, withModuleServices } from "../internal/toolsModule.ts"
+import { printTools } from "./tools.ts"
+
+const mcpServeCommand = Command.make("serve", {
+  module: moduleArgument,
+  http: Flag.Int("http").pipe(
+    Flag.withDescription("Serve Streamable HTTP on this port (0 picks a free one) instead of stdio"),
+    Flag.optional
+  ),
+  host: Flag.String("host").pipe(
+    Flag.withDescription("The interface --http listens on (default: 127.0.0.1)"),
+    Flag.withDefault("127.0.0.1")
+  ),
+  events: eventsFlag
+}, ({ events, host, http, module }) =>
+  Effect.gen(function*() {
+    if (Option.isSome(http) && !(Number.isInteger(http.value) && http.value >= 0 && http.value <= 65535)) {
+      return yield* new UsageError({ detail: `--http takes a port from 0 to 65535, not ${http.value}` })
+    }
+    if (Option.isNone(http)) {
+      // stdio: the protocol owns stdout from the start, also while the tools module is imported.
+      yield* Effect.sync(() => {
+        console.log = console.error
+        console.info = console.error
+        console.debug = console.error
+      })
+    }
+    const loaded = yield* load(module)
+    const serve = Option.isNone(http)
+      ? McpServe.runStdio(loaded.registry)
+      : Effect.scoped(Effect.gen(function*() {
+        const server = yield* McpServe.serveHttp(loaded.registry, { port: http.value, host })
+        yield* Console.error(`tinyagents: serving ${loaded.registry.names.length} tool(s) over MCP at ${server.url}`)
+        return yield* Effect.never
+      }))
+    yield* withModuleServices(serve, loaded, events).pipe(failedAs("mcp serve"), hideCliServices)
+  })).pipe(
+    Command.withDescription(
+      "Serve the tools of a tools module over the Model Context Protocol: on stdin/stdout until the client closes stdin (events and logs on stderr), or over Streamable HTTP with --http until interrupted. Every call runs through the executor."
+    ),
+    Command.withExamples([
+      { command: "tinyagents mcp serve ./tools.ts", description: "A stdio server (for an MCP client's server command)" },
+      { command: "tinyagents mcp serve ./tools.ts --http 8080", description: "Streamable HTTP at http://127.0.0.1:8080/mcp" }
+    ])
+  )
+
+const mcpToolsCommand = Command.make("tools", {
+  url: Flag.String("url").pipe(Flag.withDescription("The server's Streamable HTTP endpoint"), Flag.optional),
+  json: Flag.Boolean("json").pipe(Flag.withDescription("Print the list as JSON"), Flag.withDefault(false)),
+  command: Argument.String("command").pipe(
+    Argument.withDescription("After --: the command that starts a stdio server, and its arguments"),
+    Argument.variadic()
+  )
+}, ({ command, json, url }) =>
+  Effect.scoped(Effect.gen(function*() {
+    const [program, ...args] = command
+    if (Option.isSome(url) === (program !== undefined)) {
+      return yield* new UsageError({ detail: "name one server: --url <url>, or -- <command> [args...]" })
+    }
+    if (Option.isSome(url) && !URL.canParse(url.value)) {
+      return yield* new UsageError({ detail: `--url: not a URL: ${url.value}` })
+    }
+    const connection = yield* (Option.isSome(url)
+      ? McpConnect.http({ url: url.value })
+      : McpConnect.stdio({ command: program!, args })).pipe(failedAs("mcp tools"))
+    const registry = yield* connection.registry
+    for (const skipped of connection.skipped()) {
+      yield* Console.error(`skipped ${JSON.stringify(skipped.name)}: ${skipped.reason}`)
+    }
+    yield* printTools(registry.specs, json)
+    yield* connection.close
+  }))).pipe(
+    Command.withDescription(
+      "Connect to an MCP server (a command to spawn, after --, or --url) and list its tools as tinyagents imports them: canonical names, and safety from the server's annotations (a tool without hints counts as mutate, destructive, networked)."
+    ),
+    Command.withExamples([
+      {
+        command: "tinyagents mcp tools -- npx -y @modelcontextprotocol/server-everything",
+        description: "A stdio server"
+      },
+      { command: "tinyagents mcp tools --url http://127.0.0.1:8080/mcp --json", description: "A Streamable HTTP server, as JSON" }
+    ])
+  )
+
+/** `tinyagents mcp serve` and `tinyagents mcp tools`. */
+export const mcpCommand = Command.make("mcp").pipe(
+  Command.withDescription("The Model Context Protocol both ways: serve a tools module, or list a server's tools"),
+  Command.withSubcommands([mcpServeCommand, mcpToolsCommand])
+)
