@@ -9,7 +9,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { readFileSync } from "node:fs"
 import {
   EventSink,
   Executor,
@@ -343,16 +342,32 @@ describe("executor redaction: the idempotency store (finding 7)", () => {
       assert.include(stored ?? "", "tok-SECRET-1")
     }).pipe(Effect.provide(test)))
 
-  it("every store that keeps outputs says what it keeps (the idempotency store, artifacts)", () => {
-    const source = (path: string) => readFileSync(new URL(`../../src/${path}`, import.meta.url), "utf8")
-    const idempotency = source("runtime/internal/executor/Idempotency.ts")
-    assert.include(idempotency, "What the store keeps")
-    assert.include(idempotency, "before\n * redaction")
-    assert.include(idempotency, "redacted each time it\n * answers a call")
-    const executor = source("runtime/Executor.ts")
-    assert.include(executor, "The store keeps each result as the handler produced it")
-    assert.include(executor, "An artifact is the full")
-  })
+  it.effect("both stores that keep outputs (idempotency, artifacts) keep them as produced; every answer is redacted", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const report = Tool.make("issue_report", {
+        description: "Issues a long report once per request.",
+        input: Schema.Struct({ requestId: Schema.String }),
+        safety: { access: "write", redact },
+        idempotency: ({ requestId }) => requestId,
+        handler: ({ requestId }) =>
+          Effect.sync(() => ({ requestId, token: `tok-SECRET-${++runs}`, body: "x".repeat(2_000) }))
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([report]), { artifacts: { threshold: 500 } })
+      const first = yield* executor.run(call("c1", "issue_report", { requestId: "r1" }))
+      const again = yield* executor.run(call("c2", "issue_report", { requestId: "r1" }))
+      assert.strictEqual(runs, 1)
+      const artifacts = yield* StoreRegistry.store("artifacts")
+      for (const result of [first, again]) {
+        assert.lengthOf(result.artifacts, 1)
+        assert.notInclude(ToolResult.textOf(result), "tok-SECRET")
+        assert.deepStrictEqual((result.value as { readonly token: string }).token, "[redacted]")
+        assert.include((yield* artifacts.get(result.artifacts[0]!.key)) ?? "", "tok-SECRET-1")
+      }
+      const stored = yield* (yield* StoreRegistry.store("idempotency")).get("issue_report/r1")
+      assert.include(stored ?? "", "tok-SECRET-1")
+      assert.notInclude(outbound(yield* eventsOf, [first, again]), "tok-SECRET-1")
+    }).pipe(Effect.provide(test)))
 })
 
 describe("a stored JSON copy cut by a store's size limit", () => {
