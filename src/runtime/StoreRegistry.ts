@@ -208,42 +208,32 @@ export const make = <E>(
     const opened = (name: string): Effect.Effect<Backend, StoreFailed> =>
       Effect.catchCause(opening, (cause) =>
         Effect.fail(new StoreFailed({ store: name, operation: "open", cause: Cause.squash(cause) })))
-    const views = new Map<string, KeyValueStore.KeyValueStore>()
-    const claimsByName = new Map<string, Claims>()
-    const checked = <A>(name: string, f: () => Effect.Effect<A, StoreFailed>): Effect.Effect<A, StoreFailed> =>
-      Effect.suspend(() =>
-        storeName.test(name)
-          ? f()
-          : Effect.fail(new StoreFailed({ store: name, operation: "open", cause: "invalid store name" }))
-      )
-    return {
-      claims: (name) =>
-        checked(name, () => {
-          const known = claimsByName.get(name)
+    // What `make` gives for a valid store name, made once per name from the opened backend.
+    const perName = <A>(make: (backend: Backend, name: string) => A) => {
+      const made = new Map<string, A>()
+      return (name: string): Effect.Effect<A, StoreFailed> =>
+        Effect.suspend(() => {
+          if (!storeName.test(name)) {
+            return Effect.fail(new StoreFailed({ store: name, operation: "open", cause: "invalid store name" }))
+          }
+          const known = made.get(name)
           if (known !== undefined) return Effect.succeed(known)
-          return Effect.map(opened(name), (built) => {
-            let claims = claimsByName.get(name)
-            if (claims === undefined) {
-              claims = built.claims(name)
-              claimsByName.set(name, claims)
+          return Effect.map(opened(name), (backend) => {
+            // Synchronous from the lookup to the insert, so every use of a name gets the same one.
+            let value = made.get(name)
+            if (value === undefined) {
+              value = make(backend, name)
+              made.set(name, value)
             }
-            return claims
-          })
-        }),
-      store: (name) =>
-        checked(name, () => {
-          const view = views.get(name)
-          if (view !== undefined) return Effect.succeed(view)
-          return Effect.map(opened(name), (built) => {
-            // Synchronous from the lookup to the insert, so every use of a name gets the same view.
-            let named = views.get(name)
-            if (named === undefined) {
-              named = built.view?.(name) ?? serialModify(KeyValueStore.prefix(built.store, `${name}/`))
-              views.set(name, named)
-            }
-            return named
+            return value
           })
         })
+    }
+    return {
+      claims: perName((backend, name) => backend.claims(name)),
+      store: perName((backend, name) =>
+        backend.view?.(name) ?? serialModify(KeyValueStore.prefix(backend.store, `${name}/`))
+      )
     }
   })
 
