@@ -190,6 +190,18 @@ describe("Executor.run", () => {
       assert.strictEqual(tags(events).filter((t) => t === "tool.rejected").length, 2)
     }).pipe(Effect.provide(test)))
 
+  it.effect("countReplayed: a call admitted elsewhere counts against the limits, emitting and running nothing", () =>
+    Effect.gen(function*() {
+      const executor = yield* setup({ limits: { run: { max: 2 }, perTool: { lookup: { max: 1 } } } })
+      yield* executor.countReplayed("lookup")
+      const perTool = yield* executor.run(call("c1", "lookup", { key: "a" }))
+      assert.strictEqual(perTool.error?._tag, "ToolCallLimitExceeded")
+      yield* executor.run(call("c2", "echo", { text: "a" }))
+      const perRun = yield* executor.run(call("c3", "echo", { text: "b" }))
+      assert.include(ToolResult.textOf(perRun), "limit of 2 tool calls is reached")
+      assert.deepStrictEqual(tags(yield* eventsOf), ["tool.rejected", "tool.started", "tool.completed", "tool.rejected"])
+    }).pipe(Effect.provide(test)))
+
   it.effect("retry then success: tool.retrying with attempt and delay from the schedule", () =>
     Effect.gen(function*() {
       const executor = yield* setup()

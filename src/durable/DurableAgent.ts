@@ -91,8 +91,6 @@ import * as Approval from "../governance/Approval.ts"
 import { redactArguments } from "../internal/redact/policy.ts"
 import { EventSink } from "../runtime/EventSink.ts"
 import * as Executor from "../runtime/Executor.ts"
-import * as Admission from "../runtime/internal/executor/Admission.ts"
-import * as Idempotency from "../runtime/internal/executor/Idempotency.ts"
 import { RunContext } from "../runtime/RunContext.ts"
 import * as Journal from "./Journal.ts"
 import * as Tables from "./internal/tables.ts"
@@ -693,13 +691,9 @@ const callActivity = <R, MR>(
       // an edit's arguments replace the model's, decoded like any call's (`consent`, if installed, reads the same edit)
       const effective = decision?._tag === "Edit" ? { ...call, arguments: decision.arguments } : call
       ranHere = true
-      let attempt = executor.runBatch([effective], { advertised: context.advertised }).pipe(
-        Effect.provideService(EventSink, collect)
-      )
       // a keyed call's claim owner is stable across re-runs; an idempotent one (`resumed` false) runs again
-      if (entry?.tool.idempotency !== undefined) {
-        attempt = Effect.provideService(attempt, Idempotency.DurableClaim, { owner: key, resumed })
-      }
+      let attempt = executor.runBatch([effective], { advertised: context.advertised, durable: { owner: key, resumed } })
+        .pipe(Effect.provideService(EventSink, collect))
       if (decision !== undefined) {
         attempt = Effect.provideService(attempt, Approval.Approval, { decide: () => Effect.succeed(decision) })
       }
@@ -719,7 +713,9 @@ const callActivity = <R, MR>(
       if (outcome.cancelled !== undefined) return onCancelled(outcome.cancelled)
       if (ranHere) return Effect.void
       // replayed: count it if it was admitted, and cancel the run again if a handler cancelled it then
-      if (admittedBefore(outcome.events as ReadonlyArray<ToolEvent.Event>)) Admission.countReplayed(executor, toolName)
-      return outcome.cancelRun === undefined ? Effect.void : executor.runCancel.cancel(outcome.cancelRun)
+      const counted = admittedBefore(outcome.events as ReadonlyArray<ToolEvent.Event>)
+        ? executor.countReplayed(toolName)
+        : Effect.void
+      return outcome.cancelRun === undefined ? counted : Effect.andThen(counted, executor.runCancel.cancel(outcome.cancelRun))
     }))
 }

@@ -18,6 +18,10 @@
  * `Call` for one call, `Batch` for many; `Tracing` gives each answered call an
  * `execute_tool` span when a tracer is installed).
  *
+ * A durable run (`tinyagents/durable`) replays a run's calls from its journal through two seams
+ * of its own: `countReplayed` (the run's limits count calls an earlier process admitted) and
+ * `BatchOptions.durable` (a keyed call's claim across re-runs of its workflow activity).
+ *
  * Redaction (a tool's `safety.redact`) is one step applied where each string is made: a
  * rejection in `ToolRegistry.resolve` (never quoting a value under a redacted key), a handler
  * failure in `Invoke` (before retries, middleware and receipts see it), any other failure and
@@ -155,6 +159,21 @@ export interface BatchOptions {
   readonly advertised?: ToolRegistry.Advertised<unknown>
   readonly concurrency?: number
   readonly failurePolicy?: FailurePolicy
+  /** Set by a durable run for the calls it runs inside one workflow activity (see {@link DurableClaim}). */
+  readonly durable?: DurableClaim
+}
+
+/**
+ * A durable run's calls run inside a workflow activity, which the engine runs again after a crash.
+ * A keyed call (`Tool.make({ idempotency })`) then claims its key as `owner`, the activity's stable
+ * key (the same in every re-run, so a re-run never waits out its own dead lease). `resumed` says this
+ * is a re-run of an activity that started before: a keyed call that finds no stored result for its
+ * key is then not run again (the first run may have applied it before it died): it fails with
+ * `ToolError.OutcomeUnknown`. Calls without a key are not affected.
+ */
+export interface DurableClaim {
+  readonly owner: string
+  readonly resumed: boolean
 }
 
 export interface Executor<R> {
@@ -165,7 +184,7 @@ export interface Executor<R> {
    */
   readonly run: (
     call: ToolCall,
-    options?: { readonly advertised?: ToolRegistry.Advertised<unknown> }
+    options?: Pick<BatchOptions, "advertised" | "durable">
   ) => Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, Requirements<R>>
   /**
    * Runs calls with a concurrency bound; results in call order, frozen. Stops early when the run is
@@ -179,6 +198,12 @@ export interface Executor<R> {
   readonly emit: (event: ToolEvent.Unstamped<ToolEvent.Event>) => Effect.Effect<void, never, RunContext | EventSink>
   /** The run's cancellation switch (also reachable from handlers through `Cancellation.cancelRun`). */
   readonly runCancel: Cancellation.RunCancel
+  /**
+   * Counts a call of `toolName` (its canonical name) against the run's `limits` without admitting or
+   * running anything: a durable run replaying, from its journal, a call an earlier process admitted,
+   * so that the limits hold across restarts.
+   */
+  readonly countReplayed: (toolName: string) => Effect.Effect<void>
 }
 
 /** Exponential backoff with jitter and a cap on attempts (including the first), for `Tool.make({ retry })`. */
@@ -251,18 +276,19 @@ export const make = <R, MR = never>(
       calls: ReadonlyArray<ToolCall>,
       advertised: ToolRegistry.Advertised<unknown>,
       concurrency: number,
-      failFast: boolean
+      failFast: boolean,
+      durable: DurableClaim | undefined
     ) =>
       Effect.flatMap(environment, (env) =>
         Effect.flatMap(Tracing.whenEnabled(tracing), (traced) =>
           Batch.run(
             calls,
             { concurrency, failFast, runCancel },
-            (call, restore, stopped) => runCall(call, advertised, env, restore, stopped, traced)
+            (call, restore, stopped) => runCall(call, advertised, env, restore, stopped, traced, durable)
           )))
 
     const run: Executor<R | MR>["run"] = (call, runOptions) =>
-      Effect.flatMap(batch([call], runOptions?.advertised ?? everything, 1, false), ({ outcomes }) => {
+      Effect.flatMap(batch([call], runOptions?.advertised ?? everything, 1, false, runOptions?.durable), ({ outcomes }) => {
         const outcome = outcomes[0]
         if (outcome === undefined) {
           return Effect.fail(new ToolError.ToolCancelled({ toolName: call.name, started: false }))
@@ -277,14 +303,15 @@ export const make = <R, MR = never>(
           calls,
           batchOptions?.advertised ?? everything,
           Math.max(1, batchOptions?.concurrency ?? options.concurrency ?? defaultConcurrency),
-          (batchOptions?.failurePolicy ?? options.failurePolicy ?? "settle") === "fail-fast"
+          (batchOptions?.failurePolicy ?? options.failurePolicy ?? "settle") === "fail-fast",
+          batchOptions?.durable
         ),
         ({ errors, results }) => errors.length > 0 ? Effect.fail(new BatchFailed({ results, errors })) : Effect.succeed(results)
       )
 
     const emit: Executor<R | MR>["emit"] = (event) => Effect.flatMap(environment, (env) => reporter.emit(env, event))
 
-    const executor = { registry, run, runBatch, emit, runCancel }
-    Admission.register(executor, admit.count)
-    return executor
+    const countReplayed: Executor<R | MR>["countReplayed"] = (toolName) => Effect.sync(() => admit.count(toolName))
+
+    return { registry, run, runBatch, emit, runCancel, countReplayed }
   })

@@ -116,7 +116,7 @@ describe("Idempotency under a durable claim (the keyed rule, unit level)", () =>
       const claims = yield* StoreRegistry.StoreRegistry.use((s) => s.claims("idempotency"))
       assert.isTrue(yield* claims.acquire(claimKey, "activity-key", 30_000))
       const fiber = yield* Effect.forkChild(
-        Effect.provideService(executor.run(call), Idempotency.DurableClaim, { owner: "activity-key", resumed: true })
+        executor.run(call, { durable: { owner: "activity-key", resumed: true } })
       )
       yield* TestClock.adjust("1 second")
       const done = fiber.pollUnsafe()
@@ -134,10 +134,7 @@ describe("Idempotency under a durable claim (the keyed rule, unit level)", () =>
       const executor = yield* Executor.make(keyed(counters))
       const first = yield* executor.run(call)
       assert.isFalse(first.isError)
-      const again = yield* Effect.provideService(executor.run({ ...call, id: "c2" }), Idempotency.DurableClaim, {
-        owner: "activity-key",
-        resumed: true
-      })
+      const again = yield* executor.run({ ...call, id: "c2" }, { durable: { owner: "activity-key", resumed: true } })
       assert.deepStrictEqual(again.idempotency, { key: "k0", replayed: true })
       assert.strictEqual(counters.get("keyed_write:k0"), 1)
     }).pipe(Effect.provide(ToolServices.layerTest())))
@@ -146,10 +143,7 @@ describe("Idempotency under a durable claim (the keyed rule, unit level)", () =>
     Effect.gen(function*() {
       const counters = Core.makeCounters()
       const executor = yield* Executor.make(keyed(counters))
-      const result = yield* Effect.provideService(executor.run(call), Idempotency.DurableClaim, {
-        owner: "activity-key",
-        resumed: false
-      })
+      const result = yield* executor.run(call, { durable: { owner: "activity-key", resumed: false } })
       assert.deepStrictEqual(result.idempotency, { key: "k0", replayed: false })
       assert.strictEqual(counters.get("keyed_write:k0"), 1)
     }).pipe(Effect.provide(ToolServices.layerTest())))

@@ -19,22 +19,9 @@ export type Admission =
   | { readonly _tag: "Rejected"; readonly toolName: string; readonly error: ToolError.Rejection }
 
 /**
- * Counts, per executor, a call admitted in an earlier process (a durable run's call replayed from
- * its journal) so that the run's limits hold across restarts. Registered by `Executor.make`.
+ * The run's admission check; it owns the run's call counters. `count` adds a call admitted
+ * elsewhere (a durable run's call replayed from its journal: `Executor.countReplayed`).
  */
-const replayCounters = new WeakMap<object, (toolName: string) => void>()
-
-/** Registers `executor`'s admission counter (see {@link countReplayed}). */
-export const register = (executor: object, count: (toolName: string) => void): void => {
-  replayCounters.set(executor, count)
-}
-
-/** Counts a call of `toolName` (canonical name) against `executor`'s limits without admitting anything. */
-export const countReplayed = (executor: object, toolName: string): void => {
-  replayCounters.get(executor)?.(toolName)
-}
-
-/** The run's admission check; it owns the run's call counters (`count` adds a call admitted elsewhere). */
 export const make = (limits: Limits | undefined) => {
   let runCalls = 0
   const toolCalls = new Map<string, number>()

@@ -9,6 +9,7 @@
  */
 import { Cause, Effect } from "effect"
 import type * as Cancellation from "../../Cancellation.ts"
+import type { DurableClaim } from "../../Executor.ts"
 import * as Middleware from "../../Middleware.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -20,7 +21,7 @@ import { redactAudit, redactValue } from "../../../internal/redact/policy.ts"
 import type * as Admission from "./Admission.ts"
 import * as CallState from "./CallState.ts"
 import * as Idempotency from "./Idempotency.ts"
-import * as Invoke from "./Invoke.ts"
+import type * as Invoke from "./Invoke.ts"
 import * as Progress from "./Progress.ts"
 import type * as Render from "./Render.ts"
 import type { Env, Reporter } from "./Reporter.ts"
@@ -147,7 +148,7 @@ export const make = (config: Config) => {
         disposition: error.disposition,
         ...(error._tag === "OutcomeUnknown" ? { outcome: "unknown" as const } : {}),
         // the handler's own cause when the error was made from it (an undeclared failure, say)
-        cause: Invoke.causeOf(found) ?? redactCause(cause, policy, input)
+        cause: state.causeOf(found) ?? redactCause(cause, policy, input)
       }),
       settle(call, spec.name, error, elapsed)
     )
@@ -157,7 +158,8 @@ export const make = (config: Config) => {
    * Runs one call. Call it inside `Effect.uninterruptibleMask` when the call's
    * turn comes (it decides at once whether the call starts), with the mask's
    * `restore`. `undefined` means the call never started: `stopped()` was true.
-   * With `tracing` (a tracer is installed) the call gets an `execute_tool` span.
+   * With `tracing` (a tracer is installed) the call gets an `execute_tool` span; `durable`
+   * is a durable run's claim for a keyed call (`Executor.DurableClaim`).
    */
   return (
     call: ToolCall,
@@ -165,7 +167,8 @@ export const make = (config: Config) => {
     env: Env,
     restore: Restore,
     stopped: () => boolean,
-    tracing?: Tracing.Tracing
+    tracing: Tracing.Tracing | undefined,
+    durable: DurableClaim | undefined
   ): Effect.Effect<Outcome | undefined> => {
     if (stopped()) return Effect.succeed(undefined)
     // 1-5: resolve, check advertised, decode, limits.
@@ -205,7 +208,7 @@ export const make = (config: Config) => {
             policy: spec.safety.redact,
             input: invocation.input,
             shownKey: shown ?? key
-          }) as ReturnType<Middleware.Next>
+          }, durable) as ReturnType<Middleware.Next>
     )
     const body = Effect.suspend(() =>
       Effect.flatMap(

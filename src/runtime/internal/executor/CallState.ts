@@ -3,13 +3,15 @@
  * key as events and receipts show it, redacted), and the
  * object the handler reads as both `ToolCallContext` and `Cancellation` (one
  * allocation per call; the `AbortController` only when a handler reads the
- * signal), plus its progress channel for tools that list `ToolProgress`.
+ * signal), plus its progress channel for tools that list `ToolProgress`, and
+ * the handler's own cause behind the error `Invoke` made from its failure.
  * `provide` puts them in the call's context in one step.
  */
-import { Context, Effect } from "effect"
+import { type Cause, Context, Effect } from "effect"
 import { Cancellation, type CancellationShape } from "../../Cancellation.ts"
 import { ToolCallContext, type ToolCallInfo } from "../../ToolCallContext.ts"
 import { ToolProgress } from "../../ToolProgress.ts"
+import type { ToolError } from "../../../contract/ToolError.ts"
 import type { Channel } from "./Progress.ts"
 
 export class CallState implements ToolCallInfo, CancellationShape {
@@ -20,6 +22,12 @@ export class CallState implements ToolCallInfo, CancellationShape {
   controller: AbortController | undefined = undefined
   /** The call's progress reports: only for tools that list `ToolProgress`. */
   progress: Channel | undefined = undefined
+  /**
+   * The last tool error `Invoke` made from a handler failure (an undeclared error, say), with the
+   * handler's own cause (redacted): the `tool.failed` event carries that cause when the call ends
+   * with this very error.
+   */
+  origin: { readonly error: ToolError; readonly cause: Cause.Cause<unknown> } | undefined = undefined
   readonly toolCallId: string
   readonly toolName: string
   /** The key itself: what the handler reads (to pass downstream) and what the store is claimed by. */
@@ -59,6 +67,10 @@ export class CallState implements ToolCallInfo, CancellationShape {
     const controller = this.controller
     this.controller = undefined
     controller?.abort(new Error("tool call cancelled"))
+  }
+  /** The handler's own cause behind `error`, when `Invoke` made `error` from this call's handler failure. */
+  causeOf(error: ToolError): Cause.Cause<unknown> | undefined {
+    return this.origin?.error === error ? this.origin.cause : undefined
   }
 }
 

@@ -55,14 +55,16 @@
  * directory may both run a key they both see unstored.
  *
  * In a durable run (`tinyagents/durable`) the call runs inside a workflow activity, which the
- * engine re-runs after a crash. There {@link DurableClaim} is set: the claim's owner is the
- * activity's stable key (the same in every re-run, so a re-run never waits out its own dead
- * lease), and a re-run (`resumed`) that finds no stored result does not run the handler again: the
- * first run may have applied the key before it died, so it fails with `ToolError.OutcomeUnknown`.
+ * engine re-runs after a crash. There the call comes with a `DurableClaim` (the batch option
+ * `durable`): the claim's owner is the activity's stable key (the same in every re-run, so a re-run
+ * never waits out its own dead lease), and a re-run (`resumed`) that finds no stored result does not
+ * run the handler again: the first run may have applied the key before it died, so it fails with
+ * `ToolError.OutcomeUnknown`.
  */
 import { randomUUID } from "node:crypto"
-import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
+import type { DurableClaim } from "../../Executor.ts"
 import { type Claims, StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -155,15 +157,6 @@ const withoutStoredSecrets = (
 }
 
 /**
- * Set by a durable run for the call it runs: the claim owner to use (the activity's stable key), and
- * whether this is a re-run of an activity that started before (a "started" marker was found).
- */
-export const DurableClaim = Context.Reference<{ readonly owner: string; readonly resumed: boolean } | undefined>(
-  "tinyagents/executor/DurableClaim",
-  { defaultValue: () => undefined }
-)
-
-/**
  * A call's idempotency key, computed once from its decoded input: the key, or (for a key
  * function that throws or returns no string) the defect that fails the call.
  */
@@ -215,7 +208,8 @@ export const make = (config: Config) => {
 
   /**
    * `run` at most once per key: a stored result is answered again (`replayed`);
-   * otherwise `run`'s successful result is stored, then returned.
+   * otherwise `run`'s successful result is stored, then returned. `durable`: a durable run's
+   * claim (owner and re-run), see the module comment.
    */
   return <R>(
     toolName: string,
@@ -223,7 +217,8 @@ export const make = (config: Config) => {
     call: ToolCall,
     now: () => number,
     run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
-    redaction?: Redaction
+    redaction?: Redaction,
+    durable?: DurableClaim
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> =>
     Effect.flatMap(
       StoreRegistry.use((stores) => Effect.zip(stores.store(config.store), stores.claims(config.store))),
@@ -277,7 +272,7 @@ export const make = (config: Config) => {
         // uninterruptibly, and a claim taken is always released.
         const apply = (
           restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
-          durable: { readonly owner: string; readonly resumed: boolean } | undefined
+          durable: DurableClaim | undefined
         ) => {
           const owner = durable?.owner ?? randomUUID()
           const release = Effect.ignore(claims.release(id, owner))
@@ -322,7 +317,7 @@ export const make = (config: Config) => {
             if (holder !== undefined) return Effect.andThen(restore(Effect.andThen(Deferred.await(holder), Effect.yieldNow)), claim)
             const mine = Deferred.makeUnsafe<void>()
             running.set(id, mine)
-            return Effect.flatMap(DurableClaim, (durable) => apply(restore, durable)).pipe(
+            return apply(restore, durable).pipe(
               Effect.ensuring(Effect.sync(() => {
                 running.delete(id)
                 Deferred.doneUnsafe(mine, Exit.void)

@@ -29,12 +29,6 @@ export interface Config {
   readonly reporter: Reporter
 }
 
-/** The handler's own cause behind a tool error made from it, for the `tool.failed` event. */
-const origins = new WeakMap<ToolError.ToolError, Cause.Cause<unknown>>()
-
-/** The handler's full cause behind `error`, when `error` was made from a handler failure. */
-export const causeOf = (error: ToolError.ToolError): Cause.Cause<unknown> | undefined => origins.get(error)
-
 /** What an undeclared error is called for the model: its `_tag`, else its class name, else its type. */
 const nameOf = (error: unknown): string => {
   if (Predicate.hasProperty(error, "_tag") && typeof error._tag === "string") return error._tag
@@ -84,19 +78,20 @@ const convert = (
 /**
  * {@link convert}, then redacted per the tool's `safety.redact` (the one redaction step for handler
  * failures: retries, middleware, receipts, the terminal event and the model all see this error);
- * the handler's own cause is kept for the `tool.failed` event, redacted too.
+ * the handler's own cause is kept in the call's state for the `tool.failed` event, redacted too.
  */
 const toToolError = (
   tool: Tool.Any,
   spec: Tool.ToolSpec,
   input: unknown,
-  cause: Cause.Cause<unknown>
+  cause: Cause.Cause<unknown>,
+  state: CallState.CallState
 ): ToolError.ToolError => {
   const policy = spec.safety.redact
   const converted = convert(tool, spec.name, cause, policy)
   // `input`: a message that echoes an argument held under a redacted key loses it too
   const error = redactError(converted.error, policy, input)
-  if (converted.made) origins.set(error, redactCause(cause, policy, input))
+  if (converted.made) state.origin = { error, cause: redactCause(cause, policy, input) }
   return error
 }
 
@@ -120,7 +115,7 @@ export const make = (config: Config) => {
     const toFailure = (cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError.ToolError> =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.fail(toToolError(tool, invocation.spec, invocation.input, cause))
+        : Effect.fail(toToolError(tool, invocation.spec, invocation.input, cause, state))
     const attempt = Effect.suspend((): Effect.Effect<unknown, ToolError.ToolError> => {
       let effect: Effect.Effect<unknown, unknown>
       try {
