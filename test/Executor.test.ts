@@ -420,6 +420,20 @@ describe("Executor.runBatch", () => {
       assert.deepStrictEqual(aborted, [true, true])
     }).pipe(Effect.provide(test)))
 
+  it.effect("a long batch of synchronous calls lets other fibers run: a cancellation from one lands before the batch ends", () =>
+    Effect.gen(function*() {
+      const executor = yield* setup()
+      const calls = Array.from({ length: 5_000 }, (_, i) => call(`c${i}`, "echo", { text: "x" }))
+      // Forked, not started: it first runs when the batch's workers let the scheduler go.
+      yield* Effect.forkChild(executor.runCancel.cancel("enough"))
+      const results = yield* executor.runBatch(calls, { concurrency: 2 })
+      const ran = results.filter((r) => !r.isError).length
+      assert.isAbove(ran, 0)
+      assert.isBelow(ran, 1_000, "the workers yield between calls, not only at the end of the batch")
+      const notStarted = results.filter((r) => r.error?._tag === "ToolCancelled" && !r.error.started)
+      assert.strictEqual(ran + notStarted.length, calls.length)
+    }).pipe(Effect.provide(test)))
+
   it.effect("interrupting the batch fiber interrupts every handler; started calls still get their terminal event", () =>
     Effect.gen(function*() {
       const executor = yield* setup()
