@@ -1,13 +1,13 @@
 /**
- * Lifecycle steps 1 to 5: resolve the name, check it was advertised, decode the
- * arguments (all in `ToolRegistry.resolve`), then count the call against the
- * run's limits. Admission either refuses a call (a `Rejection`, reported as
- * `tool.rejected`) or admits it; it never runs anything. A refusal of a known
- * tool is redacted per its `safety.redact` here, once, before anything reads
- * it: its message never quotes a value under a redacted key.
+ * Lifecycle step 1, admit: resolve the name, check it was advertised, decode the
+ * arguments (all in `ToolRegistry.resolve`, which also redacts a refusal of a
+ * known tool per its `safety.redact`: its message never quotes a value under a
+ * redacted key), then count the call against the run's limits. Admission either
+ * refuses a call (a `Rejection`, reported as `tool.rejected`) or admits it; it
+ * never runs anything.
  */
 import { Result } from "effect"
-import type { Options } from "../../Executor.ts"
+import type { Limit, Options } from "../../Executor.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolRegistry from "../../../contract/ToolRegistry.ts"
@@ -26,34 +26,23 @@ export const make = (limits: Limits | undefined) => {
   let runCalls = 0
   const toolCalls = new Map<string, number>()
 
-  const exceeded = (name: string): ToolError.ToolCallLimitExceeded | undefined => {
-    const runLimit = limits?.run
-    if (runLimit !== undefined && runCalls >= runLimit.max) {
-      return new ToolError.ToolCallLimitExceeded({
-        toolName: name,
-        scope: "run",
-        limit: runLimit.max,
-        mode: runLimit.mode ?? "continue"
-      })
-    }
-    const toolLimit = limits?.perTool?.[name] ?? limits?.tool
-    const count = toolCalls.get(name) ?? 0
-    if (toolLimit !== undefined && count >= toolLimit.max) {
-      return new ToolError.ToolCallLimitExceeded({
-        toolName: name,
-        scope: "tool",
-        limit: toolLimit.max,
-        mode: toolLimit.mode ?? "continue"
-      })
-    }
-    runCalls++
-    toolCalls.set(name, count + 1)
-    return undefined
-  }
+  /** The refusal when `calls` have reached `limit` (its mode defaults to `continue`). */
+  const reached = (name: string, scope: "run" | "tool", limit: Limit | undefined, calls: number) =>
+    limit !== undefined && calls >= limit.max
+      ? new ToolError.ToolCallLimitExceeded({ toolName: name, scope, limit: limit.max, mode: limit.mode ?? "continue" })
+      : undefined
 
   const count = (name: string): void => {
     runCalls++
     toolCalls.set(name, (toolCalls.get(name) ?? 0) + 1)
+  }
+
+  /** The refusal of a call over a limit; a call within them is counted. */
+  const exceeded = (name: string): ToolError.ToolCallLimitExceeded | undefined => {
+    const refusal = reached(name, "run", limits?.run, runCalls) ??
+      reached(name, "tool", limits?.perTool?.[name] ?? limits?.tool, toolCalls.get(name) ?? 0)
+    if (refusal === undefined) count(name)
+    return refusal
   }
 
   const admit = (advertised: ToolRegistry.Advertised<unknown>, call: ToolCall): Admission => {

@@ -1,8 +1,10 @@
 /**
- * One call's lifecycle, top to bottom: admit (resolve, decode, limits), report
- * `tool.started`, invoke the middleware pipeline around the handler (which may
- * report `tool.progress`), render the result, close the progress channel (what
- * is pending goes out, nothing after), report exactly one terminal event. Everything but the invocation runs
+ * One call's lifecycle, the five steps of docs/execution.md top to bottom: (1)
+ * admit (resolve, decode, limits), (2) report `tool.started` (with a keyed
+ * call's idempotency key, computed first), (3) invoke the middleware pipeline
+ * around the handler (which may report `tool.progress`), (4) render the result,
+ * close the progress channel (what is pending goes out, nothing after), (5)
+ * report exactly one terminal event. Everything but the invocation runs
  * uninterruptibly (the caller passes the `restore` of its mask), so a call that
  * was started always reports its end, and an interruption can only land inside
  * the invocation, where it becomes `tool.failed` with reason `cancelled`.
@@ -51,11 +53,25 @@ export interface Config {
   readonly progress: Progress.Config
 }
 
+/** A call that started: what its events and its end are reported with. */
+interface Started {
+  readonly call: ToolCall
+  readonly spec: Tool.ToolSpec
+  readonly state: CallState.CallState
+  readonly startedAt: number
+  readonly env: Env
+  /** The decoded arguments (a message echoing a value held under a redacted key loses it). */
+  readonly input: unknown
+}
+
 /** The fields every event of a started call carries (with the idempotency key of a keyed call, redacted). */
-const stampOf = (call: ToolCall, spec: Tool.ToolSpec, state: CallState.CallState) =>
+const stampOf = ({ call, spec, state }: Started) =>
   state.shownKey === undefined
     ? { toolCallId: call.id, toolName: spec.name, attempt: state.count }
     : { toolCallId: call.id, toolName: spec.name, attempt: state.count, idempotencyKey: state.shownKey }
+
+/** Milliseconds since the call started, by the run's clock. */
+const elapsedOf = ({ env, startedAt }: Started): number => env.clock.currentTimeMillisUnsafe() - startedAt
 
 export const make = (config: Config) => {
   const { admit, invoke, render, reporter } = config
@@ -66,18 +82,11 @@ export const make = (config: Config) => {
     return error.disposition !== "fatal" && config.repair ? { result, cancelled: false } : { result, error, cancelled: false }
   }
 
-  /** Step 10 for a call that produced a result: artifact and audit events, then `tool.completed`. */
-  const completed = (
-    call: ToolCall,
-    spec: Tool.ToolSpec,
-    state: CallState.CallState,
-    startedAt: number,
-    env: Env,
-    input: unknown,
-    value: ToolResult.ToolResult
-  ): Effect.Effect<Outcome> => {
-    const elapsed = env.clock.currentTimeMillisUnsafe() - startedAt
-    const stamp = stampOf(call, spec, state)
+  /** Step 5 for a call that produced a result: artifact and audit events, then `tool.completed`. */
+  const completed = (started: Started, value: ToolResult.ToolResult): Effect.Effect<Outcome> => {
+    const { env, input, spec } = started
+    const elapsed = elapsedOf(started)
+    const stamp = stampOf(started)
     const result = value.audit === undefined
       ? { ...value, elapsed }
       : { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
@@ -104,18 +113,11 @@ export const make = (config: Config) => {
     )
   }
 
-  /** Step 10 for a call that failed or was interrupted: `tool.failed` (reason `cancelled` for an interruption). */
-  const failed = (
-    call: ToolCall,
-    spec: Tool.ToolSpec,
-    state: CallState.CallState,
-    startedAt: number,
-    env: Env,
-    input: unknown,
-    cause: Cause.Cause<ToolError.ToolError>
-  ): Effect.Effect<Outcome> => {
-    const elapsed = env.clock.currentTimeMillisUnsafe() - startedAt
-    const stamp = stampOf(call, spec, state)
+  /** Step 5 for a call that failed or was interrupted: `tool.failed` (reason `cancelled` for an interruption). */
+  const failed = (started: Started, cause: Cause.Cause<ToolError.ToolError>): Effect.Effect<Outcome> => {
+    const { call, env, input, spec, state } = started
+    const elapsed = elapsedOf(started)
+    const stamp = stampOf(started)
     if (Cause.hasInterruptsOnly(cause)) {
       const error = new ToolError.ToolCancelled({ toolName: spec.name, started: true })
       return Effect.as(
@@ -171,7 +173,7 @@ export const make = (config: Config) => {
     durable: DurableClaim | undefined
   ): Effect.Effect<Outcome | undefined> => {
     if (stopped()) return Effect.succeed(undefined)
-    // 1-5: resolve, check advertised, decode, limits.
+    // 1, admit: resolve, check advertised, decode, limits.
     const admission = admit(advertised, call)
     if (admission._tag === "Rejected") {
       const { toolName, error } = admission
@@ -191,9 +193,10 @@ export const make = (config: Config) => {
     const { key, defect: keyDefect } = Idempotency.keyOf(entry.tool, spec.name, input)
     const shown = key === undefined ? undefined : Idempotency.shownKey(key, spec.safety.redact, input)
     const state = new CallState.CallState(call.id, spec.name, key, shown, env.ctx.turn, config.runCancel.cancel)
+    const started: Started = { call, spec, state, startedAt, env, input }
     if (Progress.reports(entry.tool)) state.progress = new Progress.Channel(config.progress, env, state, spec, input)
-    // 7-9: middleware around the handler (timeout, retries, exclusivity; a keyed call at most once), encode,
-    // then redact or offload.
+    // 3 and 4, invoke and render: middleware around the handler (timeout, retries, exclusivity; a keyed
+    // call at most once), encode, then redact or offload.
     const core: Middleware.Next = (invocation) =>
       Effect.flatMap(
         invoke(invocation, env, state),
@@ -228,16 +231,16 @@ export const make = (config: Config) => {
     const invocation = progress === undefined
       ? invoked
       : Effect.onExit(invoked, () => Effect.uninterruptible(progress.close))
-    // 6, then 10: started, the interruptible invocation, exactly one terminal event.
+    // 2, then 5: started (the key computed above), the interruptible invocation, exactly one terminal event.
     const lifecycle = Effect.andThen(
       reporter.emitMasked(env, {
         _tag: "tool.started",
-        ...stampOf(call, spec, state),
+        ...stampOf(started),
         arguments: redactValue(input, spec.safety.redact).value
       }),
       Effect.matchCauseEffect(restore(invocation), {
-        onSuccess: (result) => completed(call, spec, state, startedAt, env, input, result),
-        onFailure: (cause) => failed(call, spec, state, startedAt, env, input, cause)
+        onSuccess: (result) => completed(started, result),
+        onFailure: (cause) => failed(started, cause)
       })
     ) as Effect.Effect<Outcome | undefined>
     return tracing === undefined ? lifecycle : Tracing.executed(tracing, env.clock, call, spec, input, state, lifecycle)

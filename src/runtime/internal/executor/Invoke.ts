@@ -1,5 +1,5 @@
 /**
- * Lifecycle step 7's core: the handler, invoked anew for every attempt, under
+ * Lifecycle step 3's core (invoke): the handler, invoked anew for every attempt, under
  * the tool's timeout, with its retry `Schedule` (for the failures `Tool.mayRetry`
  * allows: a timeout only of an idempotent tool) and, for exclusive tools,
  * holding the run's exclusive permit for the attempt only (never through a
@@ -18,11 +18,6 @@ import { redactCause, redactError } from "../../../internal/redact/errors.ts"
 import { redactValue } from "../../../internal/redact/policy.ts"
 import * as CallState from "./CallState.ts"
 import type { Env, Reporter } from "./Reporter.ts"
-
-/** The attempt counter of one call, read by the terminal event (a `CallState` is one). */
-export interface Attempts {
-  count: number
-}
 
 export interface Config {
   readonly defaultTimeout: Duration.Duration
