@@ -3,16 +3,19 @@
  * error result's error and text blocks. A text block that is the value's text (`textOfValue`, what a
  * tool shows by default) is written again from the scrubbed value, so a key redacted in the value is
  * redacted in the text too; other text blocks are scrubbed as texts; other blocks (images) stay, in
- * place. The executor applies a tool's `safety.redact` with it (`Render.finalize`), the `redaction`
- * middleware its redactor. Offloading a long text is the executor's business, not this module's.
+ * place. The executor applies a tool's `safety.redact` with it (`Render.finalize`), and a replay's
+ * secrets (`Idempotency`), the `redaction` middleware its redactor. Offloading a long text is the executor's business, not this module's.
  */
 import * as ToolResult from "../../contract/ToolResult.ts"
 import { textOfValue } from "../json.ts"
 import { scrubError } from "./errors.ts"
 import type { Scrubber } from "./policy.ts"
 
+/** What {@link scrubResult} rewrites: a `ToolResult`, or a result as the idempotency store keeps it. */
+export type Scrubbable = Pick<ToolResult.ToolResult, "content" | "value" | "error">
+
 /** `result` with the scrubber applied to its value, error and text blocks; the same result when nothing changes. */
-export const scrubResult = (result: ToolResult.ToolResult, scrubber: Scrubber): ToolResult.ToolResult => {
+export const scrubResult = <A extends Scrubbable>(result: A, scrubber: Scrubber): A => {
   const error = result.error === undefined ? undefined : scrubError(result.error, scrubber)
   const value = result.value === undefined ? undefined : scrubber.value(result.value)
   const valueText = result.value === undefined ? undefined : textOfValue(result.value)

@@ -71,8 +71,8 @@ import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Redact } from "../../../contract/Safety.ts"
-import { textOfValue } from "../../../internal/json.ts"
 import { scrubberOf, secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact/policy.ts"
+import { scrubResult } from "../../../internal/redact/result.ts"
 import { withTtl } from "../../../internal/expiry.ts"
 
 export interface Config {
@@ -139,22 +139,11 @@ export interface Redaction {
  * A stored result's blocks and value without `secrets`: a text block that is the value's JSON
  * stays the JSON of the scrubbed value (so `Render.finalize` still redacts it as a value).
  */
-const withoutStoredSecrets = (
-  stored: typeof Stored.Type,
-  secrets: ReadonlyArray<string>
-): Pick<typeof Stored.Type, "content" | "value"> => {
-  if (secrets.length === 0) return stored
-  const value = stored.value === undefined ? undefined : withoutSecretsValue(stored.value, secrets)
-  const valueText = stored.value === undefined ? undefined : textOfValue(stored.value)
-  const content = stored.content.map((block) => {
-    if (block.type !== "text") return block
-    const text = valueText !== undefined && block.text === valueText
-      ? textOfValue(value)
-      : withoutSecretsText(block.text, secrets)
-    return text === block.text ? block : { type: "text" as const, text }
+const withoutStoredSecrets = (stored: typeof Stored.Type, secrets: ReadonlyArray<string>): typeof Stored.Type =>
+  secrets.length === 0 ? stored : scrubResult(stored, {
+    text: (text) => withoutSecretsText(text, secrets),
+    value: (value) => withoutSecretsValue(value, secrets)
   })
-  return { content, ...(value === undefined ? {} : { value }) }
-}
 
 /**
  * A call's idempotency key, computed once from its decoded input: the key, or (for a key
