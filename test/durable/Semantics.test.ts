@@ -10,7 +10,7 @@ import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
-import { Executor, StoreRegistry, ToolServices } from "../../src/index.ts"
+import { EventSink, Executor, StoreRegistry, ToolServices } from "../../src/index.ts"
 import * as Idempotency from "../../src/runtime/internal/executor/Idempotency.ts"
 import * as Stores from "../../src/stores/Stores.ts"
 import * as Core from "./support/core.ts"
@@ -126,6 +126,9 @@ describe("Idempotency under a durable claim (the keyed rule, unit level)", () =>
       assert.strictEqual(result.error?._tag, "OutcomeUnknown")
       assert.strictEqual(result.error?.message, "keyed_write: the process running this call stopped before its result was recorded; it may or may not have completed")
       assert.strictEqual(counters.get("keyed_write:k0"), 0)
+      // the executor's own tool.failed says so (no durable run patches it)
+      const failed = (yield* EventSink.EventLog.use((log) => log.all)).find((e) => e._tag === "tool.failed")
+      assert.strictEqual(failed?._tag === "tool.failed" ? failed.outcome : undefined, "unknown")
     }).pipe(Effect.provide(ToolServices.layerTest())))
 
   it.effect("a re-run that finds the key's stored result replays it without running", () =>
