@@ -49,7 +49,11 @@ const warn = (cause: Cause.Cause<unknown>, event: ToolEvent.Event): Effect.Effec
 
 export const make = (): Reporter => {
   let sequence = 0
-  /** A one-slot lock: `busy` while an event is with the sink; waiters are handed the slot in order. */
+  /**
+   * A one-slot lock: `busy` while an event is with the sink; waiters are handed the slot in order.
+   * (`Semaphore.withPermit` does the same, at about 10% more CPU per call in the executor bench:
+   * it wraps every event, contended or not, in a mask and an exit hook.)
+   */
   let busy = false
   const waiters: Array<() => void> = []
   const release = (): void => {
