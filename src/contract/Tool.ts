@@ -509,11 +509,12 @@ export const mayRunAgain = (safety: RetrySafety): boolean => safety === "idempot
  * The one rule for automatic retries: whether a failed attempt of a tool with `safety` may run
  * again under its `retry` schedule. Only a retryable error (`disposition: "retry"`), only for an
  * idempotent or keyed tool (registration refuses a schedule on any other, `UnsafeRetry`), and a
- * timeout only when {@link mayRunAgain}: a keyed tool retries the `ToolTransient` its handler
- * declares (saying the effect did not happen), never its timeout.
+ * timeout only when {@link mayRunAgain}. A keyed tool that is not idempotent retries only a
+ * `ToolTransient` (its handler saying the effect did not happen): not its timeout, and not another
+ * retryable error (a retryable `StoreFailed` may come after the effect was applied downstream).
  */
 export const mayRetry = (safety: RetrySafety, error: ToolError): boolean =>
-  safety !== "none" && error.disposition === "retry" && (error._tag !== "ToolTimeout" || mayRunAgain(safety))
+  error.disposition === "retry" && (safety === "idempotent" || (safety === "keyed" && error._tag === "ToolTransient"))
 
 /** The canonical name of a tool: its own name, or the sanitised alias of a foreign name. */
 export const canonicalName = (tool: Any): Result.Result<ToolName.ToolName, ToolName.InvalidToolName> =>

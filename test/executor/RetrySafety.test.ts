@@ -94,6 +94,19 @@ describe("retry safety", () => {
       assert.deepStrictEqual(events.map((e) => e._tag), ["tool.started", "tool.retrying", "tool.retrying", "tool.completed"])
     }).pipe(Effect.provide(test)))
 
+  it.effect("a keyed tool's other retryable failure (a StoreFailed its handler raises) is not retried: it may follow the effect", () =>
+    Effect.gen(function*() {
+      const { probe, tool } = makeWrite({
+        safety: { access: "write" },
+        keyed: true,
+        behave: () => Effect.fail(new ToolError.StoreFailed({ store: "ledger", operation: "write", cause: "busy", retryable: true }))
+      })
+      const { events, result } = yield* runOnce(tool)
+      assert.strictEqual(probe.runs, 1)
+      assert.strictEqual(result.error?._tag, "StoreFailed")
+      assert.deepStrictEqual(events.map((e) => e._tag), ["tool.started", "tool.failed"])
+    }).pipe(Effect.provide(test)))
+
   for (const keyed of [false, true]) {
     it.effect(`an idempotent${keyed ? ", keyed" : ""} tool's timeout is retried`, () =>
       Effect.gen(function*() {
@@ -118,13 +131,14 @@ describe("retry safety", () => {
     const timeout = new ToolError.ToolTimeout({ toolName: "write", timeoutMillis: 1, idempotent: true })
     const transient = ToolError.retryable("busy")
     const failure = ToolError.repairable("no")
+    const store = new ToolError.StoreFailed({ store: "ledger", operation: "write", cause: "busy", retryable: true })
     const cases = [
-      ["idempotent", [true, true, false]],
-      ["keyed", [false, true, false]],
-      ["none", [false, false, false]]
+      ["idempotent", [true, true, false, true]],
+      ["keyed", [false, true, false, false]],
+      ["none", [false, false, false, false]]
     ] as const
     for (const [safety, expected] of cases) {
-      assert.deepStrictEqual([timeout, transient, failure].map((e) => Tool.mayRetry(safety, e)), [...expected], safety)
+      assert.deepStrictEqual([timeout, transient, failure, store].map((e) => Tool.mayRetry(safety, e)), [...expected], safety)
     }
     const { tool: keyedWrite } = makeWrite({ safety: { access: "write" }, keyed: true, behave: () => Effect.never })
     const { tool: both } = makeWrite({ safety: { access: "write", idempotent: true }, keyed: true, behave: () => Effect.never })
