@@ -5,33 +5,18 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { serve } from "./models/support/loopback.ts"
-import { completion, repo, type Run } from "./models/support/node.ts"
+import { completion, repo, type Run, runNode } from "./models/support/node.ts"
 
 const script = join(repo, "scratchpad/production.ts")
 const key = "sk-test-production-0a1b2c3d4e5f"
 
 /** Runs the example with `cwd` as its working directory and exactly `env` (plus PATH). */
-const runIn = (cwd: string, env: Readonly<Record<string, string>>): Promise<Run> =>
-  new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--conditions=tinyagents-source", script], {
-      cwd,
-      env: { PATH: process.env["PATH"] ?? "", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: 60_000
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    child.on("error", reject)
-    child.on("close", (status) => resolve({ status, stdout, stderr }))
-  })
+const runIn = (cwd: string, env: Readonly<Record<string, string>>): Promise<Run> => runNode([script], env, 60_000, cwd)
 
 const tempDir = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "tinyagents-production-"))),

@@ -18,15 +18,19 @@ export interface Run {
   readonly stderr: string
 }
 
-/** Runs `node --conditions=tinyagents-source <args>` in the repository with `env` (and `PATH`); kills it after `timeout` ms. */
+/**
+ * Runs `node --conditions=tinyagents-source <args>` in `cwd` (the repository by default) with `env`
+ * (and `PATH`); kills it after `timeout` ms.
+ */
 export const runNode = (
   args: ReadonlyArray<string>,
   env: Readonly<Record<string, string>> = {},
-  timeout = 60_000
+  timeout = 60_000,
+  cwd = repo
 ): Promise<Run> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--conditions=tinyagents-source", ...args], {
-      cwd: repo,
+      cwd,
       env: { PATH: process.env["PATH"] ?? "", ...env },
       stdio: ["ignore", "pipe", "pipe"],
       timeout
