@@ -30,6 +30,15 @@
  *   registry (`connection.registry`, `connection.changes`).
  * - The connection is a scoped resource: it closes (and a spawned server is
  *   stopped) when its `Scope` closes, or earlier with `connection.close`.
+ * - Server requests, answered by local policy and advertised only when
+ *   configured: `elicitation: "approval"` answers form elicitation through the
+ *   `Approval` service (declined when none is in context), `sampling` answers
+ *   `sampling/createMessage` with the `ChatModel` within limits (refused
+ *   otherwise). A request that arrives while exactly one call of the
+ *   connection is in flight is about that call and uses the services of its
+ *   fiber; otherwise the services the connection was made with. The server's
+ *   log messages go to Effect's logger (annotated `mcpServer`); `logLevel`
+ *   asks a server that offers logging for that level and above.
  * - Audit: a call that reaches the server adds `mcpServer` and `mcpTool` to the
  *   audit metadata (so `auditLog` receipts name the server); `McpConnect.middleware`
  *   also does it for calls refused before they reach the server (place it inside
@@ -41,7 +50,7 @@
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Transport as SdkTransport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { Data, Duration, Effect, Queue, Scope, Semaphore, Stream, SubscriptionRef } from "effect"
+import { Data, Duration, Effect, Queue, Result, Scope, Semaphore, Stream, SubscriptionRef } from "effect"
 import type * as Tool from "../contract/Tool.ts"
 import type * as ToolInput from "../contract/ToolInput.ts"
 import type * as ToolRegistry from "../contract/ToolRegistry.ts"
@@ -50,8 +59,10 @@ import type { Middleware } from "../runtime/Middleware.ts"
 import type * as Mcp from "../providers/Mcp.ts"
 import { type Caller, importTools, pendingLinks, type Skipped, type Source, sources } from "./internal/connectImport.ts"
 import { artifactOf, type CallResult, safetyOf as safetyOfAnnotations } from "./internal/connectMapping.ts"
+import * as Requests from "./internal/connectRequests.ts"
 
 export type { Skipped, Source } from "./internal/connectImport.ts"
+export type { LogLevel, SamplingOptions, SamplingRequest } from "./internal/connectRequests.ts"
 
 /** Connecting, listing or loading the MCP client failed. */
 export class McpConnectError extends Data.TaggedError("McpConnectError")<{
@@ -89,6 +100,16 @@ export interface Options {
   readonly clientInfo?: { readonly name: string; readonly version: string }
   /** Deadline of `initialize` and of each `tools/list` page. Default 60 seconds. */
   readonly requestTimeout?: Duration.Input
+  /**
+   * `"approval"`: advertise form elicitation and answer it through the `Approval` service (the
+   * schema's defaults proposed as the arguments; Approve accepts them, Edit accepts valid edited
+   * content, Deny declines; declined when no `Approval` is in context). Default: not advertised.
+   */
+  readonly elicitation?: "approval"
+  /** Advertise sampling and answer it with the `ChatModel` in context, within these limits. Default: not advertised. */
+  readonly sampling?: Requests.SamplingOptions
+  /** Sent as `logging/setLevel` when the server offers logging. Default: the server's own level. */
+  readonly logLevel?: Requests.LogLevel
 }
 
 /** A command to spawn, speaking MCP on its stdin and stdout. */
@@ -165,7 +186,14 @@ const loadSdk = (server: string) =>
         import("@modelcontextprotocol/sdk/client/index.js"),
         import("@modelcontextprotocol/sdk/types.js")
       ])
-      return { Client: client.Client, ToolListChanged: types.ToolListChangedNotificationSchema }
+      return {
+        Client: client.Client,
+        ToolListChanged: types.ToolListChangedNotificationSchema,
+        Elicit: types.ElicitRequestSchema,
+        CreateMessage: types.CreateMessageRequestSchema,
+        LogMessage: types.LoggingMessageNotificationSchema,
+        McpError: types.McpError
+      }
     },
     catch: (error) => new McpConnectError({ server, operation: "load", reason: reasonOf(error) })
   })
@@ -190,8 +218,14 @@ export const transport = (
       ? 60_000
       : Duration.toMillis(Duration.fromInputUnsafe(options.requestTimeout))
     const client: Client = new sdk.Client(options.clientInfo ?? { name: "tinyagents", version: "0.1.0" }, {
-      capabilities: {}
+      capabilities: {
+        ...(options.elicitation === undefined ? {} : { elicitation: { form: {} } }),
+        ...(options.sampling === undefined ? {} : { sampling: {} })
+      }
     })
+    // the server's label in what it asks or logs: `label` until it has introduced itself
+    let named = label
+    const answering = yield* answerRequests(client, sdk, options, () => named)
     const signals = yield* Queue.unbounded<void>()
     let notifications = 0
     client.setNotificationHandler(sdk.ToolListChanged, () => {
@@ -214,10 +248,17 @@ export const transport = (
     )
     const info = client.getServerVersion()
     const server = options.name ?? info?.name ?? label
+    named = server
+    if (options.logLevel !== undefined && client.getServerCapabilities()?.logging !== undefined) {
+      yield* Effect.tryPromise({
+        try: () => client.setLoggingLevel(options.logLevel!, { timeout: requestTimeout }),
+        catch: (error) => new McpConnectError({ server, operation: "connect", reason: `logging/setLevel: ${reasonOf(error)}` })
+      })
+    }
     const caller: Caller = {
       server,
-      call: (name, args, signal, onProgress) =>
-        client.callTool({ name, arguments: { ...args } }, undefined, {
+      call: (name, args, signal, onProgress, origin) =>
+        answering.during(origin, () => client.callTool({ name, arguments: { ...args } }, undefined, {
           signal,
           timeout: noDeadline,
           ...(onProgress === undefined ? {} : {
@@ -228,7 +269,7 @@ export const transport = (
                 ...(message === undefined ? {} : { message })
               })
           })
-        }) as Promise<CallResult>
+        }) as Promise<CallResult>)
     }
     const listAll = Effect.tryPromise({
       try: async () => {
@@ -284,6 +325,54 @@ export const transport = (
       listChanged: Effect.sync(() => notifications),
       close: closeNow
     } satisfies Connection
+  })
+
+/**
+ * Installs the handlers of what the server may ask or tell (elicitation and sampling when
+ * configured, log messages always) and keeps the calls in flight: a request arriving while exactly
+ * one is in flight runs with that call's services, else with those the connection was made with.
+ */
+const answerRequests = (
+  client: Client,
+  sdk: Effect.Success<ReturnType<typeof loadSdk>>,
+  options: Options,
+  server: () => string
+) =>
+  Effect.gen(function*() {
+    const own = yield* Effect.context<never>()
+    const inFlight = new Set<Requests.Origin>()
+    const only = () => inFlight.size === 1 ? inFlight.values().next().value : undefined
+    const run = <A>(effect: (origin: Requests.Origin | undefined) => Effect.Effect<A>, signal?: AbortSignal) => {
+      const origin = only()
+      return Effect.runPromiseWith(origin?.context ?? own)(effect(origin), signal === undefined ? undefined : { signal })
+    }
+    if (options.elicitation !== undefined) {
+      client.setRequestHandler(sdk.Elicit, (request, extra) => {
+        // URL mode is not advertised: the SDK refuses it before this handler
+        const params = request.params as Requests.ElicitParams
+        return run((origin) => Requests.elicit(server(), params, String(extra.requestId), origin), extra.signal)
+      })
+    }
+    const sampling = options.sampling
+    if (sampling !== undefined) {
+      const budget = { used: 0 }
+      client.setRequestHandler(sdk.CreateMessage, async (request, extra) => {
+        const params = request.params as Requests.SampleParams
+        const answer = await run((origin) => Requests.sample(server(), params, sampling, budget, origin), extra.signal)
+        if (Result.isFailure(answer)) throw new sdk.McpError(answer.failure.code, answer.failure.message)
+        return answer.success
+      })
+    }
+    client.setNotificationHandler(sdk.LogMessage, (notification) => {
+      void run(() => Requests.logMessage(server(), notification.params))
+    })
+    return {
+      /** Runs a call, known as in flight until it settles. */
+      during: <A>(origin: Requests.Origin, send: () => Promise<A>): Promise<A> => {
+        inFlight.add(origin)
+        return send().finally(() => inFlight.delete(origin))
+      }
+    }
   })
 
 /** Keeps the last `max` characters written to a stream. */

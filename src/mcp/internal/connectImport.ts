@@ -20,6 +20,7 @@ import * as AuditTrail from "../../governance/middleware/AuditTrail.ts"
 import { ToolCallContext } from "../../runtime/ToolCallContext.ts"
 import { ToolProgress, type ToolProgressShape, type Update } from "../../runtime/ToolProgress.ts"
 import type * as Mcp from "../../providers/Mcp.ts"
+import type { Origin } from "./connectRequests.ts"
 import { type CallResult, callError, errorText, mapResult, type ResourceLink, resultError, safetyOf } from "./connectMapping.ts"
 
 /** What an imported tool needs from its connection. */
@@ -31,7 +32,8 @@ export interface Caller {
     name: string,
     args: { readonly [key: string]: unknown },
     signal: AbortSignal,
-    onProgress?: (update: Update) => void
+    onProgress: ((update: Update) => void) | undefined,
+    origin: Origin
   ) => Promise<CallResult>
 }
 
@@ -107,16 +109,30 @@ const importOne = (
   if (Result.isFailure(canonical)) return Result.fail(canonical.failure.message)
   const toolName = canonical.success
   const server = caller.server
+  const safety = safetyOf(remote.annotations, server)
   const handler = (input: { readonly [key: string]: unknown }) =>
     Effect.gen(function*() {
       const context = yield* Effect.serviceOption(ToolCallContext)
       const progress = yield* Effect.serviceOption(ToolProgress)
       yield* AuditTrail.annotate({ metadata: { mcpServer: server, mcpTool: remote.name } })
       const ambient = Option.isSome(context) ? context.value.abortSignal : undefined
+      // what the server's requests during this call are answered with (elicitation, sampling, logs)
+      const origin: Origin = {
+        toolName,
+        callId: Option.isSome(context) ? context.value.toolCallId : "call",
+        safety,
+        context: yield* Effect.context<never>()
+      }
       const send = (onProgress?: (update: Update) => void) =>
         Effect.tryPromise({
           try: (signal) =>
-            caller.call(remote.name, input, ambient === undefined ? signal : AbortSignal.any([signal, ambient]), onProgress),
+            caller.call(
+              remote.name,
+              input,
+              ambient === undefined ? signal : AbortSignal.any([signal, ambient]),
+              onProgress,
+              origin
+            ),
           catch: (error) => callError(toolName, server, error)
         })
       const result = yield* (Option.isSome(progress) ? forwarding(progress.value, send) : send())
@@ -136,7 +152,7 @@ const importOne = (
     ...(title === undefined ? {} : { title }),
     description: remote.description ?? title ?? `${remote.name} (MCP server "${server}")`,
     inputSchema: remote.inputSchema,
-    safety: safetyOf(remote.annotations, server),
+    safety,
     toModelOutput,
     handler,
     ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
