@@ -20,6 +20,11 @@
  *   is redacted by the producing tool's `safety.redact` (pattern matches, and
  *   values under redacted keys when the text is JSON, re-serialized; values
  *   the call's arguments held under a redacted key), like the call's result.
+ * - Prompts and resources (`options.prompts`, `options.resources`; `McpPrompt`,
+ *   `McpResource`): served beside the tools, their handlers with the same
+ *   services; resources with `changes` send `notifications/resources/updated`
+ *   to the sessions that subscribed (stdio; Effect's Streamable HTTP transport
+ *   has no stream for them).
  * - Progress: a `tools/call` whose request carries `_meta.progressToken`
  *   gets a `notifications/progress` for each `tool.progress` of its call
  *   (`ToolProgress`: `progress` is the tool's count with its `total`, else
@@ -65,10 +70,13 @@ import type * as Executor from "../runtime/Executor.ts"
 import * as Mcp from "../providers/Mcp.ts"
 import type { ProviderExportError } from "../providers/ProviderExportError.ts"
 import { registrations } from "./internal/registrations.ts"
+import { extras } from "./internal/serveExtras.ts"
+import type * as McpPrompt from "./McpPrompt.ts"
+import type * as McpResource from "./McpResource.ts"
 
 export { artifactUri } from "./internal/registrations.ts"
 
-/** Options of every server. */
+/** Options of every server. `MR`: the services the executor's middleware, the prompts and the resources need. */
 export interface Options<MR = never> {
   /** `serverInfo.name`. Default `"tinyagents"`. */
   readonly name?: string
@@ -83,6 +91,17 @@ export interface Options<MR = never> {
    * (`Tool.make(name, { title })`, or the one an imported tool came with), else none.
    */
   readonly title?: (spec: ToolSpec) => string | undefined
+  /**
+   * Prompts served beside the tools (`prompts/list`, `prompts/get`; the `prompts` capability is
+   * advertised only when there are some). Their handlers get the executor's services.
+   */
+  readonly prompts?: ReadonlyArray<McpPrompt.McpPrompt<MR>>
+  /**
+   * Resources served beside the tools and the artifacts (`resources/list`,
+   * `resources/templates/list`, `resources/read`; `notifications/resources/updated` to subscribers
+   * of those with `changes`). Their handlers get the executor's services.
+   */
+  readonly resources?: ReadonlyArray<McpResource.McpResource<MR>>
 }
 
 /** Options of {@link runStdio}, {@link serveStdio} and {@link layerStdio}. */
@@ -138,11 +157,14 @@ const prepare = <R, MR>(registry: ToolRegistry.ToolRegistry<R>, options: Options
   Effect.gen(function*() {
     const definitions = yield* Mcp.toolDefinitions(registry.specs, { names: "canonical" })
     const services = yield* Effect.context<Requirements<R, MR>>()
-    return registrations(registry, definitions, {
-      executor: options.executor ?? {},
-      title: options.title ?? ((spec) => spec.title),
-      callIdPrefix: `mcp-${randomUUID().slice(0, 8)}`
-    }, services)
+    return Layer.merge(
+      registrations(registry, definitions, {
+        executor: options.executor ?? {},
+        title: options.title ?? ((spec) => spec.title),
+        callIdPrefix: `mcp-${randomUUID().slice(0, 8)}`
+      }, services),
+      extras(options.prompts ?? [], options.resources ?? [], services as Context.Context<MR>)
+    )
   })
 
 /** Serving could not start: an optional peer dependency it needs is not installed. */

@@ -12,6 +12,14 @@ import { eventsFlag } from "../internal/events.ts"
 import { hideCliServices, load, moduleArgument, withModuleServices } from "../internal/toolsModule.ts"
 import { printTools } from "./tools.ts"
 
+/** What a module serves: "2 tool(s)", and its prompts and resources when it has some. */
+const served = (loaded: { readonly registry: { readonly names: ReadonlyArray<string> }; readonly prompts: ReadonlyArray<unknown>; readonly resources: ReadonlyArray<unknown> }) =>
+  [
+    `${loaded.registry.names.length} tool(s)`,
+    ...(loaded.prompts.length === 0 ? [] : [`${loaded.prompts.length} prompt(s)`]),
+    ...(loaded.resources.length === 0 ? [] : [`${loaded.resources.length} resource(s)`])
+  ].join(", ")
+
 const mcpServeCommand = Command.make("serve", {
   module: moduleArgument,
   http: Flag.Int("http").pipe(
@@ -37,17 +45,18 @@ const mcpServeCommand = Command.make("serve", {
       })
     }
     const loaded = yield* load(module)
+    const extras = { prompts: loaded.prompts, resources: loaded.resources }
     const serve = Option.isNone(http)
-      ? McpServe.runStdio(loaded.registry)
+      ? McpServe.runStdio(loaded.registry, extras)
       : Effect.scoped(Effect.gen(function*() {
-        const server = yield* McpServe.serveHttp(loaded.registry, { port: http.value, host })
-        yield* Console.error(`tinyagents: serving ${loaded.registry.names.length} tool(s) over MCP at ${server.url}`)
+        const server = yield* McpServe.serveHttp(loaded.registry, { ...extras, port: http.value, host })
+        yield* Console.error(`tinyagents: serving ${served(loaded)} over MCP at ${server.url}`)
         return yield* Effect.never
       }))
     yield* withModuleServices(serve, loaded, events).pipe(failedAs("mcp serve"), hideCliServices)
   })).pipe(
     Command.withDescription(
-      "Serve the tools of a tools module over the Model Context Protocol: on stdin/stdout until the client closes stdin (events and logs on stderr), or over Streamable HTTP with --http until interrupted. Every call runs through the executor."
+      "Serve the tools of a tools module (and the prompts and resources it exports) over the Model Context Protocol: on stdin/stdout until the client closes stdin (events and logs on stderr), or over Streamable HTTP with --http until interrupted. Every call runs through the executor."
     ),
     Command.withExamples([
       { command: "tinyagents mcp serve ./tools.ts", description: "A stdio server (for an MCP client's server command)" },

@@ -1,6 +1,7 @@
 /**
  * Tools modules: loading one ({@link load}: a `.ts` or `.js` file whose default export is a
- * `ToolRegistry` or an array of tools, and which may export `layer`), the `<module>` argument of
+ * `ToolRegistry` or an array of tools, and which may export `layer`, and `prompts` and `resources`
+ * arrays for `mcp serve`), the `<module>` argument of
  * the commands that take one, and running its tools with the services they need
  * ({@link withModuleServices}) and none of the command line's ({@link hideCliServices}).
  */
@@ -13,6 +14,8 @@ import { resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import * as Tool from "../../contract/Tool.ts"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
+import * as McpPrompt from "../../mcp/McpPrompt.ts"
+import * as McpResource from "../../mcp/McpResource.ts"
 import { EventSink } from "../../runtime/EventSink.ts"
 import { RunContext } from "../../runtime/RunContext.ts"
 import { StoreRegistry } from "../../runtime/StoreRegistry.ts"
@@ -26,6 +29,10 @@ export interface ToolsModule {
   readonly registry: ToolRegistry.ToolRegistry<unknown>
   /** The module's `layer` export: the services its tools need. */
   readonly layer: Layer.Layer<unknown, unknown, unknown> | undefined
+  /** The module's `prompts` export (`McpPrompt`s, served by `mcp serve`); empty when absent. */
+  readonly prompts: ReadonlyArray<McpPrompt.Any>
+  /** The module's `resources` export (`McpResource`s, served by `mcp serve`); empty when absent. */
+  readonly resources: ReadonlyArray<McpResource.Any>
 }
 
 const isRegistry = (u: unknown): u is ToolRegistry.ToolRegistry<unknown> =>
@@ -59,7 +66,8 @@ export const loadErrorText = (path: string, error: unknown): string => {
  * resolved against the working directory. Fails with a {@link UsageError} when the file does not
  * exist, cannot be imported, has no default export, its default export is neither a
  * `ToolRegistry` nor an array of tools (or the tools do not make a valid registry), or it exports a
- * `layer` that is not a `Layer`.
+ * `layer` that is not a `Layer`, or `prompts` / `resources` that are not arrays of `McpPrompt.make` /
+ * `McpResource.make` or `McpResource.template` values.
  */
 export const load = (path: string): Effect.Effect<ToolsModule, UsageError> =>
   Effect.gen(function*() {
@@ -103,7 +111,42 @@ export const load = (path: string): Effect.Effect<ToolsModule, UsageError> =>
         detail: `tools module ${path}: the export "layer" is ${describeValue(layer)}, not a Layer`
       })
     }
-    return { path: absolute, registry, layer: layer as Layer.Layer<unknown, unknown, unknown> | undefined }
+    const prompts = yield* listExport(path, exports, "prompts", McpPrompt.isPrompt, "McpPrompt.make")
+    const resources = yield* listExport(
+      path,
+      exports,
+      "resources",
+      McpResource.isResource,
+      "McpResource.make or McpResource.template"
+    )
+    return { path: absolute, registry, layer: layer as Layer.Layer<unknown, unknown, unknown> | undefined, prompts, resources }
+  })
+
+/** An optional array export of a module (`prompts`, `resources`), each item checked. */
+const listExport = <A>(
+  path: string,
+  exports: Record<string, unknown>,
+  name: string,
+  is: (u: unknown) => u is A,
+  made: string
+): Effect.Effect<ReadonlyArray<A>, UsageError> =>
+  Effect.gen(function*() {
+    const value = exports[name]
+    if (value === undefined) return []
+    if (!Array.isArray(value)) {
+      return yield* new UsageError({
+        detail: `tools module ${path}: the export "${name}" is ${describeValue(value)}, not an array (make them with ${made})`
+      })
+    }
+    const wrong = value.flatMap((item, index) => is(item) ? [] : [index])
+    if (wrong.length > 0) {
+      return yield* new UsageError({
+        detail: `tools module ${path}: in the export "${name}", item${wrong.length > 1 ? "s" : ""} ${wrong.join(", ")} ${
+          wrong.length > 1 ? "are" : "is"
+        } not made with ${made}`
+      })
+    }
+    return value as ReadonlyArray<A>
   })
 
 /** The `<module>` argument. */
