@@ -57,6 +57,8 @@ import type * as ToolRegistry from "../contract/ToolRegistry.ts"
 import * as AuditTrail from "../governance/middleware/AuditTrail.ts"
 import type { Middleware } from "../runtime/Middleware.ts"
 import type * as Mcp from "../providers/Mcp.ts"
+import type * as McpAuth from "./McpAuth.ts"
+import { authorizedFetch } from "./internal/authFetch.ts"
 import { type Caller, importTools, pendingLinks, type Skipped, type Source, sources } from "./internal/connectImport.ts"
 import { artifactOf, type CallResult, safetyOf as safetyOfAnnotations } from "./internal/connectMapping.ts"
 import * as Requests from "./internal/connectRequests.ts"
@@ -123,11 +125,16 @@ export interface StdioOptions extends Options {
   readonly stderr?: "keep" | "inherit" | "ignore"
 }
 
-/** A Streamable HTTP endpoint. */
-export interface HttpOptions extends Options {
+/** A Streamable HTTP endpoint. `R`: what its `auth` needs (a `StoreRegistry`, and the `authorize` callback's services). */
+export interface HttpOptions<R = never> extends Options {
   readonly url: string | URL
   /** Extra request headers (e.g. `authorization`). */
   readonly headers?: Readonly<Record<string, string>>
+  /**
+   * OAuth for a protected server (`McpAuth.authorizationCode`, `McpAuth.clientCredentials`): on a 401
+   * the connection discovers, registers, obtains a token and retries, before `http` returns.
+   */
+  readonly auth?: McpAuth.Auth<R>
 }
 
 /** A live connection to one MCP server. */
@@ -415,25 +422,34 @@ export const stdio = (options: StdioOptions): Effect.Effect<Connection, McpConne
   )
 }
 
-/** Connects to a Streamable HTTP endpoint and imports its tools. */
-export const http = (options: HttpOptions): Effect.Effect<Connection, McpConnectError, Scope.Scope> => {
+/**
+ * Connects to a Streamable HTTP endpoint and imports its tools. With `auth`, a server that answers
+ * 401 is authorized first (an `McpAuth.McpAuthError` when that fails), and later 401s and 403
+ * `insufficient_scope` answers refresh or step up the token.
+ */
+export const http = <R = never>(
+  options: HttpOptions<R>
+): Effect.Effect<Connection, McpConnectError | McpAuth.McpAuthError, Scope.Scope | R> => {
   const url = new URL(options.url)
   const label = options.name ?? url.host
-  return Effect.flatMap(
-    Effect.tryPromise({
+  return Effect.gen(function*() {
+    const { StreamableHTTPClientTransport } = yield* Effect.tryPromise({
       try: () => import("@modelcontextprotocol/sdk/client/streamableHttp.js"),
       catch: (error) => new McpConnectError({ server: label, operation: "load", reason: reasonOf(error) })
-    }),
-    ({ StreamableHTTPClientTransport }) =>
-      transport(
-        () =>
-          new StreamableHTTPClientTransport(
-            url,
-            options.headers === undefined ? undefined : { requestInit: { headers: { ...options.headers } } }
-          ),
-        { ...options, label }
-      )
-  )
+    })
+    const authorized = options.auth === undefined ? undefined : yield* authorizedFetch(options.auth, url)
+    return yield* transport(
+      () =>
+        new StreamableHTTPClientTransport(url, {
+          ...(options.headers === undefined ? {} : { requestInit: { headers: { ...options.headers } } }),
+          ...(authorized === undefined ? {} : { fetch: authorized.fetch })
+        }),
+      { ...options, label }
+    ).pipe(
+      // A connection refused for want of authorization fails with the authorization's error.
+      Effect.catchTag("McpConnectError", (error) => Effect.fail(authorized?.failure() ?? error))
+    )
+  })
 }
 
 /**

@@ -1,0 +1,396 @@
+/**
+ * The machinery of `McpAuth`: an `OAuthClientProvider` of the official SDK over a `StoreRegistry`
+ * store, and a `fetch` for the SDK's Streamable HTTP transport that adds the bearer token and, on a
+ * 401 or a 403 `insufficient_scope`, runs the SDK's `auth()` (discovery, registration, PKCE, token
+ * requests, refresh) with the application's `authorize` callback in the middle, then sends the
+ * request again. What is secret stays in the store and this closure: errors are redacted.
+ */
+import type { OAuthClientProvider, OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js"
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens
+} from "@modelcontextprotocol/sdk/shared/auth.js"
+import { Effect, Redacted } from "effect"
+import type { KeyValueStore } from "effect/persistence"
+import * as StoreRegistry from "../../runtime/StoreRegistry.ts"
+import { type Auth, type Authorization, McpAuthError, type McpAuthFailure } from "../McpAuth.ts"
+
+type Fetch = (input: string | URL, init?: RequestInit) => Promise<Response>
+
+/** Tokens as stored: the SDK's, and when they expire (epoch milliseconds). */
+interface StoredTokens {
+  readonly tokens: OAuthTokens
+  readonly expiresAt?: number | undefined
+}
+
+/** A fetch that authorizes, and the first authorization failure it met (for `McpConnect.http`'s error). */
+export interface AuthorizedFetch {
+  readonly fetch: Fetch
+  readonly failure: () => McpAuthError | undefined
+}
+
+const loadAuth = (server: string) =>
+  Effect.tryPromise({
+    try: () =>
+      Promise.all([
+        import("@modelcontextprotocol/sdk/client/auth.js"),
+        import("@modelcontextprotocol/sdk/client/auth-extensions.js"),
+        import("@modelcontextprotocol/sdk/server/auth/errors.js")
+      ]),
+    catch: (error) =>
+      new McpAuthError({
+        server,
+        failure: "AuthorizationFailed",
+        detail: `cannot load the MCP SDK's client auth (install @modelcontextprotocol/sdk): ${String(error)}`
+      })
+  })
+
+const randomState = (): string => {
+  const bytes = new Uint8Array(16)
+  crypto.getRandomValues(bytes)
+  return Buffer.from(bytes).toString("base64url")
+}
+
+/** The server URL as errors name it: origin and path, never a query (it could carry a key). */
+const serverName = (url: URL): string => `${url.origin}${url.pathname}`
+
+/**
+ * A fetch that authorizes requests to `serverUrl` with `auth`, keeping its state in `auth`'s store.
+ * `base` is the fetch it sends with (the global one by default).
+ */
+export const authorizedFetch = <R>(
+  auth: Auth<R>,
+  serverUrl: URL,
+  base: Fetch = (input, init) => fetch(input, init)
+): Effect.Effect<AuthorizedFetch, McpAuthError, R> =>
+  Effect.gen(function*() {
+    const server = serverName(serverUrl)
+    const [sdk, extensions, errors] = yield* loadAuth(server)
+    const options = auth.options
+    const storeName = options.store ?? "mcp-auth"
+    const context = yield* Effect.context<R>()
+    const kv: KeyValueStore.KeyValueStore = yield* (StoreRegistry.store(storeName) as Effect.Effect<
+      KeyValueStore.KeyValueStore,
+      unknown,
+      R
+    >).pipe(
+      Effect.mapError((error) =>
+        new McpAuthError({ server, failure: "StoreFailed", detail: `store "${storeName}": ${String(error)}` })
+      )
+    )
+    const run = <A>(effect: Effect.Effect<A, unknown, R>, signal?: AbortSignal | null): Promise<A> =>
+      Effect.runPromiseWith(context)(effect, signal === null || signal === undefined ? undefined : { signal })
+
+    // The store: one key per kind of value, under the server's URL.
+    const keyOf = (kind: "tokens" | "client" | "verifier" | "discovery") => `${kind} ${server}`
+    const storeFailed = (error: unknown) =>
+      new McpAuthError({ server, failure: "StoreFailed", detail: `store "${storeName}": ${String(error)}` })
+    const read = <A>(kind: "tokens" | "client" | "verifier" | "discovery"): Promise<A | undefined> =>
+      run(kv.get(keyOf(kind)).pipe(
+        Effect.mapError(storeFailed),
+        Effect.map((text) => (text === undefined ? undefined : JSON.parse(text) as A))
+      ))
+    const write = (kind: "tokens" | "client" | "verifier" | "discovery", value: unknown): Promise<void> =>
+      run((value === undefined ? kv.remove(keyOf(kind)) : kv.set(keyOf(kind), JSON.stringify(value))).pipe(
+        Effect.mapError(storeFailed)
+      ))
+
+    // Secret values seen in this closure, replaced in every error detail.
+    const secrets = new Set<string>()
+    const remember = (...values: ReadonlyArray<string | undefined>) => {
+      for (const value of values) if (value !== undefined && value.length >= 4) secrets.add(value)
+    }
+    const redact = (text: string): string => {
+      let out = text
+      for (const secret of secrets) out = out.split(secret).join("<redacted>")
+      return out
+    }
+
+    const clientSecret = options.clientSecret === undefined ? undefined : Redacted.value(options.clientSecret)
+    remember(clientSecret)
+    const configuredClient: OAuthClientInformationMixed | undefined = auth._tag === "ClientCredentials"
+      ? {
+        client_id: options.clientId!,
+        ...(clientSecret === undefined ? {} : { client_secret: clientSecret }),
+        token_endpoint_auth_method: (options as typeof auth.options).method ??
+          ((options as typeof auth.options).privateKey === undefined ? "client_secret_basic" : "private_key_jwt")
+      }
+      : options.clientId === undefined
+      ? undefined
+      : { client_id: options.clientId, ...(clientSecret === undefined ? {} : { client_secret: clientSecret }) }
+
+    const redirectUrl = auth._tag === "AuthorizationCode" ? String(auth.options.redirectUrl) : undefined
+    const clientMetadata: OAuthClientMetadata = auth._tag === "AuthorizationCode"
+      ? {
+        ...(auth.options.clientMetadata as Partial<OAuthClientMetadata> | undefined),
+        client_name: auth.options.clientName ?? "tinyagents",
+        redirect_uris: [redirectUrl!],
+        grant_types: ["authorization_code", "refresh_token"],
+        response_types: ["code"],
+        token_endpoint_auth_method: clientSecret === undefined ? "none" : "client_secret_basic",
+        ...(options.scope === undefined ? {} : { scope: options.scope })
+      }
+      : {
+        client_name: options.clientId!,
+        redirect_uris: [],
+        grant_types: ["client_credentials"],
+        ...(options.scope === undefined ? {} : { scope: options.scope })
+      }
+
+    // What the current authorization-code flow is waiting for.
+    let pending: { state: string; code?: string | undefined } | undefined
+    // While stepping up, refreshing would bring back the old scopes: the provider shows no tokens.
+    let steppingUp = false
+    // The step `auth()` is at, to name a failure.
+    let step: "discovery" | "registration" | "authorization" | "token" = "discovery"
+    let signal: AbortSignal | undefined
+
+    const provider: OAuthClientProvider = {
+      get redirectUrl() {
+        return redirectUrl
+      },
+      get clientMetadata() {
+        return clientMetadata
+      },
+      ...(auth._tag === "AuthorizationCode" && auth.options.clientMetadataUrl !== undefined
+        ? { clientMetadataUrl: auth.options.clientMetadataUrl }
+        : {}),
+      state: () => {
+        const state = randomState()
+        pending = { state }
+        return state
+      },
+      clientInformation: async () => {
+        const stored = await read<OAuthClientInformationMixed>("client")
+        const client = stored ?? configuredClient
+        remember(client?.client_secret)
+        return client
+      },
+      saveClientInformation: async (client) => {
+        remember(client.client_secret)
+        await write("client", client)
+      },
+      tokens: async () => {
+        if (steppingUp) return undefined
+        const stored = await read<StoredTokens>("tokens")
+        remember(stored?.tokens.access_token, stored?.tokens.refresh_token)
+        return stored?.tokens
+      },
+      saveTokens: async (tokens) => {
+        remember(tokens.access_token, tokens.refresh_token)
+        const expiresAt = tokens.expires_in === undefined ? undefined : Date.now() + tokens.expires_in * 1000
+        await write("tokens", { tokens, expiresAt } satisfies StoredTokens)
+      },
+      saveCodeVerifier: async (verifier) => {
+        remember(verifier)
+        await write("verifier", verifier)
+      },
+      codeVerifier: async () => {
+        const verifier = await read<string>("verifier")
+        if (verifier === undefined) throw new Error("no PKCE code verifier was saved for this authorization")
+        return verifier
+      },
+      saveDiscoveryState: (state) => write("discovery", state),
+      discoveryState: () => read<OAuthDiscoveryState>("discovery"),
+      invalidateCredentials: async (scope) => {
+        if (scope === "all" || scope === "tokens") await write("tokens", undefined)
+        if (scope === "all" || scope === "client") await write("client", undefined)
+        if (scope === "all" || scope === "verifier") await write("verifier", undefined)
+        if (scope === "all" || scope === "discovery") await write("discovery", undefined)
+      },
+      redirectToAuthorization: async (url) => {
+        if (auth._tag !== "AuthorizationCode") throw new Error("the client credentials grant has no redirect")
+        step = "authorization"
+        const expected = pending?.state
+        const authorization = await run(
+          auth.options.authorize(url).pipe(
+            Effect.mapError((error) =>
+              error instanceof McpAuthError
+                ? error
+                : new McpAuthError({
+                  server,
+                  failure: "AuthorizationFailed",
+                  detail: `the authorize callback failed: ${error instanceof Error ? error.message : String(error)}`
+                })
+            )
+          ) as Effect.Effect<Authorization, McpAuthError, R>,
+          signal
+        )
+        remember(authorization.code)
+        if (authorization.state !== undefined && authorization.state !== expected) {
+          throw new McpAuthError({
+            server,
+            failure: "StateMismatch",
+            detail: "the redirect's state is not the one sent with the authorization request"
+          })
+        }
+        pending = { state: expected ?? "", code: authorization.code }
+      },
+      ...(auth._tag === "ClientCredentials"
+        ? {
+          prepareTokenRequest: (scope?: string) => {
+            const params = new URLSearchParams({ grant_type: "client_credentials" })
+            if (scope !== undefined) params.set("scope", scope)
+            return params
+          },
+          ...(auth.options.privateKey === undefined ? {} : {
+            addClientAuthentication: extensions.createPrivateKeyJwtAuth({
+              issuer: auth.options.clientId,
+              subject: auth.options.clientId,
+              privateKey: Redacted.value(auth.options.privateKey.pem),
+              alg: auth.options.privateKey.algorithm ?? "RS256"
+            })
+          })
+        }
+        : {})
+    }
+
+    // The fetch `auth()` uses: it says which step a failure belongs to.
+    const stepFetch: Fetch = (input, init) => {
+      const method = (init?.method ?? "GET").toUpperCase()
+      if (method === "GET") step = "discovery"
+      else if (init?.body instanceof URLSearchParams) step = "token"
+      else step = "registration"
+      return base(input, init)
+    }
+
+    const failureOf = (error: unknown): McpAuthError => {
+      if (error instanceof McpAuthError) return error
+      const text = error instanceof Error ? error.message : String(error)
+      const failure: McpAuthFailure = /does not match expected/.test(text)
+        ? "ResourceMismatch"
+        : /dynamic client registration/i.test(text) || step === "registration"
+        ? "RegistrationRefused"
+        : step === "token"
+        ? "TokenRefused"
+        : step === "authorization"
+        ? "AuthorizationFailed"
+        : error instanceof errors.OAuthError
+        ? "AuthorizationFailed"
+        : "NoMetadata"
+      return new McpAuthError({ server, failure, detail: redact(text) })
+    }
+
+    let firstFailure: McpAuthError | undefined
+    const fail = (error: unknown): never => {
+      const failure = failureOf(error)
+      firstFailure ??= failure
+      throw failure
+    }
+
+    /** Runs `auth()` to an access token: refresh, or discovery, registration, `authorize` and the code exchange. */
+    const authorize = async (challenge: { resourceMetadataUrl?: URL | undefined; scope?: string | undefined }) => {
+      const params = {
+        serverUrl,
+        ...(challenge.resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl: challenge.resourceMetadataUrl }),
+        ...(challenge.scope === undefined ? {} : { scope: challenge.scope }),
+        fetchFn: stepFetch
+      }
+      try {
+        step = "discovery"
+        pending = undefined
+        const result = await sdk.auth(provider, params)
+        if (result === "AUTHORIZED") return
+        // Set by `redirectToAuthorization` during `auth()` (a call TypeScript cannot see into).
+        const code = (pending as { readonly code?: string | undefined } | undefined)?.code
+        if (code === undefined) {
+          throw new McpAuthError({ server, failure: "AuthorizationFailed", detail: "the authorization returned no code" })
+        }
+        steppingUp = false
+        const exchanged = await sdk.auth(provider, { ...params, authorizationCode: code })
+        if (exchanged !== "AUTHORIZED") {
+          throw new McpAuthError({ server, failure: "TokenRefused", detail: "the code exchange did not give a token" })
+        }
+      } catch (error) {
+        fail(error)
+      } finally {
+        steppingUp = false
+        pending = undefined
+      }
+    }
+
+    // One authorization at a time; a request that waited uses the token the other one obtained.
+    let queue: Promise<unknown> = Promise.resolve()
+    const exclusively = <A>(task: () => Promise<A>): Promise<A> => {
+      const next = queue.then(task, task)
+      queue = next.catch(() => undefined)
+      return next
+    }
+
+    const currentToken = async (): Promise<StoredTokens | undefined> => {
+      const stored = await read<StoredTokens>("tokens")
+      remember(stored?.tokens.access_token, stored?.tokens.refresh_token)
+      return stored
+    }
+
+    const maxStepUps = options.maxStepUps ?? 2
+    let grantedScope: string | undefined = options.scope
+
+    const authorizedFetch: Fetch = async (input, init) => {
+      signal = init?.signal ?? undefined
+      const send = async (): Promise<{ response: Response; token: string | undefined }> => {
+        const stored = await currentToken().catch(fail)
+        const headers = new Headers(init?.headers)
+        if (stored !== undefined) headers.set("authorization", `Bearer ${stored.tokens.access_token}`)
+        return { response: await base(input, { ...init, headers }), token: stored?.tokens.access_token }
+      }
+      // An expired token with a refresh token is refreshed before it is sent.
+      const before = await currentToken().catch(fail)
+      if (before?.expiresAt !== undefined && before.expiresAt <= Date.now() && before.tokens.refresh_token !== undefined) {
+        await exclusively(async () => {
+          const now = await currentToken().catch(fail)
+          if (now?.tokens.access_token === before.tokens.access_token) await authorize({ scope: grantedScope })
+        })
+      }
+      let { response, token } = await send()
+      if (response.status === 401) {
+        const challenge = sdk.extractWWWAuthenticateParams(response)
+        await response.body?.cancel()
+        await exclusively(async () => {
+          const now = await currentToken().catch(fail)
+          if (now !== undefined && now.tokens.access_token !== token) return // another request authorized meanwhile
+          await authorize(challenge)
+          grantedScope = challenge.scope ?? grantedScope
+        })
+        ;({ response, token } = await send())
+        if (response.status === 401) {
+          await response.body?.cancel()
+          fail(new McpAuthError({ server, failure: "TokenRefused", detail: "the server refused the new access token" }))
+        }
+      }
+      let stepUps = 0
+      let lastChallenge: string | null = null
+      while (response.status === 403) {
+        const header = response.headers.get("www-authenticate")
+        const challenge = sdk.extractWWWAuthenticateParams(response)
+        if (challenge.error !== "insufficient_scope") break
+        await response.body?.cancel()
+        if (stepUps >= maxStepUps || header === lastChallenge) {
+          fail(
+            new McpAuthError({
+              server,
+              failure: "StepUpLimit",
+              detail: `the server still asks for scope "${challenge.scope ?? ""}" after ${stepUps} step-up(s)`
+            })
+          )
+        }
+        stepUps++
+        lastChallenge = header
+        const scope = [...new Set([...(grantedScope ?? "").split(" "), ...(challenge.scope ?? "").split(" ")])]
+          .filter((s) => s !== "")
+          .join(" ")
+        await exclusively(async () => {
+          const now = await currentToken().catch(fail)
+          if (now !== undefined && now.tokens.access_token !== token) return
+          steppingUp = true
+          await authorize({ resourceMetadataUrl: challenge.resourceMetadataUrl, scope: scope === "" ? undefined : scope })
+          grantedScope = scope === "" ? grantedScope : scope
+        })
+        ;({ response, token } = await send())
+      }
+      return response
+    }
+
+    return { fetch: authorizedFetch, failure: () => firstFailure } satisfies AuthorizedFetch
+  })
