@@ -34,7 +34,9 @@
  * request, never a later call that reuses the id. `pending(runId)` lists the waiting requests.
  * `Deny` answers the call `ApprovalDenied` without running it; `Edit` runs it with the edited
  * arguments (decoded like any call's); `Approve` and `Edit` run it with an `Approval` service
- * answering that decision, so the `consent` middleware reads it instead of asking. A turn's calls
+ * answering that decision for that call's id, so the `consent` middleware reads it instead of
+ * asking (another question asked during the call, such as an MCP server's elicitation, goes to the
+ * application's `Approval`, and is denied when there is none). A turn's calls
  * start once all of the turn's approvals are decided. Calls that `consent` asks about but
  * `options.approval` does not cover ask the `Approval` service the application provides, as in
  * `Agent.run`.
@@ -695,7 +697,17 @@ const callActivity = <R, MR>(
       let attempt = executor.runBatch([effective], { advertised: context.advertised, durable: { owner: key, resumed } })
         .pipe(Effect.provideService(EventSink, collect))
       if (decision !== undefined) {
-        attempt = Effect.provideService(attempt, Approval.Approval, { decide: () => Effect.succeed(decision) })
+        // the decision answers this call's own request; anything else asked during the call (an MCP
+        // server's elicitation) goes to the application's `Approval`, and is denied when there is none
+        const outer = yield* Effect.serviceOption(Approval.Approval)
+        attempt = Effect.provideService(attempt, Approval.Approval, {
+          decide: (request) =>
+            request.callId === call.id
+              ? Effect.succeed(decision)
+              : Option.isSome(outer)
+              ? outer.value.decide(request)
+              : Effect.succeed(Approval.deny("no one can answer it during a durable run", "durable"))
+        })
       }
       const exit = yield* Effect.result(attempt)
       const result = exit._tag === "Success" ? exit.success[0]! : exit.failure.results[0]!

@@ -278,6 +278,41 @@ describe("DurableAgent approvals with the consent middleware", () => {
       assert.strictEqual(counters.get("plain_write:0-0"), 0)
       assert.strictEqual(result.results[0]?.audit?.consent?.decidedBy, "dave")
     }), 30_000)
+
+  it.live("the journaled decision answers only its call: another question asked during the call is not approved by it", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const answers: Array<Approval.Decision> = []
+      // what an MCP server's elicitation does during the call: ask `Approval` about something else
+      const askOther = (tool: string) =>
+        tool !== "plain_write" ? Effect.void : Effect.gen(function*() {
+          const approval = yield* Effect.serviceOption(Approval.Approval)
+          if (Option.isNone(approval)) return
+          const other = yield* approval.value.decide({
+            toolName: "plain_write",
+            callId: "0-0:elicitation:1",
+            arguments: {},
+            spec: undefined as never,
+            why: "a server asks"
+          })
+          answers.push(other)
+        })
+      const agent = DurableAgent.make({
+        name: "elicit",
+        tools: Core.makeTools(counters, { afterApply: askOther }),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const filename = Core.tempFile("elicit")
+      const result = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: plain_write"))
+        yield* Stream.runHead(Stream.filter(agent.events("r"), (e) => e._tag === "agent.approval_requested"))
+        yield* Effect.provide(agent.approve("r", "0-0", Approval.approve("dave")), sqliteClient(filename))
+        return yield* agent.result("r")
+      }).pipe(Effect.provide(Core.runner(agent, sqliteRunner(filename), counters)))
+      assert.strictEqual(result.text, "done: appended 0-0")
+      assert.deepStrictEqual(answers, [Approval.deny("no one can answer it during a durable run", "durable")])
+    }), 30_000)
 })
 
 /** Waits (bounded) until run `runId` has at least `n` pending approvals, and returns them. */

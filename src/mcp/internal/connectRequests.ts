@@ -13,6 +13,7 @@ import type { Severity } from "effect/LogLevel"
 import * as ChatModel from "../../agent/ChatModel.ts"
 import type { Safety } from "../../contract/Safety.ts"
 import * as Tool from "../../contract/Tool.ts"
+import { formatPath } from "../../contract/ToolError.ts"
 import * as ToolInput from "../../contract/ToolInput.ts"
 import type * as ToolSchema from "../../contract/ToolSchema.ts"
 import { Approval, type Request as ApprovalRequest } from "../../governance/Approval.ts"
@@ -108,7 +109,13 @@ export const elicit = (
       : defaults
     if (content === undefined) return yield* declined(server, "the edited answer is not an object")
     const valid = decode(content)
-    if (Result.isFailure(valid)) return yield* declined(server, `the answer does not fit the requested schema: ${valid.failure.message}`)
+    if (Result.isFailure(valid)) {
+      // where, never the values: an answer is the user's own input
+      const where = valid.failure._tag === "InvalidArguments"
+        ? ` (at ${valid.failure.issues.map((issue) => formatPath(issue.path)).join(", ")})`
+        : ""
+      return yield* declined(server, `the answer does not fit the requested schema${where}`)
+    }
     return { action: "accept", content } as const
   })
 
