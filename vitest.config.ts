@@ -19,6 +19,7 @@ const fullOnly = [
   "test/durable/DurablePostgres.test.ts",
   "test/durable/MultiRunner.test.ts",
   "test/mcp/ConformanceAuth.test.ts",
+  "test/mcp/ConformanceClient.test.ts",
   "test/stores/Postgres.test.ts",
   "test/stores/Redis.test.ts",
   "test/stores/TwoProcesses.test.ts"
