@@ -1,0 +1,200 @@
+/**
+ * `McpAuth` with `McpConnect.http` against the demo OAuth-protected server
+ * (scratchpad/mcp-oauth-server.ts, in process on loopback): the authorization code grant with
+ * PKCE through the `authorize` callback, tokens in the `StoreRegistry` store and nowhere in events,
+ * logs or errors, reuse across connections, refresh, step-up, `McpAuth.loopback`, client
+ * credentials, and each failure as an `McpAuthError`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Logger, Redacted, Scope } from "effect"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { type DemoServer, serveDemo } from "../../scratchpad/mcp-oauth-server.ts"
+import { McpAuth, McpConnect } from "../../src/mcp/index.ts"
+import { EventLog } from "../../src/runtime/EventSink.ts"
+import * as Executor from "../../src/runtime/Executor.ts"
+import * as StoreRegistry from "../../src/runtime/StoreRegistry.ts"
+import * as ToolServices from "../../src/runtime/ToolServices.ts"
+
+const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope | ToolServices.Hidden | EventLog>) =>
+  Effect.runPromise(effect.pipe(Effect.scoped, Effect.provide(ToolServices.layerTest())))
+
+const withDemo = async <A>(f: (demo: DemoServer) => Promise<A>, options?: Parameters<typeof serveDemo>[0]) => {
+  const demo = await serveDemo(options)
+  try {
+    return await f(demo)
+  } finally {
+    await demo.close()
+  }
+}
+
+/** The user's part, as a browser would do it: follow the authorization server's redirect and read the code. */
+const followRedirect = (url: URL) =>
+  Effect.promise(async () => {
+    const back = new URL((await fetch(url, { redirect: "manual" })).headers.get("location")!)
+    return { code: back.searchParams.get("code")!, state: back.searchParams.get("state")! }
+  })
+
+const signIn = McpAuth.authorizationCode({ redirectUrl: "http://127.0.0.1:1/callback", authorize: followRedirect })
+
+const callTool = (connection: McpConnect.Connection, name: string, args: object) =>
+  Effect.gen(function*() {
+    const executor = yield* Executor.make(yield* connection.registry)
+    return yield* executor.run({ id: `c-${name}`, name, arguments: args })
+  })
+
+/** Every value the store holds for the server, as one text. */
+const storedText = (url: string) =>
+  Effect.gen(function*() {
+    const store = yield* StoreRegistry.store("mcp-auth")
+    const values = yield* Effect.forEach(["tokens", "client", "verifier", "discovery"], (kind) => store.get(`${kind} ${url}`))
+    return values.join("\n")
+  })
+
+describe("McpAuth", () => {
+  it("authorization code with PKCE: tokens land in the store, never in events or logs", () =>
+    withDemo(async (demo) => {
+      const logs: Array<string> = []
+      const logger = Logger.make<unknown, void>(({ message }) => void logs.push(JSON.stringify(message)))
+      const { events, stored, text } = await run(Effect.gen(function*() {
+        const notes = yield* McpConnect.http({ url: demo.url, name: "notes", auth: signIn })
+        const result = yield* callTool(notes, "list_notes", {})
+        return { events: yield* (yield* EventLog).all, stored: yield* storedText(demo.url), text: JSON.stringify(result.content) }
+      }).pipe(Effect.provide(Logger.layer([logger]))))
+      assert.strictEqual(text, JSON.stringify([{ type: "text", text: "buy milk" }]))
+      assert.deepStrictEqual(demo.seen.authorizations, ["notes:read"]) // the resource's scopes_supported
+      assert.deepStrictEqual(demo.seen.grants, ["authorization_code"])
+      assert.strictEqual(demo.seen.registrations, 1)
+      const [access, refresh] = demo.issued()
+      assert.include(stored, access!)
+      assert.include(stored, refresh!)
+      assert.isAbove(events.length, 0)
+      for (const token of demo.issued()) {
+        assert.notInclude(JSON.stringify(events), token)
+        assert.notInclude(logs.join("\n"), token)
+      }
+    }))
+
+  it("a second connection with the same store uses the stored token: no new authorization", () =>
+    withDemo(async (demo) => {
+      await run(Effect.gen(function*() {
+        yield* Effect.scoped(McpConnect.http({ url: demo.url, auth: signIn }))
+        yield* Effect.scoped(McpConnect.http({ url: demo.url, auth: signIn }))
+      }))
+      assert.deepStrictEqual(demo.seen.authorizations, ["notes:read"])
+      assert.deepStrictEqual(demo.seen.grants, ["authorization_code"])
+    }))
+
+  it("a token the server refuses is refreshed with the refresh token, and the call goes through", () =>
+    withDemo(async (demo) => {
+      const text = await run(Effect.gen(function*() {
+        const notes = yield* McpConnect.http({ url: demo.url, auth: signIn })
+        demo.expireTokens()
+        return JSON.stringify((yield* callTool(notes, "list_notes", {})).content)
+      }))
+      assert.include(text, "buy milk")
+      assert.deepStrictEqual(demo.seen.grants, ["authorization_code", "refresh_token"])
+      assert.deepStrictEqual(demo.seen.authorizations, ["notes:read"])
+    }))
+
+  it("an expired token is refreshed before it is sent", () =>
+    withDemo(async (demo) => {
+      await run(Effect.gen(function*() {
+        const notes = yield* McpConnect.http({ url: demo.url, auth: signIn })
+        yield* callTool(notes, "list_notes", {})
+      }))
+      // expires_in 0: every stored token is already expired when the next request goes out.
+      assert.deepStrictEqual(demo.seen.grants.slice(0, 2), ["authorization_code", "refresh_token"])
+      assert.deepStrictEqual(demo.seen.authorizations, ["notes:read"])
+    }, { expiresIn: 0 }))
+
+  it("403 insufficient_scope: authorizes again with the scopes asked for (step-up), then the call succeeds", () =>
+    withDemo(async (demo) => {
+      const result = await run(Effect.gen(function*() {
+        const notes = yield* McpConnect.http({ url: demo.url, auth: signIn })
+        return yield* callTool(notes, "save_note", { text: "eggs" })
+      }))
+      assert.isFalse(result.isError)
+      assert.deepStrictEqual(demo.seen.authorizations, ["notes:read", "notes:read notes:write"])
+    }))
+
+  it("McpAuth.loopback: the browser's redirect to 127.0.0.1 completes the flow", () =>
+    withDemo(async (demo) => {
+      const shown: Array<string> = []
+      await run(Effect.gen(function*() {
+        const local = yield* McpAuth.loopback({
+          show: (url) =>
+            Effect.sync(() => {
+              shown.push(url.origin)
+              void fetch(url) // the "browser": follows the redirect to the loopback listener
+            })
+        })
+        assert.match(local.redirectUrl, /^http:\/\/127\.0\.0\.1:\d+\/callback$/)
+        yield* McpConnect.http({ url: demo.url, auth: McpAuth.authorizationCode(local) })
+      }))
+      assert.deepStrictEqual(shown, [new URL(demo.url).origin])
+      assert.deepStrictEqual(demo.seen.grants, ["authorization_code"])
+    }))
+
+  it("client credentials: a service authorizes with its secret, which no error quotes", () =>
+    withDemo(async (demo) => {
+      const secret = "s3cret-of-the-service"
+      const ok = await run(Effect.gen(function*() {
+        const notes = yield* McpConnect.http({
+          url: demo.url,
+          auth: McpAuth.clientCredentials({ clientId: "service", clientSecret: Redacted.make(secret), scope: "notes:read" })
+        })
+        return JSON.stringify((yield* callTool(notes, "list_notes", {})).content)
+      }))
+      assert.include(ok, "buy milk")
+      assert.deepStrictEqual(demo.seen.grants, ["client_credentials"])
+      const refused = await run(Effect.exit(McpConnect.http({
+        url: demo.url,
+        auth: McpAuth.clientCredentials({ clientId: "service", clientSecret: Redacted.make("wrong-secret-value") })
+      })))
+      assert.isTrue(Exit.isFailure(refused))
+      const error = Exit.isFailure(refused) ? refused.cause.reasons[0] : undefined
+      const failure = error?._tag === "Fail" ? error.error : undefined
+      assert.instanceOf(failure, McpAuth.McpAuthError)
+      assert.strictEqual((failure as McpAuth.McpAuthError).failure, "TokenRefused")
+      assert.notInclude((failure as McpAuth.McpAuthError).message, "wrong-secret-value")
+    }, { clientSecret: "s3cret-of-the-service" }))
+
+  it("a redirect whose state is not the one sent is a StateMismatch, and nothing is exchanged", () =>
+    withDemo(async (demo) => {
+      const forged = McpAuth.authorizationCode({
+        redirectUrl: "http://127.0.0.1:1/callback",
+        authorize: (url) => Effect.map(followRedirect(url), ({ code }) => ({ code, state: "forged" }))
+      })
+      const error = await run(Effect.flip(McpConnect.http({ url: demo.url, auth: forged })))
+      assert.strictEqual(error._tag, "McpAuthError")
+      assert.strictEqual((error as McpAuth.McpAuthError).failure, "StateMismatch")
+      assert.deepStrictEqual(demo.seen.grants, [])
+    }))
+
+  it("a failing authorize callback is an AuthorizationFailed naming the server", () =>
+    withDemo(async (demo) => {
+      const cancelled = McpAuth.authorizationCode({
+        redirectUrl: "http://127.0.0.1:1/callback",
+        authorize: () => Effect.fail(new Error("the user closed the browser"))
+      })
+      const error = await run(Effect.flip(McpConnect.http({ url: demo.url, auth: cancelled })))
+      assert.strictEqual((error as McpAuth.McpAuthError).failure, "AuthorizationFailed")
+      assert.include(error.message, demo.url)
+      assert.include(error.message, "the user closed the browser")
+    }))
+
+  it("a server without authorization metadata or registration: the failure names the step", async () => {
+    const server = createServer((_req, res) => res.writeHead(401, { "www-authenticate": "Bearer" }).end())
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`
+    try {
+      const error = await run(Effect.flip(McpConnect.http({ url, auth: signIn })))
+      assert.strictEqual(error._tag, "McpAuthError")
+      assert.include(["NoMetadata", "RegistrationRefused"], (error as McpAuth.McpAuthError).failure)
+    } finally {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+})
