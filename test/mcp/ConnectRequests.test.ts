@@ -103,6 +103,19 @@ const approver = (decide: (request: Approval.Request) => Approval.Decision) => {
   return { asked, layer }
 }
 
+/** Captures what is logged, with its level and annotations. */
+const capture = () => {
+  const logged: Array<{ level: string; message: string; annotations: Record<string, unknown> }> = []
+  const logger = Logger.make((options) =>
+    void logged.push({
+      level: options.logLevel,
+      message: (options.message as ReadonlyArray<unknown>).map(String).join(" "),
+      annotations: { ...options.fiber.getRef(References.CurrentLogAnnotations) }
+    })
+  )
+  return { logged, layer: Layer.mergeAll(Logger.layer([logger]), Layer.succeed(References.MinimumLogLevel, "All")) }
+}
+
 describe("McpConnect: elicitation through Approval", () => {
   it("is not advertised unless configured: the server cannot ask", () => {
     const fake = fakeServer()
@@ -146,6 +159,7 @@ describe("McpConnect: elicitation through Approval", () => {
       Approval.deny("no", "test")
     ]
     const { layer } = approver(() => answers.shift()!)
+    const logs = capture()
     return run(Effect.gen(function*() {
       const connection = yield* fake.connect({ elicitation: "approval" })
       const results = []
@@ -156,7 +170,20 @@ describe("McpConnect: elicitation through Approval", () => {
         { action: "decline" },
         { action: "decline" }
       ])
-    }).pipe(Effect.provide(layer)))
+      // an answer that does not fit is logged with where, never with what the user typed
+      expect(logs.logged.filter((l) => l.level === "Warn")).toEqual([
+        {
+          level: "Warn",
+          message: `tinyagents mcp: declined an elicitation: the answer does not fit the requested schema (at "age")`,
+          annotations: { mcpServer: "asker" }
+        },
+        {
+          level: "Warn",
+          message: `tinyagents mcp: declined an elicitation: the answer does not fit the requested schema (at "unknown")`,
+          annotations: { mcpServer: "asker" }
+        }
+      ])
+    }).pipe(Effect.provide([layer, logs.layer])))
   })
 
   it("Approve declines when the defaults leave a required field empty", () => {
@@ -275,18 +302,6 @@ describe("McpConnect: sampling through the ChatModel", () => {
 })
 
 describe("McpConnect: server log messages", () => {
-  const capture = () => {
-    const logged: Array<{ level: string; message: string; annotations: Record<string, unknown> }> = []
-    const logger = Logger.make((options) =>
-      void logged.push({
-        level: options.logLevel,
-        message: (options.message as ReadonlyArray<unknown>).map(String).join(" "),
-        annotations: { ...options.fiber.getRef(References.CurrentLogAnnotations) }
-      })
-    )
-    return { logged, layer: Layer.mergeAll(Logger.layer([logger]), Layer.succeed(References.MinimumLogLevel, "All")) }
-  }
-
   it("go to Effect's logger at the mapped level, annotated with the server (and logger)", () => {
     const fake = fakeServer()
     const { logged, layer } = capture()
