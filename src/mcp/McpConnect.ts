@@ -61,15 +61,26 @@ import type * as McpAuth from "./McpAuth.ts"
 import { authorizedFetch } from "./internal/authFetch.ts"
 import { type Caller, importTools, pendingLinks, type Skipped, type Source, sources } from "./internal/connectImport.ts"
 import { artifactOf, type CallResult, safetyOf as safetyOfAnnotations } from "./internal/connectMapping.ts"
+import { type Extras, extrasOf, type Failure as ExtrasFailure } from "./internal/connectPrompts.ts"
 import * as Requests from "./internal/connectRequests.ts"
 
 export type { Skipped, Source } from "./internal/connectImport.ts"
+export type { PromptInfo, PromptResult, ResourceInfo, ResourceTemplateInfo } from "./internal/connectPrompts.ts"
+
+/** What a failed prompt or resource request was doing (the start of its message). */
+const extrasFailureText: Record<ExtrasFailure["operation"], string> = {
+  prompts: "cannot list the prompts of",
+  resources: "cannot list the resources of",
+  get: "cannot get a prompt from",
+  read: "cannot read a resource of",
+  subscribe: "cannot subscribe to a resource of"
+}
 export type { LogLevel, SamplingOptions, SamplingRequest } from "./internal/connectRequests.ts"
 
 /** Connecting, listing or loading the MCP client failed. */
 export class McpConnectError extends Data.TaggedError("McpConnectError")<{
   readonly server: string
-  readonly operation: "load" | "connect" | "list"
+  readonly operation: "load" | "connect" | "list" | ExtrasFailure["operation"]
   readonly reason: string
   /** The last lines the server wrote to stderr (stdio servers). */
   readonly stderr?: string
@@ -79,6 +90,8 @@ export class McpConnectError extends Data.TaggedError("McpConnectError")<{
       ? "cannot load the MCP client (install @modelcontextprotocol/sdk)"
       : this.operation === "connect"
       ? `cannot connect to the MCP server "${this.server}"`
+      : this.operation !== "list"
+      ? `${extrasFailureText[this.operation]} the MCP server "${this.server}"`
       : `cannot list the tools of the MCP server "${this.server}"`
     return `${what}: ${this.reason}${this.stderr === undefined || this.stderr === "" ? "" : `\nserver stderr:\n${this.stderr}`}`
   }
@@ -137,8 +150,12 @@ export interface HttpOptions<R = never> extends Options {
   readonly auth?: McpAuth.Auth<R>
 }
 
-/** A live connection to one MCP server. */
-export interface Connection {
+/**
+ * A live connection to one MCP server: its tools as a registry, and its prompts and resources
+ * (`prompts`, `getPrompt`, `resources`, `readResource`, `subscribe`; a server without the
+ * capability lists none).
+ */
+export interface Connection extends Extras<McpConnectError> {
   /** The server's label (`options.name`, else its `serverInfo.name`). */
   readonly name: string
   /** What the server said about itself. */
@@ -330,7 +347,9 @@ export const transport = (
       refresh,
       skipped: () => skipped,
       listChanged: Effect.sync(() => notifications),
-      close: closeNow
+      close: closeNow,
+      ...(yield* extrasOf(client, requestTimeout, ({ operation, reason }) =>
+        new McpConnectError({ server, operation, reason, ...stderrOf() })))
     } satisfies Connection
   })
 

@@ -1,0 +1,279 @@
+/**
+ * Prompts and resources both ways: `McpPrompt` / `McpResource` served by
+ * `McpServe` (in process, Streamable HTTP) and read back with `McpConnect`
+ * (arguments derived from the schema and validated, messages of every kind,
+ * static / binary / templated reads, errors that say what failed and never
+ * what a defect held, capabilities only when there are some); the same
+ * client against the official `@modelcontextprotocol/server-everything`; and
+ * subscriptions end to end over stdio (`tinyagents mcp serve` of a module that
+ * exports prompts and resources).
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { Data, Effect, Fiber, Schema, type Scope, Stream } from "effect"
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "vitest"
+import * as Tool from "../../src/contract/Tool.ts"
+import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
+import { McpConnect, McpPrompt, McpResource, McpServe } from "../../src/mcp/index.ts"
+import type { EventLog } from "../../src/runtime/EventSink.ts"
+import * as Executor from "../../src/runtime/Executor.ts"
+import { RunContext } from "../../src/runtime/RunContext.ts"
+import * as StoreRegistry from "../../src/runtime/StoreRegistry.ts"
+import * as ToolServices from "../../src/runtime/ToolServices.ts"
+
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+
+class Jammed extends Data.TaggedError("Jammed")<{ readonly message: string }> {}
+
+const echo = Tool.make("echo", {
+  description: "Echoes.",
+  input: Schema.Struct({ text: Schema.String }),
+  safety: { access: "read", idempotent: true },
+  handler: ({ text }) => Effect.succeed(text)
+})
+
+const prompts = [
+  McpPrompt.make("summarize", {
+    title: "Summarize",
+    description: "Summarize a note.",
+    arguments: Schema.Struct({
+      key: Schema.String.annotate({ description: "the note's key" }),
+      words: Schema.optionalKey(Schema.FiniteFromString).annotate({ description: "at most this many words" })
+    }),
+    // the same services as the tools: the note comes from the server's store
+    handler: ({ key, words }) =>
+      Effect.gen(function*() {
+        const notes = yield* StoreRegistry.store("notes")
+        const text = yield* Effect.orDie(notes.get(key))
+        const run = yield* RunContext
+        return {
+          description: `summary of ${key}`,
+          messages: [
+            { role: "user", content: { type: "text", text: `Summarize in ${words ?? 50} words (${run.runId}):` } },
+            { role: "user", content: { type: "resource", resource: { uri: `notes://note/${key}`, mimeType: "text/plain", text: text ?? "" } } },
+            { role: "assistant", content: { type: "image", data: PNG, mimeType: "image/png" } }
+          ]
+        } as const
+      })
+  }),
+  McpPrompt.make("jammed", {
+    description: "Always fails.",
+    handler: () => Effect.fail(new Jammed({ message: "the widget is jammed" }))
+  }),
+  McpPrompt.make("broken", {
+    description: "Always dies.",
+    handler: () => Effect.die(new Error("secret internals at /srv/db"))
+  })
+]
+
+const resources = [
+  McpResource.make("notes://readme", {
+    name: "readme",
+    title: "Readme",
+    description: "About the notes.",
+    mimeType: "text/markdown",
+    read: Effect.succeed("# Notes")
+  }),
+  McpResource.make("notes://logo", {
+    name: "logo",
+    mimeType: "image/png",
+    read: Effect.sync(() => Uint8Array.from(Buffer.from(PNG, "base64")))
+  }),
+  McpResource.template("notes://note/{key}", {
+    name: "note",
+    description: "One note by key.",
+    mimeType: "text/plain",
+    read: ({ key }, uri) =>
+      Effect.flatMap(StoreRegistry.store("notes"), (notes) => Effect.orDie(notes.get(key))).pipe(
+        Effect.flatMap((text) => text === undefined ? Effect.fail(new McpResource.ResourceNotFound({ uri })) : Effect.succeed(text))
+      )
+  }),
+  McpResource.make("notes://broken", { name: "broken", read: Effect.die(new Error("secret internals at /srv/db")) })
+]
+
+const withServer = <A, E>(
+  options: Pick<McpServe.HttpOptions<RunContext | StoreRegistry.StoreRegistry>, "prompts" | "resources">,
+  use: (connection: McpConnect.Connection, url: string) => Effect.Effect<A, E, Scope.Scope>
+) =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const notes = yield* StoreRegistry.store("notes")
+      yield* notes.set("groceries", "eggs, milk, bread")
+      const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([echo]), { port: 0, ...options })
+      const connection = yield* McpConnect.http({ url: server.url })
+      return yield* use(connection, server.url)
+    }).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest({ runId: "prompts-run" })))
+  )
+
+const failure = <A, E>(effect: Effect.Effect<A, E>) => Effect.map(Effect.flip(effect), (error) => String((error as Error).message))
+
+describe("McpServe prompts and resources, read with McpConnect", () => {
+  it("lists prompts with their arguments derived from the schema", () =>
+    withServer({ prompts, resources }, (connection) =>
+      Effect.gen(function*() {
+        const listed = yield* connection.prompts
+        expect(listed.map((prompt) => prompt.name)).toEqual(["summarize", "jammed", "broken"])
+        expect(listed[0]).toEqual({
+          name: "summarize",
+          title: "Summarize",
+          description: "Summarize a note.",
+          arguments: [
+            { name: "key", description: "the note's key", required: true },
+            { name: "words", description: "at most this many words", required: false }
+          ]
+        })
+        expect(listed[1]!.arguments).toEqual([])
+      })))
+
+  it("gets a prompt: arguments decoded, services provided, text, resource and image messages", () =>
+    withServer({ prompts, resources }, (connection) =>
+      Effect.gen(function*() {
+        const result = yield* connection.getPrompt("summarize", { key: "groceries", words: "5" })
+        expect(result).toEqual({
+          description: "summary of groceries",
+          messages: [
+            { role: "user", content: { type: "text", text: "Summarize in 5 words (prompts-run):" } },
+            {
+              role: "user",
+              content: { type: "resource", resource: { uri: "notes://note/groceries", mimeType: "text/plain", text: "eggs, milk, bread" } }
+            },
+            { role: "assistant", content: { type: "image", data: PNG, mimeType: "image/png" } }
+          ]
+        })
+      })))
+
+  it("refuses invalid arguments, and reports failures and defects as errors that say which prompt", () =>
+    withServer({ prompts, resources }, (connection) =>
+      Effect.gen(function*() {
+        const missing = yield* failure(connection.getPrompt("summarize", {}))
+        expect(missing).toContain("Invalid arguments for prompt summarize")
+        expect(missing).toContain('["key"]')
+        expect(yield* failure(connection.getPrompt("summarize", { key: "groceries", words: "many" })))
+          .toContain("Invalid arguments for prompt summarize")
+        expect(yield* failure(connection.getPrompt("jammed"))).toContain("prompt jammed failed: the widget is jammed")
+        const broken = yield* failure(connection.getPrompt("broken"))
+        expect(broken).toContain("internal error in prompt broken")
+        expect(broken).not.toContain("secret")
+        expect(yield* failure(connection.getPrompt("nope"))).toContain("cannot get a prompt from")
+      })))
+
+  it("lists resources and templates (the artifacts' template included), and reads text, bytes and templates", () =>
+    withServer({ prompts, resources }, (connection) =>
+      Effect.gen(function*() {
+        const listed = yield* connection.resources
+        expect(listed.resources).toEqual([
+          { uri: "notes://readme", name: "readme", title: "Readme", description: "About the notes.", mimeType: "text/markdown" },
+          { uri: "notes://logo", name: "logo", mimeType: "image/png" },
+          { uri: "notes://broken", name: "broken" }
+        ])
+        expect(listed.templates.map((template) => template.uriTemplate)).toEqual(
+          expect.arrayContaining(["notes://note/{key}", "tinyagents://artifacts/{store}/{key}"])
+        )
+        expect(yield* connection.readResource("notes://readme")).toEqual([
+          { uri: "notes://readme", mimeType: "text/markdown", text: "# Notes" }
+        ])
+        expect(yield* connection.readResource("notes://logo")).toEqual([
+          { uri: "notes://logo", mimeType: "image/png", blob: PNG }
+        ])
+        expect(yield* connection.readResource("notes://note/groceries")).toEqual([
+          { uri: "notes://note/groceries", mimeType: "text/plain", text: "eggs, milk, bread" }
+        ])
+        expect(yield* failure(connection.readResource("notes://note/nothing"))).toContain("Resource not found: notes://note/nothing")
+        const broken = yield* failure(connection.readResource("notes://broken"))
+        expect(broken).toContain("internal error reading resource notes://broken")
+        expect(broken).not.toContain("secret")
+      })))
+
+  it("advertises prompts only when some are served", () =>
+    withServer({}, (connection, url) =>
+      Effect.gen(function*() {
+        expect(yield* connection.prompts).toEqual([])
+        const client = new Client({ name: "probe", version: "1" })
+        yield* Effect.promise(() => client.connect(new StreamableHTTPClientTransport(new URL(url))))
+        const capabilities = client.getServerCapabilities()
+        yield* Effect.promise(() => client.close())
+        expect(capabilities?.prompts).toBeUndefined()
+        // the artifacts' template is always there
+        expect(capabilities?.resources).toBeDefined()
+      })))
+
+  it("refuses a URI template that is not made of simple {param}s", async () => {
+    const exit = await Effect.runPromiseExit(
+      Effect.flatMap(ToolRegistry.make([echo]), (registry) =>
+        McpServe.serveHttp(registry, {
+          port: 0,
+          resources: [McpResource.template("notes://{+path}", { name: "bad", read: () => Effect.succeed("") })]
+        })).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest()))
+    )
+    expect(exit._tag).toBe("Failure")
+    expect(JSON.stringify(exit)).toContain("is not a simple {param} expression")
+  })
+})
+
+const everything = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url))
+
+const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope | ToolServices.Hidden | EventLog>) =>
+  Effect.runPromise(effect.pipe(Effect.scoped, Effect.provide(ToolServices.layerTest())))
+
+describe("McpConnect prompts and resources: server-everything over stdio", () => {
+  it("lists and gets its prompts", () =>
+    run(Effect.gen(function*() {
+      const connection = yield* McpConnect.stdio({ command: process.execPath, args: [everything, "stdio"] })
+      const listed = yield* connection.prompts
+      const args = listed.find((prompt) => prompt.name === "args-prompt")
+      expect(args?.arguments).toEqual([
+        { name: "city", description: "Name of the city", required: true },
+        // (its optional argument's description is lost on the server's side: zod's describe before optional)
+        expect.objectContaining({ name: "state", required: false })
+      ])
+      const got = yield* connection.getPrompt("args-prompt", { city: "Lyon" })
+      expect(got.messages).toEqual([{ role: "user", content: { type: "text", text: "What's weather in Lyon?" } }])
+    })), 30_000)
+
+  it("lists, reads and subscribes to its resources", () =>
+    run(Effect.gen(function*() {
+      const connection = yield* McpConnect.stdio({ command: process.execPath, args: [everything, "stdio"] })
+      const listed = yield* connection.resources
+      expect(listed.templates.map((template) => template.uriTemplate)).toEqual(
+        expect.arrayContaining(["demo://resource/dynamic/text/{resourceId}", "demo://resource/dynamic/blob/{resourceId}"])
+      )
+      const [text] = yield* connection.readResource("demo://resource/dynamic/text/7")
+      expect(text).toMatchObject({ uri: "demo://resource/dynamic/text/7", mimeType: "text/plain" })
+      expect((text as { readonly text: string }).text).toMatch(/^Resource 7: This is a plaintext resource/)
+      const [blob] = yield* connection.readResource("demo://resource/dynamic/blob/7")
+      expect(typeof (blob as { readonly blob: string }).blob).toBe("string")
+      // Its updates start when a tool is called; the subscription is made before the stream yields.
+      const uri = "demo://resource/dynamic/text/7"
+      const updates = yield* Stream.runCollect(Stream.take(connection.subscribe(uri), 1)).pipe(Effect.forkScoped)
+      yield* Effect.sleep("300 millis")
+      const executor = yield* Executor.make(yield* connection.registry)
+      const toggled = yield* executor.run({ id: "t1", name: "toggle-subscriber-updates", arguments: "{}" })
+      expect(toggled.isError).toBe(false)
+      const received = yield* Fiber.join(updates).pipe(Effect.timeout("10 seconds"))
+      expect(received).toEqual([uri])
+    })), 30_000)
+})
+
+const bin = fileURLToPath(new URL("../../src/cli/bin.ts", import.meta.url))
+const module = fileURLToPath(new URL("./fixtures/promptsResources.ts", import.meta.url))
+
+describe("tinyagents mcp serve of a module with prompts and resources, over stdio", () => {
+  it("serves them, and sends updates of a resource with changes to a subscriber", () =>
+    run(Effect.gen(function*() {
+      const connection = yield* McpConnect.stdio({
+        command: process.execPath,
+        args: ["--conditions=tinyagents-source", bin, "mcp", "serve", module]
+      })
+      expect((yield* connection.prompts).map((prompt) => prompt.name)).toEqual(["review"])
+      const review = yield* connection.getPrompt("review", { path: "src/a.ts", focus: "bugs" })
+      expect(review.messages[0]!.content).toEqual({ type: "text", text: "Review src/a.ts for bugs (thread cli)." })
+      expect(yield* connection.readResource("notes://note/a")).toEqual([{ uri: "notes://note/a", mimeType: "text/plain", text: "note a" }])
+      const updates = yield* Stream.runCollect(Stream.take(connection.subscribe("notes://clock"), 3)).pipe(
+        Effect.timeout("10 seconds")
+      )
+      expect(updates).toEqual(["notes://clock", "notes://clock", "notes://clock"])
+      const [read] = yield* connection.readResource("notes://clock")
+      expect((read as { readonly text: string }).text).toMatch(/^version [1-9]\d*$/)
+    })), 30_000)
+})
