@@ -7,12 +7,25 @@ import { Schema } from "effect"
 import { stringify } from "../internal/json.ts"
 import { JsonData, ToolError } from "./ToolError.ts"
 
-/** A block of model-facing content: text, or an image (base64 `data`). */
+/**
+ * The contents of an embedded resource (MCP's `TextResourceContents` / `BlobResourceContents`): its
+ * URI and MIME type, with its `text`, or its binary data as base64 `blob`.
+ */
+export type ResourceContents =
+  | { readonly uri: string; readonly mimeType?: string; readonly text: string }
+  | { readonly uri: string; readonly mimeType?: string; readonly blob: string }
+
+/**
+ * A block of model-facing content: text, an image or audio (base64 `data`), or an embedded resource.
+ * Provider formats that cannot carry a block get a short text in its place (see `ResultContent`).
+ */
 export type ContentBlock =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "image"; readonly data: string; readonly mimeType: string }
+  | { readonly type: "audio"; readonly data: string; readonly mimeType: string }
+  | { readonly type: "resource"; readonly resource: ResourceContents }
 
-/** What a tool's `toModelOutput` returns: text, or content blocks (text and images, in order). */
+/** What a tool's `toModelOutput` returns: text, or content blocks (text, images, audio, resources, in order). */
 export type ModelOutput = string | ContentBlock | ReadonlyArray<ContentBlock>
 
 /** Where a large output was stored whole. */
@@ -86,6 +99,15 @@ export const text = (text: string): ContentBlock => ({ type: "text", text })
 /** An image content block: base64 `data` and its MIME type (`image/png`, ...). */
 export const image = (data: string, mimeType: string): ContentBlock => ({ type: "image", data, mimeType })
 
+/** An audio content block: base64 `data` and its MIME type (`audio/wav`, ...). */
+export const audio = (data: string, mimeType: string): ContentBlock => ({ type: "audio", data, mimeType })
+
+/**
+ * An embedded resource block: a resource's `text` or base64 `blob` under its URI, as the tool read it
+ * (`ToolResult.resource({ uri: "file:///notes.md", mimeType: "text/markdown", text })`).
+ */
+export const resource = (contents: ResourceContents): ContentBlock => ({ type: "resource", resource: contents })
+
 /** A text content block holding `value` as JSON. */
 export const json = (value: unknown): ContentBlock => ({ type: "text", text: stringify(value) ?? "null" })
 
@@ -93,7 +115,10 @@ export const json = (value: unknown): ContentBlock => ({ type: "text", text: str
 export const contentOf = (output: ModelOutput): ReadonlyArray<ContentBlock> =>
   typeof output === "string" ? [text(output)] : Array.isArray(output) ? output : [output as ContentBlock]
 
-/** The model-facing text of a result: its text blocks joined by newlines. */
+/**
+ * The model-facing text of a result: its text blocks joined by newlines. Other blocks (images, audio,
+ * embedded resources, even text ones) are not part of it.
+ */
 export const textOf = (result: Pick<ToolResult, "content">): string => {
   const only = result.content.length === 1 ? result.content[0]! : undefined
   if (only !== undefined) return only.type === "text" ? only.text : ""
@@ -162,10 +187,18 @@ export const Audit: Schema.Codec<Audit, Omit<Audit, "metadata"> & { readonly met
     metadata: Schema.optionalKey(Schema.Record(Schema.String, JsonData))
   })
 
-/** The schema of a {@link ContentBlock}. */
+/** The schema of a {@link ResourceContents} (JSON as it is). */
+export const ResourceContents: Schema.Codec<ResourceContents> = Schema.Union([
+  Schema.Struct({ uri: Schema.String, mimeType: Schema.optionalKey(Schema.String), text: Schema.String }),
+  Schema.Struct({ uri: Schema.String, mimeType: Schema.optionalKey(Schema.String), blob: Schema.String })
+])
+
+/** The schema of a {@link ContentBlock} (JSON as it is). */
 export const ContentBlock: Schema.Codec<ContentBlock> = Schema.Union([
   Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
-  Schema.Struct({ type: Schema.Literal("image"), data: Schema.String, mimeType: Schema.String })
+  Schema.Struct({ type: Schema.Literal("image"), data: Schema.String, mimeType: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("audio"), data: Schema.String, mimeType: Schema.String }),
+  Schema.Struct({ type: Schema.Literal("resource"), resource: ResourceContents })
 ])
 
 /**

@@ -25,6 +25,7 @@
 import { type JSONSchema7, jsonSchema, type StopCondition, type Tool, toolModelMessageSchema, type ToolSet } from "ai"
 import type { ContentBlock } from "../contract/ToolResult.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
+import * as ResultContent from "../providers/ResultContent.ts"
 import * as Run from "./internal/run.ts"
 
 export { isToolCallError, ToolCallError } from "./internal/run.ts"
@@ -58,11 +59,20 @@ const isDefaultRendering = (result: ToolResult.ToolResult): boolean => {
 }
 
 /**
- * How an image reaches the model in a tool result: `file`, AI SDK 7's part
- * (`{ type: "file", mediaType, data: { type: "data", data } }`), or `image-data`,
- * AI SDK 6's (which 7 still reads, with a deprecation warning).
+ * How media reach the model in a tool result: `file`, AI SDK 7's part
+ * (`{ type: "file", mediaType, data: { type: "data", data } }`), or AI SDK 6's
+ * `image-data` for images and `file-data` for audio and binary resources (which 7
+ * still reads, with a deprecation warning).
  */
 export type ImageParts = "file" | "image-data"
+
+/** A file part of AI SDK 7. */
+interface FilePart {
+  readonly type: "file"
+  readonly mediaType: string
+  readonly data: { readonly type: "data"; readonly data: string }
+  readonly filename?: string
+}
 
 /** What the model reads for a tool result (a subset of the AI SDK's `ToolResultOutput`, in 6 and 7). */
 export type ModelOutput =
@@ -71,12 +81,9 @@ export type ModelOutput =
     readonly type: "content"
     readonly value: Array<
       | { readonly type: "text"; readonly text: string }
-      | {
-        readonly type: "file"
-        readonly mediaType: string
-        readonly data: { readonly type: "data"; readonly data: string }
-      }
+      | FilePart
       | { readonly type: "image-data"; readonly data: string; readonly mediaType: string }
+      | { readonly type: "file-data"; readonly data: string; readonly mediaType: string; readonly filename?: string }
     >
   }
 
@@ -91,27 +98,48 @@ const fileProbe = {
   }]
 }
 let detected: ImageParts | undefined
-/** The image parts the installed `ai` takes (`file` from 7 on, else `image-data`), learned once from its message schema. */
+/** The media parts the installed `ai` takes (`file` from 7 on, else `image-data` / `file-data`), learned once from its message schema. */
 export const imageParts = (): ImageParts =>
   detected ??= toolModelMessageSchema.safeParse(fileProbe).success ? "file" : "image-data"
 
+type ContentPart = Extract<ModelOutput, { readonly type: "content" }>["value"][number]
+
+/** A media part: AI SDK 7's `file`, or 6's `image-data` (images) and `file-data` (other media). */
+const mediaPart = (mediaType: string, data: string, parts: ImageParts, filename?: string): ContentPart =>
+  parts === "file"
+    ? { type: "file", mediaType, data: { type: "data", data }, ...(filename === undefined ? {} : { filename }) }
+    : mediaType.startsWith("image/") && filename === undefined
+    ? { type: "image-data", data, mediaType }
+    : { type: "file-data", data, mediaType, ...(filename === undefined ? {} : { filename }) }
+
 /**
- * What the model reads for a result: the executor's content blocks (text, or text
- * and images, as `images` parts: by default those the installed `ai` takes).
+ * What the model reads for a result: the executor's content blocks in order, text, or text and
+ * media parts (`images`: by default those the installed `ai` takes): images, audio and binary
+ * resources (named by their URI) as media, a text resource as text under its URI.
  */
-export const toModelOutput = (content: ReadonlyArray<ContentBlock>, images: ImageParts = imageParts()): ModelOutput =>
-  content.every((block) => block.type === "text")
-    ? { type: "text", value: ToolResult.textOf({ content }) }
-    : {
-      type: "content",
-      value: content.map((block) =>
-        block.type === "text"
-          ? { type: "text" as const, text: block.text }
-          : images === "file"
-          ? { type: "file" as const, mediaType: block.mimeType, data: { type: "data" as const, data: block.data } }
-          : { type: "image-data" as const, data: block.data, mediaType: block.mimeType }
-      )
-    }
+export const toModelOutput = (content: ReadonlyArray<ContentBlock>, images: ImageParts = imageParts()): ModelOutput => {
+  const blocks = ResultContent.contentFor({ content }, ResultContent.carriesMedia)
+  if (blocks.every((block) => block.type === "text")) return { type: "text", value: ToolResult.textOf({ content: blocks }) }
+  return {
+    type: "content",
+    value: blocks.map((block): ContentPart => {
+      switch (block.type) {
+        case "text":
+          return { type: "text", text: block.text }
+        case "image":
+        case "audio":
+          return mediaPart(block.mimeType, block.data, images)
+        case "resource":
+          return mediaPart(
+            block.resource.mimeType ?? "application/octet-stream",
+            "blob" in block.resource ? block.resource.blob : "",
+            images,
+            ResultContent.fileNameOf(block.resource)
+          )
+      }
+    })
+  }
+}
 
 /**
  * What `execute` throws: the `ToolCallError`, whose string is its message alone.

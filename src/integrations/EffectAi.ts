@@ -28,6 +28,7 @@ import type { Safety } from "../contract/Safety.ts"
 import * as Tool from "../contract/Tool.ts"
 import type * as ToolError from "../contract/ToolError.ts"
 import { repairable } from "../contract/ToolError.ts"
+import * as ResultContent from "../providers/ResultContent.ts"
 import * as ToolRegistry from "../contract/ToolRegistry.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 import type * as Executor from "../runtime/Executor.ts"
@@ -87,18 +88,31 @@ export const RenderedSchema: Schema.Codec<Rendered, unknown> = Schema.Unknown.pi
   )
 )
 
-/** The model-facing parts of a result: text parts, and images as file parts. */
+/**
+ * The model-facing parts of a result, in order: text parts; images, audio and binary resources
+ * (named by their URI) as file parts; a text resource as text under its URI.
+ */
 export const toModelOutput = (content: ReadonlyArray<ToolResult.ContentBlock>): Array<Prompt.ToolModelOutputPart> =>
-  content.map((block) =>
-    block.type === "text"
-      ? AiPromptParts.text(block.text)
-      : AiPromptParts.file(block.mimeType, block.data)
-  )
+  ResultContent.contentFor({ content }, ResultContent.carriesMedia).map((block) => {
+    switch (block.type) {
+      case "text":
+        return AiPromptParts.text(block.text)
+      case "image":
+      case "audio":
+        return AiPromptParts.file(block.mimeType, block.data)
+      case "resource":
+        return AiPromptParts.file(
+          block.resource.mimeType ?? "application/octet-stream",
+          "blob" in block.resource ? block.resource.blob : "",
+          ResultContent.fileNameOf(block.resource)
+        )
+    }
+  })
 
 const AiPromptParts = {
   text: (text: string): Prompt.ToolModelOutputPart => ({ type: "text", text }) as unknown as Prompt.ToolModelOutputPart,
-  file: (mediaType: string, data: string): Prompt.ToolModelOutputPart =>
-    ({ type: "file", mediaType, data }) as unknown as Prompt.ToolModelOutputPart
+  file: (mediaType: string, data: string, fileName?: string): Prompt.ToolModelOutputPart =>
+    ({ type: "file", mediaType, data, ...(fileName === undefined ? {} : { fileName }) }) as unknown as Prompt.ToolModelOutputPart
 }
 
 /** An exported tool: dynamic, with the spec's JSON Schema, returning failures as results. */

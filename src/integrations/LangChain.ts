@@ -9,7 +9,7 @@
  *
  * Invoked with a `ToolCall` (`tool.invoke(toolCall)`, as LangGraph's `ToolNode`
  * does), a tool returns a `ToolMessage`: `status: "success"` with the model-facing
- * content (redacted, offloaded output's head and tail, images as image blocks),
+ * content (redacted, offloaded output's head and tail, images, audio and files as standard blocks),
  * or `status: "error"` with the repairable error's text, so the model can
  * repair its call; `artifact` holds the executor's `ToolResult`. Arguments
  * LangChain's own JSON Schema check refuses still go to the executor, so the
@@ -24,6 +24,7 @@ import type { RunnableConfig } from "@langchain/core/runnables"
 import { DynamicStructuredTool, ToolInputParsingException } from "@langchain/core/tools"
 import type { ContentBlock } from "../contract/ToolResult.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
+import * as ResultContent from "../providers/ResultContent.ts"
 import * as Run from "./internal/run.ts"
 
 export { isToolCallError, ToolCallError } from "./internal/run.ts"
@@ -38,17 +39,34 @@ export interface Options<R> extends Run.Options<R> {
   readonly names?: "canonical" | "original"
 }
 
-/** LangChain message content for the executor's content blocks: a string, or text and image blocks. */
+/**
+ * LangChain message content for the executor's content blocks, in order: a string, or standard
+ * content blocks: `text`, `image` and `audio` (base64 `data`), a binary resource as a `file` named
+ * by its URI (`metadata.filename`), a text resource as text under its URI.
+ */
 export const toContent = (
   content: ReadonlyArray<ContentBlock>
-): string | Array<Record<string, unknown>> =>
-  content.every((block) => block.type === "text")
-    ? ToolResult.textOf({ content })
-    : content.map((block) =>
-      block.type === "text"
-        ? { type: "text", text: block.text }
-        : { type: "image", mimeType: block.mimeType, data: block.data }
-    )
+): string | Array<Record<string, unknown>> => {
+  const blocks = ResultContent.contentFor({ content }, ResultContent.carriesMedia)
+  return blocks.every((block) => block.type === "text")
+    ? ToolResult.textOf({ content: blocks })
+    : blocks.map((block) => {
+      switch (block.type) {
+        case "text":
+          return { type: "text", text: block.text }
+        case "image":
+        case "audio":
+          return { type: block.type, mimeType: block.mimeType, data: block.data }
+        case "resource":
+          return {
+            type: "file",
+            mimeType: block.resource.mimeType ?? "application/octet-stream",
+            data: "blob" in block.resource ? block.resource.blob : "",
+            metadata: { filename: ResultContent.fileNameOf(block.resource), uri: block.resource.uri }
+          }
+      }
+    })
+}
 
 interface ToolCallLike {
   readonly id?: string | undefined

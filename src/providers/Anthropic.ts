@@ -17,7 +17,7 @@ import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
 import * as AnthropicStrict from "./internal/anthropicStrict.ts"
-import { imagesOf, textOf } from "./internal/content.ts"
+import { contentFor, type Media } from "./internal/content.ts"
 import * as ExportTools from "./internal/exportTools.ts"
 import * as Names from "./internal/names.ts"
 import { inputSchemaOf } from "./internal/schema.ts"
@@ -101,11 +101,20 @@ export interface ImageBlockParam {
   }
 }
 
+/** `DocumentBlockParam` with a base64 PDF or a plain-text source, titled with the resource's URI. */
+export interface DocumentBlockParam {
+  readonly type: "document"
+  readonly source:
+    | { readonly type: "base64"; readonly media_type: "application/pdf"; readonly data: string }
+    | { readonly type: "text"; readonly media_type: "text/plain"; readonly data: string }
+  readonly title?: string
+}
+
 /** `ToolResultBlockParam`: the answer to one `tool_use` id (a mutable array, as the SDK's param wants). */
 export interface ToolResultBlockParam {
   readonly type: "tool_result"
   readonly tool_use_id: string
-  readonly content?: string | Array<TextBlockParam | ImageBlockParam>
+  readonly content?: string | Array<TextBlockParam | ImageBlockParam | DocumentBlockParam>
   readonly is_error?: boolean
   readonly cache_control?: CacheControlEphemeral | null
 }
@@ -218,31 +227,52 @@ export const toolCalls = <Block extends AnyBlock = ContentBlock>(
 
 const imageTypes = new Set(["image/jpeg", "image/png", "image/gif", "image/webp"])
 
+/**
+ * What a `tool_result` carries: images of the four types, text resources and PDF resources as
+ * documents (titled with their URI); the rest is described in text.
+ */
+const carries = (block: Media): true | string => {
+  switch (block.type) {
+    case "image":
+      return imageTypes.has(block.mimeType) || "Anthropic accepts JPEG, PNG, GIF and WebP images"
+    case "audio":
+      return "an Anthropic tool result carries no audio"
+    case "resource":
+      return "text" in block.resource || block.resource.mimeType === "application/pdf" ||
+        "an Anthropic document is a PDF or text"
+  }
+}
+
 const resultBlock = (result: ToolResult): ToolResultBlockParam => {
-  const images = imagesOf(result)
-  const text = textOf(result)
-  const supported = images.filter((image) => imageTypes.has(image.mimeType))
-  const notes = images.filter((image) => !imageTypes.has(image.mimeType)).map((image) =>
-    `[${image.mimeType} image omitted: Anthropic accepts JPEG, PNG, GIF and WebP]`
-  )
-  const fullText = [text, ...notes].filter((part) => part.length > 0).join("\n")
-  const content: string | Array<TextBlockParam | ImageBlockParam> = supported.length === 0
-    ? fullText
-    : [
-      ...(fullText.length === 0 ? [] : [{ type: "text" as const, text: fullText }]),
-      ...supported.map((image) => ({
-        type: "image" as const,
-        source: {
-          type: "base64" as const,
-          media_type: image.mimeType as ImageBlockParam["source"]["media_type"],
-          data: image.data
+  const blocks = contentFor(result, carries)
+  const parts = blocks.map((block): TextBlockParam | ImageBlockParam | DocumentBlockParam => {
+    switch (block.type) {
+      case "image":
+        return {
+          type: "image",
+          source: {
+            type: "base64",
+            media_type: block.mimeType as ImageBlockParam["source"]["media_type"],
+            data: block.data
+          }
         }
-      }))
-    ]
+      case "resource":
+        return {
+          type: "document",
+          source: "text" in block.resource
+            ? { type: "text", media_type: "text/plain", data: block.resource.text }
+            : { type: "base64", media_type: "application/pdf", data: block.resource.blob },
+          title: block.resource.uri
+        }
+      default:
+        return { type: "text", text: block.type === "text" ? block.text : "" }
+    }
+  })
+  const only = parts.length === 1 ? parts[0] : undefined
   return {
     type: "tool_result",
     tool_use_id: result.toolCallId,
-    content,
+    content: parts.length === 0 ? "" : only?.type === "text" ? only.text : parts,
     ...(result.isError ? { is_error: true } : {})
   }
 }

@@ -12,10 +12,11 @@
  * `GenerateContentResponse`, `Content` and `Part[]` pass as they are.
  */
 import { Result } from "effect"
+import { Base64 } from "effect/encoding"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
-import { imagesOf, textOf } from "./internal/content.ts"
+import { type Media, resourceText, textOf, valueWithoutMedia } from "./internal/content.ts"
 import * as ExportTools from "./internal/exportTools.ts"
 import * as GeminiOpenApi from "./internal/geminiOpenApi.ts"
 import * as Names from "./internal/names.ts"
@@ -241,10 +242,14 @@ const isPlainObject = (value: unknown): value is { readonly [key: string]: unkno
  * The `response` object: `{error}` for failures; for successes the value when
  * it is a plain object without `output`/`error` keys, else `{output: value}`.
  * A result without a value (or whose value went to an artifact) sends its text.
+ * Base64 data the value repeats from the result's media blocks (sent as parts)
+ * stands as a short note.
  */
 const responseOf = (result: ToolResult): { readonly [key: string]: unknown } => {
   if (result.isError) return { error: textOf(result) }
-  const value = result.value !== undefined && result.artifacts.length === 0 ? result.value : textOf(result)
+  const value = result.value !== undefined && result.artifacts.length === 0
+    ? valueWithoutMedia(result.value, result.content)
+    : textOf(result)
   return isPlainObject(value) && !("output" in value) && !("error" in value)
     ? value
     : { output: value }
@@ -257,9 +262,26 @@ export interface MessageOptions {
 }
 
 /**
+ * A block that is not text as a `FunctionResponsePart`: images, audio and binary resources as
+ * `inlineData` (the model decides which MIME types it reads); a text resource as `text/plain`
+ * `inlineData` holding its text under its URI (so it travels even when `response` is the value).
+ */
+const inlinePart = (block: Media): FunctionResponsePart => {
+  switch (block.type) {
+    case "image":
+    case "audio":
+      return { inlineData: { mimeType: block.mimeType, data: block.data } }
+    case "resource":
+      return "text" in block.resource
+        ? { inlineData: { mimeType: "text/plain", data: Base64.encode(resourceText(block.resource)) } }
+        : { inlineData: { mimeType: block.resource.mimeType ?? "application/octet-stream", data: block.resource.blob } }
+  }
+}
+
+/**
  * One user `Content` with a `functionResponse` part per result, in the order
- * given. Ids Gemini sent are echoed; made-up ones are not. Images travel as
- * `parts` of the function response.
+ * given. Ids Gemini sent are echoed; made-up ones are not. Images, audio and
+ * embedded resources travel as `parts` of the function response, in order.
  */
 export const toolMessages = (
   results: ReadonlyArray<ToolResult>,
@@ -269,14 +291,12 @@ export const toolMessages = (
   return {
     role: "user",
     parts: results.map((result) => {
-      const images = imagesOf(result)
+      const media = result.content.flatMap((block) => block.type === "text" ? [] : [inlinePart(block)])
       const functionResponse: FunctionResponse = {
         ...(result.toolCallId.startsWith(generatedIdPrefix) ? {} : { id: result.toolCallId }),
         name: names.get(result.toolCallId) ?? result.name,
         response: responseOf(result),
-        ...(images.length === 0
-          ? {}
-          : { parts: images.map((image) => ({ inlineData: { mimeType: image.mimeType, data: image.data } })) })
+        ...(media.length === 0 ? {} : { parts: media })
       }
       return { functionResponse }
     })

@@ -18,7 +18,7 @@ import type { ToolCall } from "../contract/ToolCall.ts"
 import { issuesOf } from "../contract/ToolInput.ts"
 import { formatPath } from "../contract/ToolError.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
-import { imagesOf, stringify, textOf } from "./internal/content.ts"
+import { contentFor, jsonWithoutMedia } from "./internal/content.ts"
 import * as ExportTools from "./internal/exportTools.ts"
 import * as Names from "./internal/names.ts"
 import { isRecord, toDraft2020 } from "./internal/schema.ts"
@@ -97,6 +97,24 @@ export interface ImageContent {
   readonly mimeType: string
 }
 
+/** `AudioContent`: base64 data. */
+export interface AudioContent {
+  readonly type: "audio"
+  readonly data: string
+  readonly mimeType: string
+}
+
+/** `EmbeddedResource`: a resource's contents, its `text` or its base64 `blob` (`TextResourceContents` / `BlobResourceContents`). */
+export interface EmbeddedResource {
+  readonly type: "resource"
+  readonly resource:
+    | { readonly uri: string; readonly mimeType?: string; readonly text: string }
+    | { readonly uri: string; readonly mimeType?: string; readonly blob: string }
+}
+
+/** A content block of a {@link CallToolResult} as {@link toolMessages} writes it. */
+export type ContentBlock = TextContent | ImageContent | AudioContent | EmbeddedResource
+
 /**
  * `CallToolResult`: execution errors are results with `isError: true`, not
  * protocol errors. A type alias, not an interface, so it has the implicit
@@ -104,7 +122,7 @@ export interface ImageContent {
  * mutable array, as the SDK's type has.
  */
 export type CallToolResult = {
-  readonly content: Array<TextContent | ImageContent>
+  readonly content: Array<ContentBlock>
   readonly structuredContent?: { readonly [key: string]: unknown }
   readonly isError?: boolean
 }
@@ -231,18 +249,15 @@ export interface MessageOptions {
 }
 
 /**
- * One `CallToolResult` per result, in the order given. An object `value`
- * becomes `structuredContent` (its JSON also stands in the text when the
- * result has none); a value that breaks the tool's output schema turns the
+ * One `CallToolResult` per result, in the order given, every content block as
+ * the MCP block of its type (text, image, audio, embedded resource). An object
+ * `value` becomes `structuredContent` (its JSON also stands in the text when
+ * the result has none, base64 data it repeats from the media blocks as a short
+ * note); a value that breaks the tool's output schema turns the
  * result into an error instead.
  */
 export const toolMessages = (results: ReadonlyArray<ToolResult>, options: MessageOptions = {}): Array<CallToolResult> =>
   results.map((result) => {
-    const images: ReadonlyArray<ImageContent> = imagesOf(result).map((image) => ({
-      type: "image",
-      data: image.data,
-      mimeType: image.mimeType
-    }))
     const structured = !result.isError && isRecord(result.value) ? result.value : undefined
     const spec = options.specs === undefined ? undefined : Names.specFor(options.specs, result.name)
     if (structured !== undefined && spec?.outputSchema !== undefined) {
@@ -257,10 +272,15 @@ export const toolMessages = (results: ReadonlyArray<ToolResult>, options: Messag
         }
       }
     }
-    const text = textOf(result)
-    const shown = text.length === 0 && structured !== undefined ? stringify(structured) : text
+    const blocks = contentFor(result, () => true)
+    const content = blocks.map((block): ContentBlock =>
+      block.type === "resource" ? { type: "resource", resource: block.resource } : block
+    )
+    if (!blocks.some((block) => block.type === "text") && (structured !== undefined || blocks.length === 0)) {
+      content.unshift({ type: "text", text: structured === undefined ? "" : jsonWithoutMedia(structured, result.content) ?? "null" })
+    }
     return {
-      content: [...(shown.length === 0 && images.length > 0 ? [] : [{ type: "text" as const, text: shown }]), ...images],
+      content,
       ...(structured === undefined ? {} : { structuredContent: structured }),
       isError: result.isError
     }

@@ -14,7 +14,7 @@
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
-import { textWithImageNotes } from "./internal/content.ts"
+import { textOnly } from "./internal/content.ts"
 import * as ExportTools from "./internal/exportTools.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
@@ -164,11 +164,12 @@ export const normalizeArguments: (spec: ToolSpec, args: unknown) => unknown = Op
 
 /**
  * One `role: "tool"` message per result, in the order given. Chat tool
- * messages carry text only: images are replaced by a note.
+ * messages carry text only: a text resource's text is shown under its URI,
+ * images, audio and binary resources are replaced by a note (`ResultContent.describe`).
  */
 export const toolMessages = (results: ReadonlyArray<ToolResult>): Array<ToolMessage> =>
   results.map((result) => ({
     role: "tool",
     tool_call_id: result.toolCallId,
-    content: textWithImageNotes(result, "a Chat Completions tool message")
+    content: textOnly(result, "a Chat Completions tool message carries text only")
   }))

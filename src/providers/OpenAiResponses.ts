@@ -13,7 +13,7 @@
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
-import { imagesOf, textOf } from "./internal/content.ts"
+import { contentFor, fileNameOf } from "./internal/content.ts"
 import * as ExportTools from "./internal/exportTools.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
@@ -80,11 +80,18 @@ export interface InputImage {
   readonly detail: "auto" | "low" | "high"
 }
 
+/** `ResponseInputFile` with its data as a data URL (`data:<mime>;base64,...`) and a file name. */
+export interface InputFile {
+  readonly type: "input_file"
+  readonly file_data: string
+  readonly filename: string
+}
+
 /** `FunctionCallOutputItemParam`: the answer to one `call_id` (a mutable array, as the SDK's param wants). */
 export interface FunctionCallOutput {
   readonly type: "function_call_output"
   readonly call_id: string
-  readonly output: string | Array<InputText | InputImage>
+  readonly output: string | Array<InputText | InputImage | InputFile>
 }
 
 // ---------------------------------------------------------------------------
@@ -171,23 +178,40 @@ export const normalizeArguments: (spec: ToolSpec, args: unknown) => unknown = Op
 // ---------------------------------------------------------------------------
 
 /**
- * One `function_call_output` per result, in the order given: plain text, or
- * an `input_text` / `input_image` list when the result has images.
+ * One `function_call_output` per result, in the order given: plain text, or an
+ * `input_text` / `input_image` / `input_file` list, in the result's order, when
+ * it has images or binary resources (files named by their URI). A text
+ * resource is text under its URI; audio, which a function call output cannot
+ * carry, is a note.
  */
 export const toolMessages = (results: ReadonlyArray<ToolResult>): Array<FunctionCallOutput> =>
   results.map((result) => {
-    const images = imagesOf(result)
-    const text = textOf(result)
+    const blocks = contentFor(
+      result,
+      (block) =>
+        block.type === "image" || block.type === "resource" && "blob" in block.resource ||
+        `a Responses function call output carries no ${block.type}`
+    )
+    const parts = blocks.map((block): InputText | InputImage | InputFile => {
+      switch (block.type) {
+        case "image":
+          return { type: "input_image", image_url: `data:${block.mimeType};base64,${block.data}`, detail: "auto" }
+        case "resource":
+          return {
+            type: "input_file",
+            file_data: `data:${block.resource.mimeType ?? "application/octet-stream"};base64,${
+              "blob" in block.resource ? block.resource.blob : ""
+            }`,
+            filename: fileNameOf(block.resource)
+          }
+        default:
+          return { type: "input_text", text: block.type === "text" ? block.text : "" }
+      }
+    })
+    const only = parts.length === 1 ? parts[0] : undefined
     return {
       type: "function_call_output",
       call_id: result.toolCallId,
-      output: images.length === 0 ? text : [
-        ...(text.length === 0 ? [] : [{ type: "input_text" as const, text }]),
-        ...images.map((image) => ({
-          type: "input_image" as const,
-          image_url: `data:${image.mimeType};base64,${image.data}`,
-          detail: "auto" as const
-        }))
-      ]
+      output: parts.length === 0 ? "" : only?.type === "input_text" ? only.text : parts
     }
   })

@@ -142,7 +142,7 @@ describe("toModelOutput", () => {
     Effect.gen(function*() {
       const result = yield* run("chart")
       const chat = OpenAiChat.toolMessages([result])[0]!
-      assert.strictEqual(chat.content, "Oslo: chart below\n[image/png image omitted: a Chat Completions tool message carries text only]")
+      assert.strictEqual(chat.content, "Oslo: chart below\n[image: image/png, 45 bytes; not sent: a Chat Completions tool message carries text only]")
       const responses = OpenAiResponses.toolMessages([result])[0]!
       assert.deepStrictEqual(responses.output, [
         { type: "input_text", text: "Oslo: chart below" },

@@ -23,6 +23,11 @@ import { McpConnect } from "../../src/mcp/index.ts"
 const server = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", import.meta.url))
 const root = realpathSync(mkdtempSync(join(tmpdir(), "tinyagents-mcp-fs-")))
 writeFileSync(join(root, "hello.txt"), "hello from the sandbox\n")
+/** A 1x1 PNG, a short WAV header and some bytes: what `read_media_file` returns as image, audio and embedded resource. */
+const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+writeFileSync(join(root, "dot.png"), Buffer.from(png, "base64"))
+writeFileSync(join(root, "tone.wav"), Buffer.from("RIFF\x24\x00\x00\x00WAVEfmt ", "latin1"))
+writeFileSync(join(root, "data.bin"), Buffer.from([0, 1, 2, 3, 4, 5]))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 const connect = McpConnect.stdio({ command: process.execPath, args: [server, root], name: "filesystem" })
@@ -69,6 +74,26 @@ describe("McpConnect: server-filesystem over stdio (confined to a temporary dire
       const written = yield* executor.run(call("c4", "write_file", { path: join(root, "new.txt"), content: "x" }))
       expect(written.isError).toBe(false)
       expect(readFileSync(join(root, "new.txt"), "utf8")).toBe("x")
+    })))
+
+  it("read_media_file: the model gets the image, audio or resource once, and a short text, not the base64 again", () =>
+    run(Effect.gen(function*() {
+      const connection = yield* connect
+      const executor = yield* Executor.make(yield* connection.registry)
+      const image = yield* executor.run(call("m1", "read_media_file", { path: join(root, "dot.png") }))
+      expect(image.isError).toBe(false)
+      expect(image.content).toEqual([
+        ToolResult.text(`{"content":[{"type":"image","data":"[image: image/png, 70 bytes; sent as a block]","mimeType":"image/png"}]}`),
+        ToolResult.image(png, "image/png")
+      ])
+      const audio = yield* executor.run(call("m2", "read_media_file", { path: join(root, "tone.wav") }))
+      expect(audio.content[1]).toMatchObject({ type: "audio", mimeType: "audio/wav" })
+      expect(ToolResult.textOf(audio)).toContain("[audio: audio/wav, 16 bytes; sent as a block]")
+      const binary = yield* executor.run(call("m3", "read_media_file", { path: join(root, "data.bin") }))
+      const uri = `file://${join(root, "data.bin")}`
+      expect(binary.content[1]).toEqual(ToolResult.resource({ uri, mimeType: "application/octet-stream", blob: "AAECAwQF" }))
+      expect(ToolResult.textOf(binary)).toContain(`[resource: ${uri}, application/octet-stream, 6 bytes; sent as a block]`)
+      for (const result of [image, audio, binary]) expect(ToolResult.textOf(result).length).toBeLessThan(300)
     })))
 
   it("consent on a remote destructive tool; receipts name the server", () =>

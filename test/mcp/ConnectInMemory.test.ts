@@ -77,24 +77,48 @@ describe("McpConnect.safetyOf", () => {
 })
 
 describe("mapResult", () => {
-  it("maps every content kind", () => {
+  it("maps every content kind: audio and embedded resources as blocks of their own", () => {
     const mapped = mapResult({
       content: [
         { type: "text", text: "a" },
         { type: "audio", data: "AAAA", mimeType: "audio/wav" },
         { type: "resource", resource: { uri: "file:///x.txt", text: "inside" } },
         { type: "resource", resource: { uri: "file:///y.bin", blob: "AAAA", mimeType: "application/zip" } },
+        { type: "audio", mimeType: "audio/wav" },
+        { type: "resource", resource: { text: "no uri" } },
         { type: "other", x: 1 }
       ]
     })
-    expect(mapped.content.map((b) => b.type === "text" ? b.text : b.type)).toEqual([
-      "a",
-      "[audio audio/wav, 3 bytes, not shown]",
-      "[resource file:///x.txt]\ninside",
-      "[resource file:///y.bin (application/zip), 3 bytes, not shown]",
-      `{"type":"other","x":1}`
+    expect(mapped.content).toEqual([
+      ToolResult.text("a"),
+      ToolResult.audio("AAAA", "audio/wav"),
+      ToolResult.resource({ uri: "file:///x.txt", text: "inside" }),
+      ToolResult.resource({ uri: "file:///y.bin", mimeType: "application/zip", blob: "AAAA" }),
+      ToolResult.text("[audio block without data or MIME type]"),
+      ToolResult.text("[resource block without a URI and a text or blob]"),
+      ToolResult.text(`{"type":"other","x":1}`)
     ])
     expect(mapResult({ content: [], structuredContent: { t: 1 } })).toMatchObject({ value: { t: 1 }, content: [{ type: "text", text: `{"t":1}` }] })
+  })
+
+  it("structured content that repeats a media block's data (read_media_file): the media, and its JSON with a note in place of the data", () => {
+    const png = "iVBORw0KGgo".repeat(400)
+    const image = { type: "image", data: png, mimeType: "image/png" }
+    const mapped = mapResult({ content: [image], structuredContent: { content: [image] } })
+    expect(mapped.content).toEqual([
+      ToolResult.text(
+        `{"content":[{"type":"image","data":"[image: image/png, 3 KB; sent as a block]","mimeType":"image/png"}]}`
+      ),
+      ToolResult.image(png, "image/png")
+    ])
+    expect(ToolResult.textOf(mapped)).not.toContain(png)
+    // the value stays as the server sent it
+    expect(mapped.value).toEqual({ content: [image] })
+    const blob = { type: "resource", resource: { uri: "file:///tmp/a.bin", mimeType: "application/octet-stream", blob: "AAECAw==" } }
+    expect(ToolResult.textOf(mapResult({ content: [blob], structuredContent: { content: [blob] } }))).toBe(
+      `{"content":[{"type":"resource","resource":{"uri":"file:///tmp/a.bin","mimeType":"application/octet-stream",` +
+        `"blob":"[resource: file:///tmp/a.bin, application/octet-stream, 4 bytes; sent as a block]"}}]}`
+    )
   })
 })
 

@@ -6,7 +6,7 @@ import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import * as Anthropic from "../../src/providers/Anthropic.ts"
 import * as ToolAnswers from "../../src/providers/ToolAnswers.ts"
 import { metaErrors2020 } from "./support/schemaChecks.ts"
-import { closed, failure, fixture, handSpec, imported, inputOf, registry, rejected, success } from "./support/tools.ts"
+import { closed, failure, fixture, handSpec, imported, inputOf, mixed, registry, rejected, success } from "./support/tools.ts"
 
 const official = fixture("anthropic.json")
 const officialTool = official.tools[0]
@@ -180,7 +180,7 @@ describe("Anthropic (providers.md cases)", () => {
     assert.deepStrictEqual(tools[1]!.cache_control, { type: "ephemeral", ttl: "1h" })
   })
 
-  it("images go as base64 image blocks; unsupported image types become a note", () => {
+  it("images go as base64 image blocks, in order; unsupported image types become a note", () => {
     const message = Anthropic.toolMessages([{
       ...success({ id: "toolu_i", name: "snap" }, "two images"),
       content: [
@@ -193,8 +193,26 @@ describe("Anthropic (providers.md cases)", () => {
       type: "tool_result",
       tool_use_id: "toolu_i",
       content: [
-        { type: "text", text: "two images\n[image/svg+xml image omitted: Anthropic accepts JPEG, PNG, GIF and WebP]" },
-        { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBO" } }
+        { type: "text", text: "two images" },
+        { type: "image", source: { type: "base64", media_type: "image/png", data: "iVBO" } },
+        { type: "text", text: "[image: image/svg+xml, 3 bytes; not sent: Anthropic accepts JPEG, PNG, GIF and WebP images]" }
+      ]
+    })
+  })
+
+  it("text and PDF resources go as documents titled with their URI; audio and other binaries become notes, in order", () => {
+    const message = Anthropic.toolMessages([mixed({ id: "toolu_m", name: "report" })])
+    assert.deepStrictEqual(message.content[0], {
+      type: "tool_result",
+      tool_use_id: "toolu_m",
+      content: [
+        { type: "text", text: "report\n[audio: audio/wav, 3 bytes; not sent: an Anthropic tool result carries no audio]" },
+        { type: "document", source: { type: "text", media_type: "text/plain", data: "# Notes" }, title: "file:///r/notes.md" },
+        { type: "document", source: { type: "base64", media_type: "application/pdf", data: "JVBE" }, title: "file:///r/report.pdf" },
+        {
+          type: "text",
+          text: "[resource: file:///r/all.zip, application/zip, 3 bytes; not sent: an Anthropic document is a PDF or text]"
+        }
       ]
     })
   })

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as Gemini from "../../src/providers/Gemini.ts"
 import { geminiOpenApiViolations, metaErrors2020 } from "./support/schemaChecks.ts"
-import { closed, failure, fixture, handSpec, imported, inputOf, registry, success } from "./support/tools.ts"
+import { closed, failure, fixture, handSpec, imported, inputOf, mixed, registry, success } from "./support/tools.ts"
 
 const official = fixture("gemini.json")
 const temperature = imported(official.declaration.name, official.declaration.parameters, {
@@ -197,5 +197,35 @@ describe("Gemini (providers.md cases)", () => {
     }
     // A tool without parameters omits `parameters`, as Google's docs do.
     assert.isUndefined(declarationOf({ type: "object", properties: {} }, { dialect: "openapi" }).parameters)
+  })
+
+  it("audio and embedded resources travel as inlineData parts, in order; a text resource as text/plain under its URI", () => {
+    const content = Gemini.toolMessages([mixed({ id: "g1", name: "report" })])
+    const response = content.parts[0]!.functionResponse
+    assert.deepStrictEqual(response.response, { output: "report" })
+    assert.deepStrictEqual(response.parts, [
+      { inlineData: { mimeType: "audio/wav", data: "UklG" } },
+      {
+        inlineData: {
+          mimeType: "text/plain",
+          data: Buffer.from("[resource: file:///r/notes.md, text/markdown]\n# Notes").toString("base64")
+        }
+      },
+      { inlineData: { mimeType: "application/pdf", data: "JVBE" } },
+      { inlineData: { mimeType: "application/zip", data: "UEsD" } }
+    ])
+  })
+
+  it("a value that repeats a media block's base64 sends a note in its place (the data goes once, as a part)", () => {
+    const png = "iVBORw0KGgo".repeat(100)
+    const result = {
+      ...success({ id: "g2", name: "read_media" }, "", { content: [{ type: "image", data: png, mimeType: "image/png" }] }),
+      content: [{ type: "image" as const, data: png, mimeType: "image/png" }]
+    }
+    const response = Gemini.toolMessages([result]).parts[0]!.functionResponse
+    assert.deepStrictEqual(response.response, {
+      content: [{ type: "image", data: "[image: image/png, 825 bytes; sent as a block]", mimeType: "image/png" }]
+    })
+    assert.deepStrictEqual(response.parts, [{ inlineData: { mimeType: "image/png", data: png } }])
   })
 })

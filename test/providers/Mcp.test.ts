@@ -9,7 +9,7 @@ import * as OpenAiChat from "../../src/providers/OpenAiChat.ts"
 import * as OpenAiResponses from "../../src/providers/OpenAiResponses.ts"
 import type { ProviderExportError } from "../../src/providers/ProviderExportError.ts"
 import { metaErrors2020, strictViolations, validate07, validate2020 } from "./support/schemaChecks.ts"
-import { closed, fixture, imported, inputOf, registry, rejected, resolve, success } from "./support/tools.ts"
+import { closed, fixture, imported, inputOf, mixed, registry, rejected, resolve, success } from "./support/tools.ts"
 
 const official = fixture("mcp.json")
 const protocol = fixture("mcp-2025-11-25.schema.subset.json")
@@ -227,6 +227,32 @@ describe("Mcp (providers.md cases)", () => {
       content: [{ type: "text", text: "pong" }, { type: "image", data: "iVBO", mimeType: "image/png" }]
     }])
     assert.deepStrictEqual(result!.content, [{ type: "text", text: "pong" }, { type: "image", data: "iVBO", mimeType: "image/png" }])
+    assert.deepStrictEqual(conforms("CallToolResult", result), [])
+  })
+
+  it("audio and embedded resources become AudioContent and EmbeddedResource, in order", () => {
+    const [result] = Mcp.toolMessages([mixed({ id: "m", name: "report" })])
+    assert.deepStrictEqual(result!.content, [
+      { type: "text", text: "report" },
+      { type: "audio", data: "UklG", mimeType: "audio/wav" },
+      { type: "resource", resource: { uri: "file:///r/notes.md", mimeType: "text/markdown", text: "# Notes" } },
+      { type: "resource", resource: { uri: "file:///r/report.pdf", mimeType: "application/pdf", blob: "JVBE" } },
+      { type: "resource", resource: { uri: "file:///r/all.zip", mimeType: "application/zip", blob: "UEsD" } }
+    ])
+    assert.deepStrictEqual(conforms("CallToolResult", result), [])
+  })
+
+  it("structured content with media and no text: its JSON stands in the text, media data as notes", () => {
+    const value = { frame: "UklGUklG", label: "beep" }
+    const [result] = Mcp.toolMessages([{
+      ...success({ id: "m2", name: "record" }, "", value),
+      content: [{ type: "audio", data: "UklGUklG", mimeType: "audio/wav" }]
+    }])
+    assert.deepStrictEqual(result!.content, [
+      { type: "text", text: `{"frame":"[audio: audio/wav, 6 bytes; sent as a block]","label":"beep"}` },
+      { type: "audio", data: "UklGUklG", mimeType: "audio/wav" }
+    ])
+    assert.deepStrictEqual(result!.structuredContent, value)
     assert.deepStrictEqual(conforms("CallToolResult", result), [])
   })
 })

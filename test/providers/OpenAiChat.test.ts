@@ -8,7 +8,7 @@ import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import * as OpenAiChat from "../../src/providers/OpenAiChat.ts"
 import type { ProviderExportError } from "../../src/providers/ProviderExportError.ts"
 import { metaErrors2020, strictViolations, validate2020 } from "./support/schemaChecks.ts"
-import { closed, failure, fixture, handSpec, imported, inputOf, registry, rejected, resolve, success } from "./support/tools.ts"
+import { closed, failure, fixture, handSpec, imported, inputOf, mixed, registry, rejected, resolve, success } from "./support/tools.ts"
 
 const official = fixture("openai-chat.json")
 const officialTool = official.request.tools[0]
@@ -99,8 +99,24 @@ describe("OpenAiChat golden (API reference 'Functions' example)", () => {
     }])
     assert.strictEqual(
       message!.content,
-      "see image\n[image/png image omitted: a Chat Completions tool message carries text only]"
+      "see image\n[image: image/png, 3 bytes; not sent: a Chat Completions tool message carries text only]"
     )
+  })
+
+  it("audio and binary resources become notes, a text resource its text under its URI (never base64)", () => {
+    const [message] = OpenAiChat.toolMessages([mixed({ id: "c2", name: "report" })])
+    const why = "not sent: a Chat Completions tool message carries text only"
+    assert.strictEqual(
+      message!.content,
+      [
+        "report",
+        `[audio: audio/wav, 3 bytes; ${why}]`,
+        "[resource: file:///r/notes.md, text/markdown]\n# Notes",
+        `[resource: file:///r/report.pdf, application/pdf, 3 bytes; ${why}]`,
+        `[resource: file:///r/all.zip, application/zip, 3 bytes; ${why}]`
+      ].join("\n")
+    )
+    for (const data of ["UklG", "JVBE", "UEsD"]) assert.notInclude(message!.content as string, data)
   })
 
   it("failing results are answered too, with their error text", () => {

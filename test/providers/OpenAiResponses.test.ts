@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as OpenAiResponses from "../../src/providers/OpenAiResponses.ts"
 import { metaErrors2020, strictViolations } from "./support/schemaChecks.ts"
-import { fixture, imported, inputOf, registry, success } from "./support/tools.ts"
+import { fixture, imported, inputOf, mixed, registry, success } from "./support/tools.ts"
 
 const official = fixture("openai-responses.json")
 const officialTool = official.tools[0]
@@ -35,6 +35,19 @@ describe("OpenAiResponses golden (function calling guide)", () => {
   it("a function_call_output answers each call_id", () => {
     const [call] = OpenAiResponses.toolCalls(official.response).calls
     assert.deepStrictEqual(OpenAiResponses.toolMessages([success(call!, "14 degrees celsius")]), [official.functionCallOutput])
+  })
+
+  it("binary resources travel as input_file data URLs named by their URI, in order; audio is a note, a text resource text", () => {
+    const [output] = OpenAiResponses.toolMessages([mixed({ id: "call_m", name: "report" })])
+    assert.deepStrictEqual(output!.output, [
+      {
+        type: "input_text",
+        text: "report\n[audio: audio/wav, 3 bytes; not sent: a Responses function call output carries no audio]\n" +
+          "[resource: file:///r/notes.md, text/markdown]\n# Notes"
+      },
+      { type: "input_file", file_data: "data:application/pdf;base64,JVBE", filename: "report.pdf" },
+      { type: "input_file", file_data: "data:application/zip;base64,UEsD", filename: "all.zip" }
+    ])
   })
 
   it("images travel as input_image data URLs next to the text", () => {

@@ -24,7 +24,7 @@ import {
   type StreamPart,
   type Usage
 } from "../ChatModel.ts"
-import { imagesOf, textOf } from "../../providers/ResultContent.ts"
+import { carriesMedia, contentFor, fileNameOf, textOf } from "../../providers/ResultContent.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
 import type { ToolResult } from "../../contract/ToolResult.ts"
@@ -95,10 +95,22 @@ const toolResultPart = (result: ToolResult, calledAs: string | undefined): Promp
     name: calledAs ?? result.name,
     isFailure: result.isError,
     result: result.isError || result.value === undefined ? text : result.value,
-    modelOutput: [
-      ...(text.length === 0 ? [] : [{ type: "text" as const, text }]),
-      ...imagesOf(result).map((image) => ({ type: "file" as const, mediaType: image.mimeType, data: image.data }))
-    ],
+    modelOutput: contentFor(result, carriesMedia).map((block) => {
+      switch (block.type) {
+        case "text":
+          return { type: "text" as const, text: block.text }
+        case "image":
+        case "audio":
+          return { type: "file" as const, mediaType: block.mimeType, data: block.data }
+        case "resource":
+          return {
+            type: "file" as const,
+            mediaType: block.resource.mimeType ?? "application/octet-stream",
+            fileName: fileNameOf(block.resource),
+            data: "blob" in block.resource ? block.resource.blob : ""
+          }
+      }
+    }),
     providerExecuted: false
   }
 }

@@ -8,6 +8,7 @@ import type { Safety } from "../../contract/Safety.ts"
 import * as ToolError from "../../contract/ToolError.ts"
 import * as ToolResult from "../../contract/ToolResult.ts"
 import type * as Mcp from "../../providers/Mcp.ts"
+import * as ResultContent from "../../providers/ResultContent.ts"
 
 /**
  * Safety from MCP tool annotations. Hints are taken as declared; a missing hint
@@ -47,7 +48,7 @@ export interface CallResult {
 
 /** What a call produced, mapped. */
 export interface Mapped {
-  /** The model-facing blocks: text and images, other blocks described in text. */
+  /** The model-facing blocks: text, images, audio and embedded resources; resource links and unknown blocks as text. */
   readonly content: ReadonlyArray<ToolResult.ContentBlock>
   /** The result's value: `structuredContent` when the server sent it, else its content blocks as sent. */
   readonly value: object
@@ -57,9 +58,26 @@ export interface Mapped {
 
 const str = (u: unknown): string | undefined => typeof u === "string" ? u : undefined
 
-const base64Bytes = (data: string): number => Math.floor((data.length * 3) / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0)
+/** An embedded resource's contents, when they are well formed (a URI, and a text or a base64 blob). */
+const resourceOf = (u: unknown): ToolResult.ResourceContents | undefined => {
+  if (typeof u !== "object" || u === null) return undefined
+  const fields = u as { readonly [key: string]: unknown }
+  const uri = str(fields.uri)
+  const mimeType = str(fields.mimeType)
+  const text = str(fields.text)
+  const blob = str(fields.blob)
+  if (uri === undefined || (text === undefined && blob === undefined)) return undefined
+  const base = { uri, ...(mimeType === undefined ? {} : { mimeType }) }
+  return text !== undefined ? { ...base, text } : { ...base, blob: blob! }
+}
 
-/** Maps a `CallToolResult`. */
+/**
+ * Maps a `CallToolResult`: text, image, audio and embedded resource blocks as the content blocks
+ * of their type, a resource link as a text line (and a link), an unknown block as its JSON. A
+ * result with `structuredContent` and no text gets its JSON as text, in which base64 data the
+ * result's media blocks carry stands as a short note (the filesystem server's `read_media_file`
+ * repeats its image there): the model reads the media once.
+ */
 export const mapResult = (result: CallResult): Mapped => {
   const blocks = result.content ?? []
   const content: Array<ToolResult.ContentBlock> = []
@@ -69,15 +87,17 @@ export const mapResult = (result: CallResult): Mapped => {
       case "text":
         content.push(ToolResult.text(str(block.text) ?? ""))
         break
-      case "image": {
+      case "image":
+      case "audio": {
         const data = str(block.data)
         const mimeType = str(block.mimeType)
-        if (data !== undefined && mimeType !== undefined) content.push(ToolResult.image(data, mimeType))
-        break
-      }
-      case "audio": {
-        const data = str(block.data) ?? ""
-        content.push(ToolResult.text(`[audio ${str(block.mimeType) ?? "?"}, ${base64Bytes(data)} bytes, not shown]`))
+        content.push(
+          data === undefined || mimeType === undefined
+            ? ToolResult.text(`[${block.type} block without data or MIME type]`)
+            : block.type === "image"
+            ? ToolResult.image(data, mimeType)
+            : ToolResult.audio(data, mimeType)
+        )
         break
       }
       case "resource_link": {
@@ -91,17 +111,8 @@ export const mapResult = (result: CallResult): Mapped => {
         break
       }
       case "resource": {
-        const resource = (block.resource ?? {}) as { readonly [key: string]: unknown }
-        const uri = str(resource.uri) ?? "?"
-        const text = str(resource.text)
-        const blob = str(resource.blob)
-        content.push(ToolResult.text(
-          text !== undefined
-            ? `[resource ${uri}]\n${text}`
-            : `[resource ${uri}${str(resource.mimeType) === undefined ? "" : ` (${str(resource.mimeType)})`}, ${
-              blob === undefined ? 0 : base64Bytes(blob)
-            } bytes, not shown]`
-        ))
+        const resource = resourceOf(block.resource)
+        content.push(resource === undefined ? ToolResult.text("[resource block without a URI and a text or blob]") : ToolResult.resource(resource))
         break
       }
       default:
@@ -109,8 +120,10 @@ export const mapResult = (result: CallResult): Mapped => {
     }
   }
   const structured = result.structuredContent
-  // With structured content and no text, the model reads the structured value as JSON.
-  if (structured !== undefined && !content.some((b) => b.type === "text")) content.unshift(ToolResult.json(structured))
+  // With structured content and no text, the model reads the structured value as JSON (media data as notes).
+  if (structured !== undefined && !content.some((b) => b.type === "text")) {
+    content.unshift(ToolResult.text(ResultContent.jsonWithoutMedia(structured, content) ?? "null"))
+  }
   return {
     content,
     value: structured ?? [...blocks],

@@ -4,27 +4,27 @@
  * template that serves the artifacts those calls stored. Transport-free: the
  * layers in `McpServe.ts` put these on stdio or Streamable HTTP.
  *
- * A call whose request carries `_meta.progressToken` gets a
- * `notifications/progress` for each `tool.progress` event of that call: the
- * call runs with an event sink that passes every event on to the server's sink
- * and sends the call's progress through `McpServer.notifications` in the
- * request's own context (which routes it to that request: on its response
- * stream over HTTP), waiting (at most {@link progressDeliveryMillis}) until it
- * is delivered, so that every notification precedes the call's result.
+ * While a call runs, its client hears of it (`callNotifications.ts`): a call
+ * whose request carries `_meta.progressToken` gets a `notifications/progress`
+ * for each `tool.progress` event of that call, and the handler's logs become
+ * `notifications/message`, redacted by the tool's `safety.redact`, all
+ * delivered before the call's result. The handler may ask the client
+ * (elicitation, sampling) through `McpServe.Client`, provided for the call.
  */
 import type { Cause } from "effect"
-import { Context, Duration, Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Layer } from "effect"
 import { McpSchema, McpServer } from "effect/ai"
 import type { Redact } from "../../contract/Safety.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
-import type * as ToolEvent from "../../contract/ToolEvent.ts"
 import { EventSink } from "../../runtime/EventSink.ts"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import type * as ToolResult from "../../contract/ToolResult.ts"
 import * as Executor from "../../runtime/Executor.ts"
 import * as StoreRegistry from "../../runtime/StoreRegistry.ts"
-import { redactStoredText } from "../../internal/redact/policy.ts"
+import { redactStoredText, scrubberOf } from "../../internal/redact/policy.ts"
 import * as Mcp from "../../providers/Mcp.ts"
+import { withLogs, withProgress } from "./callNotifications.ts"
+import { Client, fromServerClient } from "./serverClient.ts"
 
 /** What the registrations need from the caller. */
 export interface Settings<MR> {
@@ -74,12 +74,23 @@ const toCallToolResult = (
   const structured = spec.outputSchema !== undefined && message!.isError !== true
     ? message!.structuredContent
     : undefined
-  // Effect's `ImageContent.data` is the decoded bytes (it encodes them to base64 on the wire).
-  const content = (message!.content as ReadonlyArray<Content>).map((block) =>
-    block.type === "image" && typeof block.data === "string"
-      ? { ...block, data: Uint8Array.from(Buffer.from(block.data, "base64")) } as unknown as Content
-      : block
-  )
+  // Effect's `ImageContent.data`, `AudioContent.data` and a blob resource's `blob` are the decoded
+  // bytes (it encodes them to base64 on the wire).
+  const bytes = (base64: string) => Uint8Array.from(Buffer.from(base64, "base64"))
+  const content = message!.content.map((block): Content => {
+    switch (block.type) {
+      case "image":
+      case "audio":
+        return { ...block, data: bytes(block.data) } as Content
+      case "resource":
+        return {
+          type: "resource",
+          resource: "blob" in block.resource ? { ...block.resource, blob: bytes(block.resource.blob) } : block.resource
+        } as Content
+      default:
+        return block as Content
+    }
+  })
   return new McpSchema.CallToolResult({
     content: [...content, ...links],
     ...(structured === undefined ? {} : { structuredContent: structured }),
@@ -87,74 +98,12 @@ const toCallToolResult = (
   })
 }
 
-/** How long one progress notification may take to reach its client before it is given up on. */
-export const progressDeliveryMillis = 2_000
-
-type ProgressToken = string | number
-
 /** The request's progress token (`_meta.progressToken` of its `tools/call`), when it asked for progress. */
 const progressTokenOf = Effect.map(Effect.serviceOption(McpSchema.McpRequestContext), (context) => {
   if (context._tag === "None") return undefined
   const token = (context.value.requestMetadata as { readonly progressToken?: unknown } | undefined)?.progressToken
   return typeof token === "string" || typeof token === "number" ? token : undefined
 })
-
-/**
- * `sink`, also sending each `tool.progress` of call `callId` as a `notifications/progress` for `token`,
- * in `request` (the request's context, which routes the notification). The value of a report is its
- * count when it has one (with the total), else its fraction (of 1). The MCP spec requires `progress`
- * to increase with each notification: a report whose value is above the last one sent is sent with
- * it; a report with a message and no higher value (a message only, the same count again, a fraction
- * after a count) is sent a millionth above the last value, so the message reaches the client without
- * claiming progress; a report with neither is not sent (it is still a `tool.progress` event of the
- * server). `message` is the tool's.
- */
-/** How far above the last progress value a message-only notification goes. */
-const messageStep = 1e-6
-
-const withProgress = (
-  sink: EventSink["Service"],
-  callId: string,
-  token: ProgressToken,
-  request: Context.Context<never>,
-  server: McpServer.McpServer["Service"]
-): EventSink["Service"] => {
-  // MCP requires `progress` to increase with each notification: a report's own value (its count with
-  // its total, else its fraction of 1) is sent when it increases; a report with a message and no
-  // higher value is still sent, a millionth above the last value (it claims no progress)
-  let highest = 0
-  let total: number | undefined
-  const notify = (event: ToolEvent.ToolProgress): Effect.Effect<void> => {
-    const own = event.count ?? event.fraction
-    let progress: number
-    if (own !== undefined && own > highest) {
-      progress = own
-      total = event.count !== undefined ? event.total : 1
-    } else if (event.message !== undefined) {
-      progress = highest + messageStep
-      if (!(progress > highest)) return Effect.void
-    } else return Effect.void
-    highest = progress
-    return server.notifications["notifications/progress"]({
-      progressToken: token,
-      progress,
-      ...(total === undefined ? {} : { total }),
-      ...(event.message === undefined ? {} : { message: event.message })
-    }).pipe(
-      Effect.provideContext(request),
-      Effect.interruptible,
-      Effect.timeoutOption(Duration.millis(progressDeliveryMillis)),
-      Effect.ignore
-    )
-  }
-  return EventSink.of({
-    emit: (event) => {
-      if (event._tag !== "tool.progress" || event.toolCallId !== callId) return sink.emit(event)
-      // The server's sink first (its failure is passed on, for the executor to log), then the client.
-      return Effect.flatMap(Effect.exit(Effect.suspend(() => sink.emit(event))), (exit) => Effect.andThen(notify(event), exit))
-    }
-  })
-}
 
 /**
  * Registers every tool of `registry` on the `McpServer` in context, and the
@@ -212,14 +161,18 @@ export const registrations = <R, MR>(
               arguments: payload === undefined || payload === null ? {} : payload
             }
             const token = yield* progressTokenOf
-            const run = Effect.flatMap(current, (executor) => executor.run(call))
-            const exit = yield* Effect.exit(
-              token === undefined ? run : Effect.flatMap(
-                Effect.all([EventSink, Effect.context<never>()]),
-                ([sink, request]) =>
-                  Effect.provideService(run, EventSink, withProgress(sink, call.id, token, request, server))
-              )
-            )
+            const request = yield* Effect.context<never>()
+            const serverClient = yield* Effect.serviceOption(McpSchema.McpServerClient)
+            const sink = yield* EventSink
+            let run = Effect.flatMap(current, (executor) => executor.run(call))
+            if (token !== undefined) {
+              run = Effect.provideService(run, EventSink, withProgress(sink, call.id, token, request, server))
+            }
+            if (serverClient._tag === "Some") {
+              run = Effect.provideService(run, Client, fromServerClient(serverClient.value))
+            }
+            run = withLogs(run, spec.name, scrubberOf(spec.safety.redact, call.arguments), request, server)
+            const exit = yield* Effect.exit(run)
             if (Exit.isSuccess(exit)) return toCallToolResult(exit.value, spec, remember(spec.safety.redact, call.arguments))
             // A fatal error (or a repairable one with `repair: false`): still a tool result, never a
             // protocol error; its message is the model-safe text (a defect reads "internal error in tool X").

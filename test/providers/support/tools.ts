@@ -98,3 +98,18 @@ export const handSpec = (name: string, inputSchema: ToolSchema.JsonSchemaObject)
   idempotency: "none",
   options: {}
 })
+
+/**
+ * A result with every kind of block, in this order: text, audio (`UklG`, 3 bytes), a text resource,
+ * a PDF resource and a zip resource (blobs `JVBE` and `UEsD`, 3 bytes each).
+ */
+export const mixed = (call: Pick<ToolCall, "id" | "name">): ToolResult.ToolResult => ({
+  ...success(call, "report"),
+  content: [
+    ToolResult.text("report"),
+    ToolResult.audio("UklG", "audio/wav"),
+    ToolResult.resource({ uri: "file:///r/notes.md", mimeType: "text/markdown", text: "# Notes" }),
+    ToolResult.resource({ uri: "file:///r/report.pdf", mimeType: "application/pdf", blob: "JVBE" }),
+    ToolResult.resource({ uri: "file:///r/all.zip", mimeType: "application/zip", blob: "UEsD" })
+  ]
+})

@@ -69,7 +69,7 @@ import { type Claims, StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
-import type * as ToolResult from "../../../contract/ToolResult.ts"
+import * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Redact } from "../../../contract/Safety.ts"
 import { scrubberOf, secretsOf, withoutSecretsText, withoutSecretsValue } from "../../../internal/redact/policy.ts"
 import { scrubResult } from "../../../internal/redact/result.ts"
@@ -95,15 +95,10 @@ const firstPoll = 5
 /** The longest wait between two looks at a key claimed elsewhere. */
 const maxPoll = 200
 
-const Block = Schema.Union([
-  Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
-  Schema.Struct({ type: Schema.Literal("image"), data: Schema.String, mimeType: Schema.String })
-])
-
 /** What is stored per key: enough to answer the call again. */
 const Stored = Schema.Struct({
   storedAt: Schema.Number,
-  content: Schema.Array(Block),
+  content: Schema.Array(ToolResult.ContentBlock),
   value: Schema.optionalKey(Schema.Unknown),
   /** The values the storing call's arguments held under the tool's redacted keys: a replay is scrubbed of them. */
   scrub: Schema.optionalKey(Schema.Array(Schema.String))

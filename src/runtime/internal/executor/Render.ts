@@ -5,7 +5,7 @@
  * value as JSON text); `finalize` redacts the model-facing text blocks and
  * value (`scrubResult`, which the `redaction` middleware uses too) and offloads
  * text over the threshold to the artifact store, keeping a bounded head and
- * tail (other blocks, such as images, are kept as they are). Error results (a
+ * tail (other blocks, such as images, audio and embedded resources, are kept after it, not measured). Error results (a
  * middleware's refusal) have their text and error redacted.
  * The artifact store keeps the full text as the handler produced it, before
  * redaction (`textOf` of the encoded output): the store holds what the tool
@@ -151,8 +151,8 @@ export const make = (config: Config) => {
     const modelText = ToolResult.textOf(redacted)
     if (modelText.length <= limit) return Effect.succeed(redacted)
     const fullText = ToolResult.textOf(result)
-    /** Blocks that are not text (images) stay as they are, after the text. */
-    const others = result.content.filter((block) => block.type !== "text")
+    /** Blocks that are not text (images, audio, embedded resources) stay, redacted, after the text. */
+    const others = redacted.content.filter((block) => block.type !== "text")
     const keepHead = Math.min(config.head, Math.floor(limit * 0.6))
     const keepTail = Math.min(config.tail, Math.floor(limit * 0.2))
     const key = `${runId}/${call.id}`
