@@ -111,7 +111,9 @@ describe("tinyagents (the command line)", () => {
           ["throws.ts", "cannot load tools module"],
           ["bad-layer.ts", "the export \"layer\" is an object, not a Layer"],
           ["effect.ts", "the default export is an Effect (export default a ToolRegistry or an array of tools; export the registry itself"],
-          ["bad-names.ts", "invalid tool registry"]
+          ["bad-names.ts", "invalid tool registry"],
+          ["bad-prompts.ts", "in the export \"prompts\", item 1 is not made with McpPrompt.make"],
+          ["bad-resources.ts", "the export \"resources\" is an object, not an array (make them with McpResource.make or McpResource.template)"]
         ] as const
         for (const [name, message] of cases) {
           const { code, stderr, stdout } = yield* cli("tools", fixture(name))
@@ -162,6 +164,29 @@ describe("tinyagents (the command line)", () => {
             "crash  read     -                              Throws: a defect."
           ].join("\n")
         )
+      }))
+
+    it.effect("then the prompts and resources the module exports (the tools only with --json)", () =>
+      Effect.gen(function*() {
+        const { code, stderr, stdout } = yield* cli("tools", fixture("prompts.ts"))
+        assert.strictEqual(code, 0)
+        assert.strictEqual(stderr, "")
+        const [tools, ...extras] = stdout.split("\n\n")
+        assert.strictEqual(tools!.split("\n").length, 5)
+        assert.deepStrictEqual(extras, [
+          [
+            "PROMPT  ARGUMENTS     DESCRIPTION",
+            "review  path, focus?  Asks for a review of one file.",
+            "hello   -"
+          ].join("\n"),
+          [
+            "RESOURCE            MIME           DESCRIPTION",
+            "notes://readme      text/markdown  About the notes.",
+            "notes://note/{key}  -              One note by key."
+          ].join("\n")
+        ])
+        const json = yield* cli("tools", fixture("prompts.ts"), "--json")
+        assert.deepStrictEqual((JSON.parse(json.stdout) as ReadonlyArray<Cli.ToolSummary>).map((t) => t.name), ["add", "greet", "fail", "crash"])
       }))
 
     it.effect("a registry default export, original names, keyed tools and workspace roots", () =>
@@ -427,12 +452,30 @@ describe("tinyagents (the command line)", () => {
       Effect.gen(function*() {
         const { code, stderr, stdout } = yield* cli("mcp", "tools", "--", ...server)
         assert.strictEqual(code, 0, stderr)
-        const rows = stdout.split("\n")
+        const [tools, resources, ...rest] = stdout.split("\n\n")
+        const rows = tools!.split("\n")
         assert.deepStrictEqual(rows.map((row) => row.split(/\s+/)[0]), ["TOOL", "add", "greet", "fail", "crash"])
         assert.match(rows[1]!, /^add +read +idempotent,#mcp,#mcp:tinyagents +Adds two integers\.$/)
+        // no prompts; the one resource template is the artifacts'
+        assert.match(resources!, /^RESOURCE +MIME +DESCRIPTION\ntinyagents:\/\/artifacts\/\{store\}\/\{key\} +- +The whole output/)
+        assert.deepStrictEqual(rest, [])
         const json = yield* cli("mcp", "tools", "--json", "--", ...server)
         const summaries = JSON.parse(json.stdout) as ReadonlyArray<Cli.ToolSummary>
         assert.deepStrictEqual(summaries.map((t) => [t.name, t.safety.access]), [["add", "read"], ["greet", "write"], ["fail", "network"], ["crash", "read"]])
+      }), 60_000)
+
+    it.live("mcp serve serves the prompts and resources a module exports; mcp tools lists them", () =>
+      Effect.gen(function*() {
+        const { code, stderr, stdout } = yield* cli("mcp", "tools", "--", ...server.slice(0, -1), fixture("prompts.ts"))
+        assert.strictEqual(code, 0, stderr)
+        const [, prompts, resources] = stdout.split("\n\n")
+        assert.strictEqual(prompts, [
+          "PROMPT  ARGUMENTS     DESCRIPTION",
+          "review  path, focus?  Asks for a review of one file.",
+          "hello   -"
+        ].join("\n"))
+        const uris = resources!.split("\n").slice(1).map((row) => row.split(/\s+/)[0])
+        assert.deepStrictEqual(uris, ["notes://readme", "tinyagents://artifacts/{store}/{key}", "notes://note/{key}"])
       }), 60_000)
 
     it.live("mcp serve --http serves the module (with its layer) until interrupted; calls print events on stderr", () =>

@@ -3,14 +3,16 @@
  * serves a tools module (`McpServe`, on stdio or Streamable HTTP); `mcp tools -- <command>` or
  * `--url <url>` lists a server's tools as they are imported (`McpConnect`).
  */
-import { Console, Effect, Option } from "effect"
+import { Console, Effect, Option, Redacted } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import * as McpAuth from "../../mcp/McpAuth.ts"
 import * as McpConnect from "../../mcp/McpConnect.ts"
 import * as McpServe from "../../mcp/McpServe.ts"
+import * as StoreRegistry from "../../runtime/StoreRegistry.ts"
 import { failedAs, UsageError } from "../internal/errors.ts"
 import { eventsFlag } from "../internal/events.ts"
 import { hideCliServices, load, moduleArgument, withModuleServices } from "../internal/toolsModule.ts"
-import { printTools } from "./tools.ts"
+import { formatExtras, printTools } from "./tools.ts"
 
 /** What a module serves: "2 tool(s)", and its prompts and resources when it has some. */
 const served = (loaded: { readonly registry: { readonly names: ReadonlyArray<string> }; readonly prompts: ReadonlyArray<unknown>; readonly resources: ReadonlyArray<unknown> }) =>
@@ -67,11 +69,27 @@ const mcpServeCommand = Command.make("serve", {
 const mcpToolsCommand = Command.make("tools", {
   url: Flag.String("url").pipe(Flag.withDescription("The server's Streamable HTTP endpoint"), Flag.optional),
   json: Flag.Boolean("json").pipe(Flag.withDescription("Print the list as JSON"), Flag.withDefault(false)),
+  oauthPort: Flag.Int("oauth-port").pipe(
+    Flag.withDescription(
+      "With --url, for a server that wants OAuth: the loopback port the browser is sent back to (http://127.0.0.1:<port>/callback; default a free one)"
+    ),
+    Flag.optional
+  ),
+  clientId: Flag.String("client-id").pipe(
+    Flag.withDescription(
+      "With --url: a pre-registered OAuth client id (no dynamic registration); its secret, if any, from TINYAGENTS_MCP_CLIENT_SECRET"
+    ),
+    Flag.optional
+  ),
+  clientCredentials: Flag.Boolean("client-credentials").pipe(
+    Flag.withDescription("With --client-id: the client credentials grant (a service, no browser) instead of a user's sign-in"),
+    Flag.withDefault(false)
+  ),
   command: Argument.String("command").pipe(
     Argument.withDescription("After --: the command that starts a stdio server, and its arguments"),
     Argument.variadic()
   )
-}, ({ command, json, url }) =>
+}, ({ clientCredentials, clientId, command, json, oauthPort, url }) =>
   Effect.scoped(Effect.gen(function*() {
     const [program, ...args] = command
     if (Option.isSome(url) === (program !== undefined)) {
@@ -80,27 +98,84 @@ const mcpToolsCommand = Command.make("tools", {
     if (Option.isSome(url) && !URL.canParse(url.value)) {
       return yield* new UsageError({ detail: `--url: not a URL: ${url.value}` })
     }
+    if (Option.isNone(url) && (Option.isSome(oauthPort) || Option.isSome(clientId) || clientCredentials)) {
+      return yield* new UsageError({ detail: "--oauth-port, --client-id and --client-credentials go with --url" })
+    }
     const connection = yield* (Option.isSome(url)
-      ? McpConnect.http({ url: url.value })
-      : McpConnect.stdio({ command: program!, args })).pipe(failedAs("mcp tools"))
+      ? Effect.flatMap(
+        oauthFor({ port: oauthPort, clientId, clientCredentials }),
+        (auth) =>
+          McpConnect.http({ url: url.value, auth }).pipe(Effect.provide(StoreRegistry.layerMemory), failedAs("mcp tools"))
+      )
+      : McpConnect.stdio({ command: program!, args }).pipe(failedAs("mcp tools")))
     const registry = yield* connection.registry
     for (const skipped of connection.skipped()) {
       yield* Console.error(`skipped ${JSON.stringify(skipped.name)}: ${skipped.reason}`)
     }
     yield* printTools(registry.specs, json)
+    if (!json) {
+      const prompts = yield* connection.prompts.pipe(failedAs("mcp tools"))
+      const { resources, templates } = yield* connection.resources.pipe(failedAs("mcp tools"))
+      const extras = formatExtras(prompts, [
+        ...resources,
+        ...templates.map((template) => ({ ...template, uri: template.uriTemplate }))
+      ])
+      if (extras !== "") yield* Console.log(extras)
+    }
     yield* connection.close
   }))).pipe(
     Command.withDescription(
-      "Connect to an MCP server (a command to spawn, after --, or --url) and list its tools as tinyagents imports them: canonical names, and safety from the server's annotations (a tool without hints counts as mutate, destructive, networked)."
+      "Connect to an MCP server (a command to spawn, after --, or --url) and list its tools as tinyagents imports them: canonical names, and safety from the server's annotations (a tool without hints counts as mutate, destructive, networked); then its prompts, resources and resource templates (not with --json, which lists the tools). An OAuth-protected --url server: the sign-in URL is printed on stderr and the browser comes back to a loopback port (--oauth-port); or --client-id with --client-credentials and the secret in TINYAGENTS_MCP_CLIENT_SECRET. Tokens stay in memory."
     ),
     Command.withExamples([
       {
         command: "tinyagents mcp tools -- npx -y @modelcontextprotocol/server-everything",
         description: "A stdio server"
       },
-      { command: "tinyagents mcp tools --url http://127.0.0.1:8080/mcp --json", description: "A Streamable HTTP server, as JSON" }
+      { command: "tinyagents mcp tools --url http://127.0.0.1:8080/mcp --json", description: "A Streamable HTTP server, as JSON" },
+      {
+        command: "tinyagents mcp tools --url https://mcp.example.com/mcp --oauth-port 8976",
+        description: "An OAuth-protected server: open the printed URL to sign in; the browser comes back to 127.0.0.1:8976"
+      }
     ])
   )
+
+/** The environment variable `--client-id`'s secret is read from (never a flag: command lines are visible to other users). */
+const clientSecretVariable = "TINYAGENTS_MCP_CLIENT_SECRET"
+
+/**
+ * `mcp tools --url`'s OAuth: the client credentials grant with `--client-credentials`, else a user's
+ * sign-in (the authorization code grant): the authorization URL is printed to stderr and the browser's
+ * redirect comes back to a loopback listener. Tokens stay in memory for the command's run.
+ */
+const oauthFor = (options: {
+  readonly port: Option.Option<number>
+  readonly clientId: Option.Option<string>
+  readonly clientCredentials: boolean
+}) =>
+  Effect.gen(function*() {
+    const secretText = process.env[clientSecretVariable]
+    const clientSecret = secretText === undefined || secretText === "" ? undefined : Redacted.make(secretText)
+    if (options.clientCredentials) {
+      if (Option.isNone(options.clientId) || clientSecret === undefined) {
+        return yield* new UsageError({ detail: `--client-credentials needs --client-id and ${clientSecretVariable}` })
+      }
+      return McpAuth.clientCredentials({ clientId: options.clientId.value, clientSecret })
+    }
+    if (Option.isSome(options.port) && !(options.port.value >= 0 && options.port.value <= 65535)) {
+      return yield* new UsageError({ detail: `--oauth-port takes a port from 0 to 65535, not ${options.port.value}` })
+    }
+    const local = yield* McpAuth.loopback({
+      ...(Option.isSome(options.port) ? { port: options.port.value } : {}),
+      show: (url) => Console.error(`tinyagents: the server wants you to sign in; open this URL in a browser:\n${url.href}`)
+    }).pipe(failedAs("mcp tools"))
+    return McpAuth.authorizationCode({
+      ...local,
+      clientName: "tinyagents CLI",
+      ...(Option.isSome(options.clientId) ? { clientId: options.clientId.value } : {}),
+      ...(clientSecret === undefined ? {} : { clientSecret })
+    })
+  })
 
 /** `tinyagents mcp serve` and `tinyagents mcp tools`. */
 export const mcpCommand = Command.make("mcp").pipe(
