@@ -6,10 +6,12 @@
  * credentials, and each failure as an `McpAuthError`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Logger, Redacted, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, Logger, Redacted, Schedule, Scope } from "effect"
+import { TestConsole } from "effect/testing"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { type DemoServer, serveDemo } from "../../scratchpad/mcp-oauth-server.ts"
+import * as Cli from "../../src/cli/Cli.ts"
 import { McpAuth, McpConnect } from "../../src/mcp/index.ts"
 import { EventLog } from "../../src/runtime/EventSink.ts"
 import * as Executor from "../../src/runtime/Executor.ts"
@@ -196,5 +198,42 @@ describe("McpAuth", () => {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     }
+  })
+
+  describe("tinyagents mcp tools --url (the CLI)", () => {
+    const lines = (entries: ReadonlyArray<unknown>) => entries.map(String).join("\n")
+
+    it("prints the authorization URL on stderr and takes the browser's redirect on a loopback port", () =>
+      withDemo((demo) =>
+        Effect.runPromise(Effect.gen(function*() {
+          const listing = yield* Cli.run(["mcp", "tools", "--url", demo.url], { version: "1.2.3" }).pipe(Effect.forkChild)
+          const authorizationUrl = yield* TestConsole.errorLines.pipe(
+            Effect.map((entries) => /^http:\/\/127\.0\.0\.1:\d+\/authorize\S*$/m.exec(lines(entries))?.[0]),
+            Effect.flatMap((url) => url === undefined ? Effect.fail("not yet") : Effect.succeed(url)),
+            Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo({ times: 500 })))
+          )
+          assert.match(new URL(authorizationUrl).searchParams.get("redirect_uri")!, /^http:\/\/127\.0\.0\.1:\d+\/callback$/)
+          yield* Effect.promise(() => fetch(authorizationUrl)) // the browser: the server redirects it to the loopback listener
+          assert.strictEqual(Cli.exitCode(yield* Fiber.await(listing)), 0)
+          assert.include(lines(yield* TestConsole.logLines), "list_notes")
+          assert.include(lines(yield* TestConsole.errorLines), "open this URL in a browser")
+          for (const token of demo.issued()) assert.notInclude(lines(yield* TestConsole.errorLines), token)
+        }).pipe(Effect.provide([Cli.layer, Layer.fresh(TestConsole.layer)])))
+      ))
+
+    it("--client-credentials reads the secret from TINYAGENTS_MCP_CLIENT_SECRET; without it, a usage error", () =>
+      withDemo((demo) =>
+        Effect.runPromise(Effect.gen(function*() {
+          const args = ["mcp", "tools", "--url", demo.url, "--client-id", "service", "--client-credentials"]
+          const missing = yield* Effect.exit(Cli.run(args, { version: "1.2.3" }))
+          assert.strictEqual(Cli.exitCode(missing), 2)
+          process.env["TINYAGENTS_MCP_CLIENT_SECRET"] = "cli-secret-value"
+          const listed = yield* Effect.exit(Cli.run(args, { version: "1.2.3" })).pipe(
+            Effect.ensuring(Effect.sync(() => delete process.env["TINYAGENTS_MCP_CLIENT_SECRET"]))
+          )
+          assert.strictEqual(Cli.exitCode(listed), 0)
+          assert.include(lines(yield* TestConsole.logLines), "save_note")
+          assert.deepStrictEqual(demo.seen.grants, ["client_credentials"])
+        }).pipe(Effect.provide([Cli.layer, Layer.fresh(TestConsole.layer)]))), { clientSecret: "cli-secret-value" }))
   })
 })
