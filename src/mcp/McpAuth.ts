@@ -18,8 +18,10 @@
  *   most `maxStepUps` times for one request and never twice for the same challenge.
  * - Tokens are refreshed with their refresh token when they expire or the server refuses them.
  * - Tokens, client registrations, PKCE verifiers and discovered metadata are kept in a
- *   `StoreRegistry` store (`"mcp-auth"` unless `store` says otherwise), keyed by the server URL, so
- *   a file-system or database registry keeps a user signed in across processes. They never appear
+ *   `StoreRegistry` store (`"mcp-auth"` unless `store` says otherwise) under the keys
+ *   `tokens <server>`, `client <server>`, `verifier <server>` and `discovery <server>` (`<server>`:
+ *   the URL's origin and path), so a file-system or database registry keeps a user signed in across
+ *   processes. They never appear
  *   in events, logs or errors: an {@link McpAuthError} names the step and the server, and any
  *   secret its detail would quote is replaced by `<redacted>`.
  *
