@@ -28,8 +28,31 @@
  * - Progress: a `tools/call` whose request carries `_meta.progressToken`
  *   gets a `notifications/progress` for each `tool.progress` of its call
  *   (`ToolProgress`: `progress` is the tool's count with its `total`, else
- *   its fraction of 1; `message` its redacted message), each delivered
- *   before the call's result. Other requests get none.
+ *   its fraction of 1, as reported, the first one included, even at 0;
+ *   `message` its redacted message), each delivered before the call's
+ *   result. `progress` must increase with each notification: a later report
+ *   that does not raise it sends its message as a `notifications/message`
+ *   instead. Other requests get none.
+ * - Logging (`logging` capability): what a handler logs (`Effect.log`,
+ *   `Effect.logWarning`, ...) during a served call also goes to the calling
+ *   client as `notifications/message` (logger: the tool's name; the text and
+ *   the messages of a logged cause, redacted like the call's result), at or
+ *   above the level the client set with `logging/setLevel` (default `info`),
+ *   each delivered before the call's result. The server's own loggers keep
+ *   their minimum level.
+ * - Asking the client: while a tool runs as a served `tools/call`, its
+ *   handler can reach the calling client through {@link Client}
+ *   (`elicit`, `createMessage`); read it with
+ *   `Effect.serviceOption(McpServe.Client)` (absent outside MCP serving, so
+ *   it never enters a tool's requirements).
+ * - Capabilities: `tools`, `logging`, `resources` (the artifacts), and
+ *   `completions` only when a registered prompt or resource template has a
+ *   completion.
+ * - HTTP: DNS-rebinding protection (a loopback server accepts only a
+ *   loopback `Host`, and a browser `Origin` only when it is the server's own
+ *   or listed in `allowedOrigins`), and a session's request may name any
+ *   protocol version the server supports in `MCP-Protocol-Version` (an
+ *   unsupported one is refused with 400).
  * - `notifications/cancelled` interrupts the running call (the executor
  *   reports `tool.failed` with reason `cancelled`); so do a client that goes
  *   away (a dropped HTTP connection, a `DELETE` of its session, the end of
@@ -69,12 +92,21 @@ import type * as ToolRegistry from "../contract/ToolRegistry.ts"
 import type * as Executor from "../runtime/Executor.ts"
 import * as Mcp from "../providers/Mcp.ts"
 import type { ProviderExportError } from "../providers/ProviderExportError.ts"
+import { guard } from "./internal/httpGuard.ts"
 import { registrations } from "./internal/registrations.ts"
 import { extras } from "./internal/serveExtras.ts"
 import type * as McpPrompt from "./McpPrompt.ts"
 import type * as McpResource from "./McpResource.ts"
 
 export { artifactUri } from "./internal/registrations.ts"
+export {
+  Client,
+  ClientRequestError,
+  type CreateMessageParams,
+  type CreateMessageResult,
+  type ElicitResult,
+  type ElicitSchema
+} from "./internal/serverClient.ts"
 
 /** Options of every server. `MR`: the services the executor's middleware, the prompts and the resources need. */
 export interface Options<MR = never> {
@@ -123,8 +155,10 @@ export interface HttpOptions<MR = never> extends Options<MR> {
   /** The MCP endpoint. Default `"/mcp"`. */
   readonly path?: `/${string}`
   /**
-   * Browser `Origin`s accepted; a request with any other `Origin` header is refused (DNS-rebinding
-   * protection; clients that send none, such as the SDK on Node, are unaffected). Default: none.
+   * Browser `Origin`s accepted besides the server's own (`http://localhost:<port>`, and the other
+   * loopback names, when it listens on a loopback interface); a request with any other `Origin`
+   * header is refused with 403 (DNS-rebinding protection; clients that send none, such as the SDK
+   * on Node, are unaffected). `tinyagents mcp serve --allow-origin <origin>`. Default: none.
    */
   readonly allowedOrigins?: ReadonlyArray<string>
   /** Accept `DELETE` with `Mcp-Session-Id`: a client ends its session, and its running calls are cancelled. Default `true`. */
@@ -146,12 +180,74 @@ export interface HttpServer {
 export type Requirements<R, MR> = [Executor.Requirements<R | MR>][0]
 
 /** Protocol revisions offered (the official SDK 1.x speaks 2025-11-25 and earlier). */
-const protocols = [
+const offered = [
   McpProtocol.v2025_11_25,
   McpProtocol.v2025_06_18,
   McpProtocol.v2025_03_26,
   McpProtocol.v2024_11_05
 ] as const
+
+/**
+ * Effect's `McpServer` advertises `completions` whatever is registered (and answers
+ * `completion/complete` for an unknown reference with -32602): it is advertised here only when a
+ * registered prompt or resource template has a completion, as the registrations report through
+ * {@link seeingCompletions}.
+ */
+const advertisingCompletions = <P extends McpProtocol.AnyProtocolAdapter>(protocol: P, served: () => boolean): P => ({
+  ...protocol,
+  installHandlers: (core, lifecycle, target) =>
+    protocol.installHandlers(
+      core,
+      lifecycle === undefined ? undefined : {
+        ...lifecycle,
+        initialize: (...args: ReadonlyArray<unknown>) =>
+          Effect.map(
+            lifecycle.initialize(...args),
+            (result: { readonly capabilities: object }) => ({
+              ...result,
+              capabilities: { ...result.capabilities, completions: served() }
+            })
+          )
+      },
+      target
+    )
+})
+
+/** `registrations`, with `seen.completions` set once one of them registers a completion. */
+const seeingCompletions = <E>(
+  registrations: Layer.Layer<never, E, McpServer.McpServer>,
+  seen: { completions: boolean }
+): Layer.Layer<never, E, McpServer.McpServer> => {
+  const note = (completions: Readonly<Record<string, unknown>>) => {
+    if (Object.keys(completions).length > 0) seen.completions = true
+  }
+  return Layer.provide(
+    registrations,
+    Layer.effect(
+      McpServer.McpServer,
+      Effect.map(McpServer.McpServer, (server) =>
+        Object.assign(Object.create(server) as McpServer.McpServer["Service"], {
+          addPrompt: (options: Parameters<McpServer.McpServer["Service"]["addPrompt"]>[0]) => {
+            note(options.completions)
+            return server.addPrompt(options)
+          },
+          addResourceTemplate: (options: Parameters<McpServer.McpServer["Service"]["addResourceTemplate"]>[0]) => {
+            note(options.completions)
+            return server.addResourceTemplate(options)
+          }
+        }))
+    )
+  )
+}
+
+/** The protocols a server offers, and its registrations, advertising `completions` only when served. */
+const protocolsFor = <E>(registrations: Layer.Layer<never, E, McpServer.McpServer>) => {
+  const seen = { completions: false }
+  return {
+    protocols: offered.map((protocol) => advertisingCompletions(protocol, () => seen.completions)) as unknown as typeof offered,
+    registrations: seeingCompletions(registrations, seen)
+  }
+}
 
 const prepare = <R, MR>(registry: ToolRegistry.ToolRegistry<R>, options: Options<MR>) =>
   Effect.gen(function*() {
@@ -228,8 +324,7 @@ export const serveStdio = <R, MR = never>(
     const tools = yield* prepare(registry, options)
     const server = McpServer.layerStdio({
       ...serverInfo(options),
-      protocols,
-      registrations: tools
+      ...protocolsFor(tools)
     }).pipe(Layer.provide(NodeStdio.layer))
     // Effect's stdio protocol interrupts the fiber that built it when its output ends (made for
     // `Layer.launch`): build it in a fiber of its own, so closing the scope never interrupts the caller.
@@ -278,16 +373,20 @@ export const serveHttp = <R, MR = never>(
     const tools = yield* prepare(registry, options)
     const host = options.host ?? "127.0.0.1"
     const path = options.path ?? "/mcp"
+    // Origins are checked by `guard` (which passes Effect's own check no `Origin` header).
     const mcp = McpServer.layerHttp({
       ...serverInfo(options),
       path,
-      protocols,
-      ...(options.allowedOrigins === undefined ? {} : { allowedOrigins: options.allowedOrigins }),
       allowSessionTermination: options.allowSessionTermination ?? true,
-      registrations: tools
+      ...protocolsFor(tools)
     })
     const node = createServer()
-    const server = HttpRouter.serve(mcp, { disableLogger: true, disableListenLog: true }).pipe(
+    const middleware = guard({
+      host,
+      allowedOrigins: options.allowedOrigins ?? [],
+      versions: offered.map((protocol) => protocol.protocolVersion)
+    })
+    const server = HttpRouter.serve(mcp, { disableLogger: true, disableListenLog: true, middleware }).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => node, { port: options.port, host }))
     )
     const context = yield* Layer.build(server)
