@@ -1,9 +1,10 @@
 /**
  * The model sees what the tool chooses: `toModelOutput` renders an output as
- * text, JSON or content blocks (text and images) while the structured value
- * stays on the result; redaction and artifact offloading still apply to the
- * text blocks, images are kept; every provider renders every block kind
- * (Chat Completions, text only, gets a placeholder for an image).
+ * text, JSON or content blocks (text, images, audio, embedded resources) while
+ * the structured value stays on the result; redaction and artifact offloading
+ * still apply to the text blocks (redaction also to text resources), media are
+ * kept; every provider renders every block kind (Chat Completions, text only,
+ * gets a placeholder for an image).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
@@ -121,6 +122,54 @@ describe("toModelOutput", () => {
       assert.isAtMost(ToolResult.textOf(result).length, 1_000)
       assert.include(ToolResult.textOf(result), "stored as artifact")
       assert.deepStrictEqual(result.content[1], { type: "image", data: png, mimeType: "image/png" })
+    }).pipe(Effect.provide(test)))
+
+  it.effect("audio and embedded resources: kept in order; a text resource's text is redacted, also after an offload", () =>
+    Effect.gen(function*() {
+      const recording = Tool.make("recording", {
+        description: "A long transcript, the audio, the transcript as a resource and the raw file.",
+        input: Schema.Struct({}),
+        safety: { access: "read", redact: { patterns: [/sk-[a-z0-9]+/] } },
+        toModelOutput: (transcript) => [
+          ToolResult.text(String(transcript)),
+          ToolResult.audio("UklGRg==", "audio/wav"),
+          ToolResult.resource({ uri: "rec://1/transcript", mimeType: "text/plain", text: "said sk-abc123 aloud" }),
+          ToolResult.resource({ uri: "rec://1/raw", blob: "UklGRg==" })
+        ],
+        handler: () => Effect.succeed("word ".repeat(1_000))
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([recording]), { artifacts: { threshold: 1_000 } })
+      const result = yield* executor.run(call("c1", "recording"))
+      assert.lengthOf(result.artifacts, 1)
+      assert.include(ToolResult.textOf(result), "stored as artifact")
+      assert.deepStrictEqual(result.content.slice(1), [
+        ToolResult.audio("UklGRg==", "audio/wav"),
+        ToolResult.resource({ uri: "rec://1/transcript", mimeType: "text/plain", text: "said [redacted] aloud" }),
+        ToolResult.resource({ uri: "rec://1/raw", blob: "UklGRg==" })
+      ])
+      // the result's schema (journals, durable runs) keeps every block
+      const encoded = Schema.encodeSync(ToolResult.ToolResult)(result)
+      assert.deepStrictEqual(Schema.decodeUnknownSync(ToolResult.ToolResult)(JSON.parse(JSON.stringify(encoded))).content, result.content)
+    }).pipe(Effect.provide(test)))
+
+  it.effect("a keyed tool's replay returns its audio and resources as stored", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const speak = Tool.make("speak", {
+        description: "Speaks a line once per id.",
+        input: Schema.Struct({ id: Schema.String }),
+        safety: { access: "write" },
+        idempotency: ({ id }) => id,
+        toModelOutput: (id) => [ToolResult.audio("UklGRg==", "audio/wav"), ToolResult.resource({ uri: `line://${id}`, text: "hi" })],
+        handler: ({ id }) => Effect.sync(() => (runs++, id))
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([speak]))
+      const first = yield* executor.run(call("c1", "speak", { id: "a" }))
+      const again = yield* executor.run(call("c2", "speak", { id: "a" }))
+      assert.strictEqual(runs, 1)
+      assert.isTrue(again.idempotency?.replayed)
+      assert.deepStrictEqual(again.content, first.content)
+      assert.deepStrictEqual(again.content, [ToolResult.audio("UklGRg==", "audio/wav"), ToolResult.resource({ uri: "line://a", text: "hi" })])
     }).pipe(Effect.provide(test)))
 
   it.effect("a toModelOutput that throws is a ToolDefect", () =>

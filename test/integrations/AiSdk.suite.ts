@@ -73,6 +73,14 @@ export const majors: Record<6 | 7, Major> = {
   7: { major: 7, image: { type: "file-data", data: "iVBORw0KGgo=", mediaType: "image/png" } }
 }
 
+/** The `recording` tool's result (text, audio, a text resource, a PDF) as the (V3) mock model reads it, in 6 and 7. */
+const recordingParts = [
+  { type: "text", text: "recorded: hello" },
+  { type: "file-data", data: "UklGRg==", mediaType: "audio/wav" },
+  { type: "text", text: "[resource: rec://1/transcript.txt, text/plain]\nhello" },
+  { type: "file-data", data: "JVBERg==", mediaType: "application/pdf", filename: "take.pdf" }
+]
+
 export const suite = ({ major, image }: Major) => describe(`AiSdk.toolSet (ai ${major})`, () => {
   it(`runs against ai ${major}`, () => {
     // `isStepCount` (7's name for `stepCountIs`) and `file` tool-result parts arrived with 7
@@ -207,6 +215,19 @@ export const suite = ({ major, image }: Major) => describe(`AiSdk.toolSet (ai ${
     await runtime.dispose()
   })
 
+  it("audio and embedded resources reach the model as media parts in order, a text resource as text", async () => {
+    const { recording } = await import("./support.ts")
+    const { runtime, executor } = await setUp([recording])
+    const { tools } = AiSdk.toolSet({ executor, services: runtime })
+    const model = new MockLanguageModelV3({
+      doGenerate: [callTurn([["call_r", "recording", { line: "hello" }]]), answer("heard")]
+    })
+    await generateText({ model, tools, prompt: "record", stopWhen: stepCountIs(3) })
+    const toolMessage = model.doGenerateCalls[1]!.prompt.find((m) => m.role === "tool")!
+    expect((toolMessage.content[0] as { output: unknown }).output).toEqual({ type: "content", value: recordingParts })
+    await runtime.dispose()
+  })
+
   it("uses ToolCallContext ids from the SDK", async () => {
     const whoami = (await import("./support.ts")).whoami
     const { runtime, executor } = await setUp([whoami])
@@ -227,6 +248,34 @@ export const suite = ({ major, image }: Major) => describe(`AiSdk.toolSet (ai ${
       value: [{ type: "image-data", data: "AA==", mediaType: "image/png" }]
     })
     expect(AiSdk.toModelOutput(content)).toEqual(AiSdk.toModelOutput(content, AiSdk.imageParts()))
+  })
+
+  it("toModelOutput writes audio and binary resources as file parts (6: file-data), a text resource as text", () => {
+    const content = [
+      { type: "audio" as const, data: "UklG", mimeType: "audio/wav" },
+      { type: "resource" as const, resource: { uri: "file:///r/notes.md", text: "# Notes" } },
+      { type: "resource" as const, resource: { uri: "file:///r/a.pdf", mimeType: "application/pdf", blob: "JVBE" } }
+    ]
+    expect(AiSdk.toModelOutput(content, "file")).toEqual({
+      type: "content",
+      value: [
+        { type: "file", mediaType: "audio/wav", data: { type: "data", data: "UklG" } },
+        { type: "text", text: "[resource: file:///r/notes.md]\n# Notes" },
+        { type: "file", mediaType: "application/pdf", data: { type: "data", data: "JVBE" }, filename: "a.pdf" }
+      ]
+    })
+    expect(AiSdk.toModelOutput(content, "image-data")).toEqual({
+      type: "content",
+      value: [
+        { type: "file-data", data: "UklG", mediaType: "audio/wav" },
+        { type: "text", text: "[resource: file:///r/notes.md]\n# Notes" },
+        { type: "file-data", data: "JVBE", mediaType: "application/pdf", filename: "a.pdf" }
+      ]
+    })
+    expect(AiSdk.toModelOutput([{ type: "resource", resource: { uri: "file:///r/notes.md", text: "# Notes" } }])).toEqual({
+      type: "text",
+      value: "[resource: file:///r/notes.md]\n# Notes"
+    })
   })
 })
 

@@ -126,6 +126,25 @@ const ShopLayer = Shop.toLayer({
       : Effect.succeed({ productId: `${productId}@${context.toolCallId}`, available: 42 })
 })
 
+describe("EffectAi.toModelOutput", () => {
+  it("text parts; images, audio and binary resources (named by their URI) as file parts; a text resource as text, in order", () => {
+    const parts = EffectAi.toModelOutput([
+      ToolResult.text("take 1"),
+      ToolResult.image("iVBO", "image/png"),
+      ToolResult.audio("UklG", "audio/wav"),
+      ToolResult.resource({ uri: "rec://1/notes.txt", text: "hello" }),
+      ToolResult.resource({ uri: "rec://1/take.pdf", mimeType: "application/pdf", blob: "JVBE" })
+    ])
+    assert.deepStrictEqual(parts.map((part) => ({ ...part })), [
+      { type: "text", text: "take 1" },
+      { type: "file", mediaType: "image/png", data: "iVBO" },
+      { type: "file", mediaType: "audio/wav", data: "UklG" },
+      { type: "text", text: "[resource: rec://1/notes.txt]\nhello" },
+      { type: "file", mediaType: "application/pdf", data: "JVBE", fileName: "take.pdf" }
+    ] as unknown as typeof parts)
+  })
+})
+
 describe("EffectAi: a Toolkit as tinyagents tools", () => {
   it.effect("handlers run under the executor: validation, call ids, declared failures as repairable, events", () =>
     Effect.gen(function*() {

@@ -4,7 +4,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import { describe, expect, it } from "vitest"
 import * as LangChain from "../../src/integrations/LangChain.ts"
 import { EventSink, Executor, type Tool, ToolServices } from "../../src/index.ts"
-import { add, echoSecret, explode, registryOf, slow } from "./support.ts"
+import { add, echoSecret, explode, recording, registryOf, slow } from "./support.ts"
 
 const setUp = async (tools: ReadonlyArray<Tool.Any>) => {
   const runtime = ManagedRuntime.make(ToolServices.layerTest())
@@ -58,6 +58,28 @@ describe("LangChain.tools", () => {
       ["tool.started", "call_3"],
       ["tool.completed", "call_3"]
     ])
+    await runtime.dispose()
+  })
+
+  it("audio and a binary resource become standard audio and file blocks, in order; a text resource is text", async () => {
+    const { runtime, executor } = await setUp([recording])
+    const { tools } = LangChain.tools({ executor, services: runtime })
+    const [message] = await toolNode(tools)(new AIMessage({
+      content: "",
+      tool_calls: [{ id: "call_r", name: "recording", args: { line: "hello" }, type: "tool_call" }]
+    }))
+    expect(message!.content).toEqual([
+      { type: "text", text: "recorded: hello" },
+      { type: "audio", mimeType: "audio/wav", data: "UklGRg==" },
+      { type: "text", text: "[resource: rec://1/transcript.txt, text/plain]\nhello" },
+      {
+        type: "file",
+        mimeType: "application/pdf",
+        data: "JVBERg==",
+        metadata: { filename: "take.pdf", uri: "rec://1/take.pdf" }
+      }
+    ])
+    expect(LangChain.toContent([{ type: "resource", resource: { uri: "file:///n.md", text: "# N" } }])).toBe("[resource: file:///n.md]\n# N")
     await runtime.dispose()
   })
 

@@ -53,4 +53,17 @@ export const chart = Tool.make("chart", {
   handler: ({ title }) => Effect.succeed({ title, points: 3 })
 })
 
+/** A tool whose rendering has every other block kind: audio, a text resource and a binary one. */
+export const recording = Tool.make("recording", {
+  description: "Records a line.",
+  input: Schema.Struct({ line: Schema.String }),
+  toModelOutput: (line) => [
+    ToolResult.text(`recorded: ${line}`),
+    ToolResult.audio("UklGRg==", "audio/wav"),
+    ToolResult.resource({ uri: "rec://1/transcript.txt", mimeType: "text/plain", text: String(line) }),
+    ToolResult.resource({ uri: "rec://1/take.pdf", mimeType: "application/pdf", blob: "JVBERg==" })
+  ],
+  handler: ({ line }) => Effect.succeed(line)
+})
+
 export const registryOf = (tools: ReadonlyArray<Tool.Any>) => ToolRegistry.make(tools)

@@ -61,6 +61,22 @@ const pixel = Tool.make("pixel", {
   toModelOutput: ({ height, width }) => [ToolResult.text(`a ${width}x${height} red dot`), ToolResult.image(PNG, "image/png")]
 })
 
+/** A short WAV header, as base64. */
+const WAV = "UklGRiQAAABXQVZFZm10IA=="
+
+const clip = Tool.make("clip", {
+  description: "Returns a sound with its transcript and its source files.",
+  input: Schema.Struct({}),
+  safety: { access: "read", idempotent: true },
+  handler: () => Effect.succeed("beep"),
+  toModelOutput: (transcript) => [
+    ToolResult.text("a short beep"),
+    ToolResult.audio(WAV, "audio/wav"),
+    ToolResult.resource({ uri: "clip://beep/transcript", mimeType: "text/plain", text: String(transcript) }),
+    ToolResult.resource({ uri: "clip://beep/source.wav", mimeType: "audio/wav", blob: WAV })
+  ]
+})
+
 const report = Tool.make("report", {
   description: "Returns a long report.",
   input: Schema.Struct({ lines: Schema.Int }),
@@ -104,7 +120,7 @@ const factorial = Result.getOrThrow(Tool.fromJsonSchema("math.factorial", {
   handler: (input) => Effect.succeed(factorialOf(input.n as number))
 }))
 
-const tools = [greet, measure, pixel, report, jam, wipe, fetchRate, factorial] as const
+const tools = [greet, measure, pixel, clip, report, jam, wipe, fetchRate, factorial] as const
 
 interface Harness {
   readonly local: Executor.Executor<never>
@@ -277,6 +293,23 @@ describe("round trip: McpConnect against McpServe", () => {
         expect(remote.content).toEqual(local.content)
         expect(remote.value).toEqual({ width: 1, height: 1 })
       }), { quiet: true }))
+
+  it("audio and embedded resources: served as MCP audio and resource blocks, imported back as the local call gives them", () =>
+    roundTrip(({ both, url }) =>
+      Effect.gen(function*() {
+        const { local, remote } = yield* both("clip", {})
+        expect(local.content.map((block) => block.type)).toEqual(["text", "audio", "resource", "resource"])
+        expect(remote.isError).toBe(false)
+        expect(remote.content).toEqual(local.content)
+        const sent = yield* sdkClient(url, async (client) => (await client.callTool({ name: "clip", arguments: {} })).content)
+        expect(sent).toEqual([
+          { type: "text", text: "a short beep" },
+          { type: "audio", data: WAV, mimeType: "audio/wav" },
+          { type: "resource", resource: { uri: "clip://beep/transcript", mimeType: "text/plain", text: "beep" } },
+          { type: "resource", resource: { uri: "clip://beep/source.wav", mimeType: "audio/wav", blob: WAV } }
+        ])
+      })
+    ))
 
   it("a large output: the server's artifact comes back as its head and tail plus a described resource_link", () =>
     roundTrip(({ both, url }) =>

@@ -1,7 +1,7 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Result, Schedule } from "effect"
-import { Agent, ChatModel, EventSink, ToolRegistry } from "../../src/index.ts"
+import { Agent, ChatModel, EventSink, ToolRegistry, ToolResult } from "../../src/index.ts"
 import { LanguageModelBridge } from "../../src/agent/models/index.ts"
 import { assertNoSecret, captureLogs, type Recorded, type Reply, serve } from "./support/loopback.ts"
 import * as TestOpenAi from "./support/openAiLanguageModel.ts"
@@ -203,4 +203,32 @@ describe("LanguageModelBridge", () => {
       assert.isTrue(logs.lines.some((line) => line.includes("chat model request failed")))
       assertNoSecret(key, [...logs.lines, ...ran.events, ran.result, failed, failed.message])
     }).pipe(Effect.scoped))
+
+  it("toPrompt: a result's audio and binary resources become file parts of its modelOutput, in order; a text resource text", () => {
+    const result: ToolResult.ToolResult = {
+      toolCallId: "call_r",
+      name: "recording",
+      content: [
+        ToolResult.text("recorded"),
+        ToolResult.audio("UklG", "audio/wav"),
+        ToolResult.resource({ uri: "rec://1/notes.txt", mimeType: "text/plain", text: "hello" }),
+        ToolResult.resource({ uri: "rec://1/take.pdf", mimeType: "application/pdf", blob: "JVBE" })
+      ],
+      value: "hello",
+      artifacts: [],
+      isError: false,
+      elapsed: 1
+    }
+    const [, tool] = LanguageModelBridge.toPrompt([
+      { role: "assistant", content: "", toolCalls: [{ id: "call_r", name: "recording", arguments: {} }] },
+      { role: "tool", results: [result] }
+    ])
+    const part = (tool!.content as ReadonlyArray<{ readonly modelOutput?: unknown }>)[0]!
+    assert.deepStrictEqual(part.modelOutput, [
+      { type: "text", text: "recorded" },
+      { type: "file", mediaType: "audio/wav", data: "UklG" },
+      { type: "text", text: "[resource: rec://1/notes.txt, text/plain]\nhello" },
+      { type: "file", mediaType: "application/pdf", fileName: "take.pdf", data: "JVBE" }
+    ])
+  })
 })

@@ -23,7 +23,7 @@ import * as OpenAiChat from "../../src/providers/OpenAiChat.ts"
 import * as OpenAiResponses from "../../src/providers/OpenAiResponses.ts"
 import type { ToolCall } from "../../src/contract/ToolCall.ts"
 import * as ToolResult from "../../src/contract/ToolResult.ts"
-import { imported, inputOf, registry, success } from "./support/tools.ts"
+import { imported, inputOf, mixed, registry, success } from "./support/tools.ts"
 
 // ---------------------------------------------------------------------------
 // shared
@@ -501,5 +501,7 @@ describe("Mcp with the @modelcontextprotocol/sdk SDK", () => {
     ])
     assert.deepStrictEqual(Mcp.toolCalls(bare), { calls: [], passthrough: [bare] })
     assert.deepStrictEqual(McpTypes.CallToolResultSchema.safeParse(Mcp.toolMessages(answer([{ id: "1", name: "get_weather", arguments: {} }]))[0]).success, true)
+    // audio and embedded resources (text and blob) as the SDK's own schema reads them
+    assert.deepStrictEqual(McpTypes.CallToolResultSchema.safeParse(Mcp.toolMessages([mixed({ id: "2", name: "report" })])[0]).success, true)
   })
 })
