@@ -198,6 +198,41 @@ describe("McpServe prompts and resources, read with McpConnect", () => {
         expect(capabilities?.resources).toBeDefined()
       })))
 
+  it("subscriptions over HTTP: advertised when a resource can change, updates to the sessions that subscribed", () => {
+    let version = 0
+    const clock = McpResource.make("notes://clock", {
+      name: "clock",
+      read: Effect.sync(() => `version ${version}`),
+      changes: Stream.tick("100 millis").pipe(Stream.map(() => void version++))
+    })
+    return withServer({ resources: [...resources, clock] }, (connection, url) =>
+      Effect.gen(function*() {
+        const client = new Client({ name: "probe", version: "1" })
+        yield* Effect.promise(() => client.connect(new StreamableHTTPClientTransport(new URL(url))))
+        expect(client.getServerCapabilities()?.resources).toEqual({ listChanged: true, subscribe: true })
+        // a session that never subscribed gets nothing
+        const unsubscribed: Array<string> = []
+        client.fallbackNotificationHandler = async (notification) => {
+          unsubscribed.push(notification.method)
+        }
+        const updates = yield* Stream.runCollect(Stream.take(connection.subscribe("notes://clock"), 3)).pipe(
+          Effect.timeout("10 seconds")
+        )
+        expect(updates).toEqual(["notes://clock", "notes://clock", "notes://clock"])
+        yield* Effect.promise(() => client.close())
+        expect(unsubscribed).not.toContain("notifications/resources/updated")
+        const raw = yield* Effect.promise(() =>
+          fetch(url, {
+            method: "POST",
+            headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": "no-such-session" },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "resources/subscribe", params: { uri: "notes://clock" } })
+          })
+        )
+        // an unknown session is refused by Effect's server, as any request of it
+        expect(raw.status).toBe(404)
+      }))
+  })
+
   it("refuses a URI template that is not made of simple {param}s", async () => {
     const exit = await Effect.runPromiseExit(
       Effect.flatMap(ToolRegistry.make([echo]), (registry) =>

@@ -124,14 +124,20 @@ const readError = (uri: string) => (error: unknown) =>
     ? new McpSchema.InvalidParams({ message: `Resource not found: ${uri}` })
     : new McpSchema.InternalError({ message: `resource ${uri} could not be read: ${messageOf(error)}` })
 
-/** Sends `notifications/resources/updated` for each URI `changes` emits, for as long as the server runs. */
+/**
+ * Sends `notifications/resources/updated` for each URI `changes` emits, for as long as the server
+ * runs: through Effect's server (stdio sessions that subscribed), and to `publish` (HTTP ones).
+ */
 const forwardChanges = <R>(
   server: McpServer.McpServer["Service"],
   changes: Stream.Stream<string, never, R>,
-  services: Context.Context<R>
+  services: Context.Context<R>,
+  publish: (uri: string) => Effect.Effect<void>
 ) =>
   changes.pipe(
-    Stream.runForEach((uri) => server.notifications["notifications/resources/updated"]({ uri })),
+    Stream.runForEach((uri) =>
+      Effect.andThen(server.notifications["notifications/resources/updated"]({ uri }), publish(uri))
+    ),
     Effect.provideContext(services),
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError("tinyagents mcp: a resource's changes stream failed", cause)
@@ -141,13 +147,14 @@ const forwardChanges = <R>(
 
 /**
  * Registers `prompts` and `resources` on the `McpServer` in context, their handlers run with
- * `services`. Fails with `IllegalArgumentError` for a URI template that is not made of simple
+ * `services`; each change of a resource also goes to `publish` (the HTTP subscriptions). Fails with `IllegalArgumentError` for a URI template that is not made of simple
  * `{param}`s, or two prompts (or resources) of one name (or URI).
  */
 export const extras = <R>(
   prompts: ReadonlyArray<McpPrompt.McpPrompt<R>>,
   resources: ReadonlyArray<McpResource.McpResource<R>>,
-  services: Context.Context<R>
+  services: Context.Context<R>,
+  publish: (uri: string) => Effect.Effect<void> = () => Effect.void
 ): Layer.Layer<never, Cause.IllegalArgumentError, McpServer.McpServer> =>
   Layer.effectDiscard(Effect.gen(function*() {
     const server = yield* McpServer.McpServer
@@ -219,7 +226,7 @@ export const extras = <R>(
           )
         })
         if (resource.changes !== undefined) {
-          yield* forwardChanges(server, Stream.map(resource.changes, () => uri), services)
+          yield* forwardChanges(server, Stream.map(resource.changes, () => uri), services, publish)
         }
         continue
       }
@@ -249,6 +256,6 @@ export const extras = <R>(
           )
         }
       })
-      if (resource.changes !== undefined) yield* forwardChanges(server, resource.changes, services)
+      if (resource.changes !== undefined) yield* forwardChanges(server, resource.changes, services, publish)
     }
   }))
