@@ -95,6 +95,7 @@ import type { ProviderExportError } from "../providers/ProviderExportError.ts"
 import { guard } from "./internal/httpGuard.ts"
 import { registrations } from "./internal/registrations.ts"
 import { extras } from "./internal/serveExtras.ts"
+import * as HttpSubscriptions from "./internal/serveSubscriptions.ts"
 import type * as McpPrompt from "./McpPrompt.ts"
 import type * as McpResource from "./McpResource.ts"
 
@@ -249,7 +250,11 @@ const protocolsFor = <E>(registrations: Layer.Layer<never, E, McpServer.McpServe
   }
 }
 
-const prepare = <R, MR>(registry: ToolRegistry.ToolRegistry<R>, options: Options<MR>) =>
+const prepare = <R, MR>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  options: Options<MR>,
+  subscriptions?: HttpSubscriptions.HttpSubscriptions
+) =>
   Effect.gen(function*() {
     const definitions = yield* Mcp.toolDefinitions(registry.specs, { names: "canonical" })
     const services = yield* Effect.context<Requirements<R, MR>>()
@@ -259,7 +264,7 @@ const prepare = <R, MR>(registry: ToolRegistry.ToolRegistry<R>, options: Options
         title: options.title ?? ((spec) => spec.title),
         callIdPrefix: `mcp-${randomUUID().slice(0, 8)}`
       }, services),
-      extras(options.prompts ?? [], options.resources ?? [], services as Context.Context<MR>)
+      extras(options.prompts ?? [], options.resources ?? [], services as Context.Context<MR>, subscriptions?.publish)
     )
   })
 
@@ -370,7 +375,11 @@ export const serveHttp = <R, MR = never>(
 ): Effect.Effect<HttpServer, HttpServeFailure, Scope.Scope | Requirements<R, MR>> =>
   Effect.gen(function*() {
     const NodeHttpServer = yield* platformNode("serveHttp", () => import("@effect/platform-node/NodeHttpServer"))
-    const tools = yield* prepare(registry, options)
+    // Effect's HTTP transport has no resource subscriptions: ours, when a resource can change.
+    const subscriptions = options.resources?.some((resource) => resource.changes !== undefined) === true
+      ? HttpSubscriptions.make()
+      : undefined
+    const tools = yield* prepare(registry, options, subscriptions)
     const host = options.host ?? "127.0.0.1"
     const path = options.path ?? "/mcp"
     // Origins are checked by `guard` (which passes Effect's own check no `Origin` header).
@@ -386,7 +395,10 @@ export const serveHttp = <R, MR = never>(
       allowedOrigins: options.allowedOrigins ?? [],
       versions: offered.map((protocol) => protocol.protocolVersion)
     })
-    const server = HttpRouter.serve(mcp, { disableLogger: true, disableListenLog: true, middleware }).pipe(
+    const routes = subscriptions === undefined
+      ? mcp
+      : Layer.merge(mcp, HttpRouter.middleware(subscriptions.middleware, { global: true }))
+    const server = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true, middleware }).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => node, { port: options.port, host }))
     )
     const context = yield* Layer.build(server)
