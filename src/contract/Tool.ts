@@ -280,9 +280,16 @@ export const fromJsonSchema = <
       : JsonSchema.fromSchemaDraft2020_12(schema)
   const importOne = (document: JsonSchema.Document<"draft-2020-12">): Schema.Top =>
     SchemaRepresentation.fromJsonSchemaDocument(document, { patterns: options.patterns ?? "apply" })
-  /** The schema as the model sees it: draft 2020-12, without `$schema`. */
-  const visible = (document: JsonSchema.Document<"draft-2020-12">): ToolSchema.JsonSchemaObject => {
-    const { $schema: _, ...root } = document.schema
+  /**
+   * The schema as the model sees it: draft 2020-12, with the `$schema` the tool declared when it
+   * declared 2020-12 (`Tool.spec` leaves it out of the spec; MCP serving keeps it).
+   */
+  const visible = (
+    document: JsonSchema.Document<"draft-2020-12">,
+    declared: unknown
+  ): ToolSchema.JsonSchemaObject => {
+    const { $schema: _, ...body } = document.schema
+    const root = declared === draft2020 ? { $schema: draft2020, ...body } : body
     return Object.keys(document.definitions).length === 0 ? root : { ...root, $defs: document.definitions }
   }
   if (options.inputSchema.type !== "object") {
@@ -326,8 +333,8 @@ export const fromJsonSchema = <
       ...(options.returnDirect === undefined ? {} : { returnDirect: options.returnDirect })
     },
     jsonSchema: {
-      input: visible(inputDocument),
-      ...(outputDocument === undefined ? {} : { output: visible(outputDocument) })
+      input: visible(inputDocument, options.inputSchema.$schema),
+      ...(outputDocument === undefined ? {} : { output: visible(outputDocument, options.outputSchema?.$schema) })
     },
     handler: options.handler as Dynamic<E, ServicesOf<S>>["handler"]
   })
@@ -520,6 +527,16 @@ export const mayRetry = (safety: RetrySafety, error: ToolError): boolean =>
 export const canonicalName = (tool: Any): Result.Result<ToolName.ToolName, ToolName.InvalidToolName> =>
   tool.jsonSchema !== undefined && !ToolName.isToolName(tool.name) ? ToolName.sanitize(tool.name) : ToolName.validate(tool.name)
 
+/** The URI of JSON Schema draft 2020-12, the dialect of every spec's schemas. */
+const draft2020 = "https://json-schema.org/draft/2020-12/schema"
+
+/** A schema without its `$schema` (a spec's schemas are always 2020-12 and never say so). */
+const withoutDialect = (schema: ToolSchema.JsonSchemaObject | undefined): ToolSchema.JsonSchemaObject | undefined => {
+  if (schema === undefined || !("$schema" in schema)) return schema
+  const { $schema: _, ...body } = schema
+  return body as ToolSchema.JsonSchemaObject
+}
+
 /** Derives a tool's spec, exporting its schemas. */
 export const spec = (
   tool: Any
@@ -527,10 +544,10 @@ export const spec = (
   Result.gen(function*() {
     const name = yield* canonicalName(tool)
     const imported = tool.jsonSchema
-    const inputSchema = imported?.input ??
+    const inputSchema = withoutDialect(imported?.input) ??
       (yield* ToolSchema.toJsonSchema(tool.name, tool.input, { allowUnknownKeys: tool.options.allowUnknownKeys === true }))
     const outputSchema = imported !== undefined
-      ? imported.output
+      ? withoutDialect(imported.output)
       : tool.output === undefined
       ? undefined
       : yield* ToolSchema.toJsonSchema(tool.name, tool.output, { allowUnknownKeys: true })

@@ -98,6 +98,14 @@ const toCallToolResult = (
   })
 }
 
+/**
+ * `schema` (an exported spec schema, which never says its dialect) with the `$schema` the tool
+ * declared (an imported tool that declared draft 2020-12 keeps saying so; MCP assumes 2020-12 when
+ * `$schema` is absent).
+ */
+const declaringDialect = (schema: object, declared: { readonly $schema?: unknown } | undefined): object =>
+  typeof declared?.$schema === "string" ? { $schema: declared.$schema, ...schema } : schema
+
 /** The request's progress token (`_meta.progressToken` of its `tools/call`), when it asked for progress. */
 const progressTokenOf = Effect.map(Effect.serviceOption(McpSchema.McpRequestContext), (context) => {
   if (context._tag === "None") return undefined
@@ -140,15 +148,16 @@ export const registrations = <R, MR>(
       const spec = registry.specs[index]!
       const definition = definitions[index]!
       const title = settings.title(spec)
+      const declared = registry.entries[index]!.tool.jsonSchema
       yield* server.addTool({
         tool: new McpSchema.Tool({
           name: definition.name,
           ...(title === undefined ? {} : { title }),
           description: definition.description,
-          inputSchema: definition.inputSchema as McpSchema.Tool["inputSchema"],
+          inputSchema: declaringDialect(definition.inputSchema, declared?.input) as McpSchema.Tool["inputSchema"],
           ...(definition.outputSchema === undefined
             ? {}
-            : { outputSchema: definition.outputSchema as McpSchema.Tool["inputSchema"] }),
+            : { outputSchema: declaringDialect(definition.outputSchema, declared?.output) as McpSchema.Tool["inputSchema"] }),
           // Every hint explicitly, from `Safety`: never the protocol's (or Effect's) defaults.
           annotations: { ...definition.annotations, ...(title === undefined ? {} : { title }) }
         }),
