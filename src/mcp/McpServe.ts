@@ -23,8 +23,8 @@
  * - Prompts and resources (`options.prompts`, `options.resources`; `McpPrompt`,
  *   `McpResource`): served beside the tools, their handlers with the same
  *   services; resources with `changes` send `notifications/resources/updated`
- *   to the sessions that subscribed (stdio; Effect's Streamable HTTP transport
- *   has no stream for them).
+ *   to the sessions that subscribed (over HTTP on the session's `GET` stream,
+ *   which Effect's transport lacks: see `internal/serveSubscriptions.ts`).
  * - Progress: a `tools/call` whose request carries `_meta.progressToken`
  *   gets a `notifications/progress` for each `tool.progress` of its call
  *   (`ToolProgress`: `progress` is the tool's count with its `total`, else
