@@ -1,12 +1,14 @@
 /**
  * Progress over MCP: a tool's `ToolProgress` reports reach the official SDK
  * client as `notifications/progress` for the request that asked for them
- * (`onprogress`, which sends `_meta.progressToken`), before the result; a
- * request that did not ask gets none, and the result is the same.
+ * (`onprogress`, which sends `_meta.progressToken`), before the result, with the
+ * values the tool reported (a first 0 included; a later message that would not
+ * raise progress comes as a log message); a request that did not ask gets none,
+ * and the result is the same.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import type { Progress } from "@modelcontextprotocol/sdk/types.js"
+import { type LoggingMessageNotification, LoggingMessageNotificationSchema, type Progress } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Tool from "../../src/contract/Tool.ts"
@@ -58,10 +60,26 @@ const mixed = Tool.make("mixed_progress", {
     })
 })
 
+/** Reports 0, 50 and 100 of 100, as the conformance suite's progress scenario asks. */
+const fromZero = Tool.make("from_zero", {
+  description: "Reports 0, 50 and 100 of 100.",
+  input: Schema.Struct({}),
+  safety: { access: "read", idempotent: true },
+  services: [ToolProgress.ToolProgress],
+  handler: () =>
+    Effect.gen(function*() {
+      for (const count of [0, 50, 100]) {
+        yield* ToolProgress.report({ count, total: 100, message: `Completed step ${count} of 100` })
+        yield* Effect.sleep(120)
+      }
+      return "done"
+    })
+})
+
 const withServer = <A>(test: (client: Client, events: () => Promise<ReadonlyArray<Event>>) => Promise<A>): Promise<A> =>
   Effect.runPromise(
     Effect.gen(function*() {
-      const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([index, mixed]), { port: 0 })
+      const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([index, mixed, fromZero]), { port: 0 })
       const log = yield* EventLog
       return yield* Effect.promise(async () => {
         const client = new Client({ name: "progress-test", version: "1.0.0" })
@@ -99,26 +117,44 @@ describe("McpServe: tool progress as notifications/progress", () => {
       expect(tags).toEqual(["tool.started", "tool.progress", "tool.progress", "tool.progress", "tool.completed"])
     }), 30_000)
 
-  it("progress increases with each notification: a message with no higher value goes a millionth above the last", () =>
+  it("progress is what the tool reported, increasing: a later message with no higher value is a log message instead", () =>
     withServer(async (client, events) => {
       const received: Array<Progress> = []
+      const logs: Array<LoggingMessageNotification["params"]> = []
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+        logs.push(notification.params)
+      })
       const result = await client.callTool({ name: "mixed_progress", arguments: {} }, undefined, {
         onprogress: (progress) => received.push(progress)
       })
       expect(textOf(result)).toBe("mixed")
-      const step = 1e-6
       expect(received).toEqual([
-        { progress: step, message: "starting" },
+        { progress: 0, message: "starting" },
         { progress: 5, total: 10, message: "counted" },
-        { progress: 5 + step, total: 10, message: "still going" },
-        { progress: 5 + step + step, total: 10, message: "a fraction" },
         { progress: 7, total: 10 },
-        { progress: 7 + step, total: 10, message: "the same count" },
         { progress: 10, total: 10, message: "done" }
       ])
       for (let i = 1; i < received.length; i++) expect(received[i]!.progress).toBeGreaterThan(received[i - 1]!.progress)
+      expect(logs).toEqual([
+        { level: "info", logger: "mixed_progress", data: "still going" },
+        { level: "info", logger: "mixed_progress", data: "a fraction" },
+        { level: "info", logger: "mixed_progress", data: "the same count" }
+      ])
       // Every report is still a tool.progress event of the server.
       expect((await events()).filter((e) => e._tag === "tool.progress")).toHaveLength(7)
+    }), 30_000)
+
+  it("a first report of 0 (of a total) is sent as reported", () =>
+    withServer(async (client) => {
+      const received: Array<Progress> = []
+      await client.callTool({ name: "from_zero", arguments: {} }, undefined, {
+        onprogress: (progress) => received.push(progress)
+      })
+      expect(received).toEqual([
+        { progress: 0, total: 100, message: "Completed step 0 of 100" },
+        { progress: 50, total: 100, message: "Completed step 50 of 100" },
+        { progress: 100, total: 100, message: "Completed step 100 of 100" }
+      ])
     }), 30_000)
 
   it("a client that did not ask for progress gets the same result and no notification", () =>

@@ -32,11 +32,26 @@ const mcpServeCommand = Command.make("serve", {
     Flag.withDescription("The interface --http listens on (default: 127.0.0.1)"),
     Flag.withDefault("127.0.0.1")
   ),
+  allowOrigin: Flag.String("allow-origin").pipe(
+    Flag.withDescription(
+      "With --http: a browser Origin to accept besides the server's own (repeatable, e.g. --allow-origin http://localhost:3000); any other Origin is refused with 403"
+    ),
+    Flag.atLeast(0)
+  ),
   events: eventsFlag
-}, ({ events, host, http, module }) =>
+}, ({ allowOrigin, events, host, http, module }) =>
   Effect.gen(function*() {
     if (Option.isSome(http) && !(Number.isInteger(http.value) && http.value >= 0 && http.value <= 65535)) {
       return yield* new UsageError({ detail: `--http takes a port from 0 to 65535, not ${http.value}` })
+    }
+    const badOrigin = allowOrigin.find((origin) => !URL.canParse(origin) || new URL(origin).origin !== origin)
+    if (badOrigin !== undefined) {
+      return yield* new UsageError({
+        detail: `--allow-origin takes an origin (scheme://host[:port], e.g. http://localhost:3000), not ${badOrigin}`
+      })
+    }
+    if (Option.isNone(http) && allowOrigin.length > 0) {
+      return yield* new UsageError({ detail: "--allow-origin applies to --http only" })
     }
     if (Option.isNone(http)) {
       // stdio: the protocol owns stdout from the start, also while the tools module is imported.
@@ -51,7 +66,12 @@ const mcpServeCommand = Command.make("serve", {
     const serve = Option.isNone(http)
       ? McpServe.runStdio(loaded.registry, extras)
       : Effect.scoped(Effect.gen(function*() {
-        const server = yield* McpServe.serveHttp(loaded.registry, { ...extras, port: http.value, host })
+        const server = yield* McpServe.serveHttp(loaded.registry, {
+          ...extras,
+          port: http.value,
+          host,
+          allowedOrigins: allowOrigin
+        })
         yield* Console.error(`tinyagents: serving ${served(loaded)} over MCP at ${server.url}`)
         return yield* Effect.never
       }))
@@ -62,7 +82,11 @@ const mcpServeCommand = Command.make("serve", {
     ),
     Command.withExamples([
       { command: "tinyagents mcp serve ./tools.ts", description: "A stdio server (for an MCP client's server command)" },
-      { command: "tinyagents mcp serve ./tools.ts --http 8080", description: "Streamable HTTP at http://127.0.0.1:8080/mcp" }
+      { command: "tinyagents mcp serve ./tools.ts --http 8080", description: "Streamable HTTP at http://127.0.0.1:8080/mcp" },
+      {
+        command: "tinyagents mcp serve ./tools.ts --http 8080 --allow-origin http://localhost:3000",
+        description: "Also accept requests from a page served at http://localhost:3000"
+      }
     ])
   )
 
