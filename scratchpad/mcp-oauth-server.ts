@@ -1,6 +1,6 @@
 // A demo OAuth-protected MCP server on loopback, for the examples and tests of McpAuth (never for production): one
 // node:http server is both the authorization server (metadata, dynamic registration, an /authorize that approves at
-// once, a token endpoint with PKCE, refresh and client credentials) and the protected MCP resource (its metadata,
+// once, a token endpoint with PKCE, refresh, client credentials and a JWT bearer grant) and the protected MCP resource (its metadata,
 // and an MCP endpoint, the official SDK's server, that wants a bearer token; `save_note` also wants scope notes:write).
 import { Server } from "@modelcontextprotocol/sdk/server/index.js"
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
@@ -71,7 +71,7 @@ export const serveDemo = async (options: { readonly expiresIn?: number; readonly
         token_endpoint: `${base}/token`,
         registration_endpoint: `${base}/register`,
         response_types_supported: ["code"],
-        grant_types_supported: ["authorization_code", "refresh_token", "client_credentials"],
+        grant_types_supported: ["authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"],
         code_challenge_methods_supported: ["S256"],
         token_endpoint_auth_methods_supported: ["none", "client_secret_basic"],
         scopes_supported: ["notes:read", "notes:write"]
@@ -117,6 +117,9 @@ export const serveDemo = async (options: { readonly expiresIn?: number; readonly
           return json(res, 401, { error: "invalid_client" })
         }
         return json(res, 200, issue(form.get("scope") ?? "notes:read"))
+      }
+      if (grant === "urn:ietf:params:oauth:grant-type:jwt-bearer") { // a real server verifies a signed assertion
+        return form.get("assertion") === `assertion for ${base}/mcp` ? json(res, 200, issue("notes:read")) : json(res, 400, { error: "invalid_grant" })
       }
       return json(res, 400, { error: "unsupported_grant_type" })
     }

@@ -12,7 +12,9 @@
  *   interactive step, sending the user to the authorization URL and reading the redirect, is the
  *   application's `authorize` callback ({@link loopback} is one for a local browser).
  *   {@link clientCredentials}: the client credentials grant (`client_secret_basic`,
- *   `client_secret_post` or `private_key_jwt`), no user involved.
+ *   `client_secret_post` or `private_key_jwt`), no user involved. {@link jwtBearer}: the JWT bearer
+ *   grant (RFC 7523) with an assertion the application obtains for the authorization server, such
+ *   as an identity provider's ID-JAG (enterprise-managed authorization, SEP-990).
  * - Scopes: the challenge's `scope`, else the resource's `scopes_supported`, else the `scope`
  *   option. A 403 `insufficient_scope` authorizes again with the scopes asked for (step-up), at
  *   most `maxStepUps` times for one request and never twice for the same challenge.
@@ -116,11 +118,27 @@ export interface ClientCredentialsOptions extends CommonOptions {
   readonly method?: ClientCredentialsMethod
 }
 
+/** Options of {@link jwtBearer}. */
+export interface JwtBearerOptions<R> extends CommonOptions {
+  readonly clientId: string
+  /** The client's secret at the authorization server (`client_secret_basic`); none for a public client. */
+  readonly clientSecret?: Redacted.Redacted<string>
+  /**
+   * The assertion for the authorization server `issuer`, about the protected `resource` (from its
+   * metadata): e.g. an ID-JAG from your identity provider's token exchange. Its failure is an
+   * `AuthorizationFailed`.
+   */
+  readonly assertion: (target: {
+    readonly issuer: string
+    readonly resource: string | undefined
+  }) => Effect.Effect<Redacted.Redacted<string>, unknown, R>
+}
+
 /**
- * How `McpConnect.http` authorizes (from {@link authorizationCode} or {@link clientCredentials}).
- * `R` is what it needs: a `StoreRegistry`, and what the `authorize` callback needs.
+ * How `McpConnect.http` authorizes (from {@link authorizationCode}, {@link clientCredentials} or
+ * {@link jwtBearer}). `R` is what it needs: a `StoreRegistry`, and what its callback needs.
  */
-export type Auth<R = never> = AuthorizationCode<R> | ClientCredentials
+export type Auth<R = never> = AuthorizationCode<R> | ClientCredentials | JwtBearer<R>
 
 /** The authorization code grant, as {@link authorizationCode} describes it. */
 export interface AuthorizationCode<R> {
@@ -138,6 +156,14 @@ export interface ClientCredentials {
   readonly requirements?: (_: StoreRegistry) => void
 }
 
+/** The JWT bearer grant, as {@link jwtBearer} describes it. */
+export interface JwtBearer<R> {
+  readonly _tag: "JwtBearer"
+  readonly options: JwtBearerOptions<R>
+  /** Phantom: the grant's requirements. */
+  readonly requirements?: (_: StoreRegistry | R) => void
+}
+
 /**
  * The authorization code grant with PKCE, for a user: when the server needs a token, the client
  * registers (or uses `clientId`), calls `authorize` with the authorization URL, and exchanges the
@@ -151,6 +177,15 @@ export const authorizationCode = <R = never>(options: AuthorizationCodeOptions<R
 /** The client credentials grant, for a service acting as itself (`clientId` with a secret or a private key). */
 export const clientCredentials = (options: ClientCredentialsOptions): Auth<StoreRegistry> => ({
   _tag: "ClientCredentials",
+  options
+})
+
+/**
+ * The JWT bearer grant (RFC 7523): no user and no redirect; the token request carries the assertion
+ * `assertion` returns for the discovered authorization server and resource.
+ */
+export const jwtBearer = <R = never>(options: JwtBearerOptions<R>): Auth<StoreRegistry | R> => ({
+  _tag: "JwtBearer",
   options
 })
 

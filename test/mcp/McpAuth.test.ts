@@ -3,7 +3,7 @@
  * (scratchpad/mcp-oauth-server.ts, in process on loopback): the authorization code grant with
  * PKCE through the `authorize` callback, tokens in the `StoreRegistry` store and nowhere in events,
  * logs or errors, reuse across connections, refresh, step-up, `McpAuth.loopback`, client
- * credentials, and each failure as an `McpAuthError`.
+ * credentials, the JWT bearer grant, the CLI, and each failure as an `McpAuthError`.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Layer, Logger, Redacted, Schedule, Scope } from "effect"
@@ -161,6 +161,29 @@ describe("McpAuth", () => {
       assert.strictEqual((failure as McpAuth.McpAuthError).failure, "TokenRefused")
       assert.notInclude((failure as McpAuth.McpAuthError).message, "wrong-secret-value")
     }, { clientSecret: "s3cret-of-the-service" }))
+
+  it("JWT bearer: the assertion callback gets the discovered issuer and resource; its assertion buys the token", () =>
+    withDemo(async (demo) => {
+      const targets: Array<unknown> = []
+      const text = await run(Effect.gen(function*() {
+        const notes = yield* McpConnect.http({
+          url: demo.url,
+          auth: McpAuth.jwtBearer({
+            clientId: "service",
+            assertion: (target) =>
+              Effect.sync(() => {
+                targets.push(target)
+                return Redacted.make(`assertion for ${target.resource}`)
+              })
+          })
+        })
+        return JSON.stringify((yield* callTool(notes, "list_notes", {})).content)
+      }))
+      assert.include(text, "buy milk")
+      const origin = new URL(demo.url).origin
+      assert.deepStrictEqual(targets, [{ issuer: origin, resource: demo.url }])
+      assert.deepStrictEqual(demo.seen.grants, ["urn:ietf:params:oauth:grant-type:jwt-bearer"])
+    }))
 
   it("a redirect whose state is not the one sent is a StateMismatch, and nothing is exchanged", () =>
     withDemo(async (demo) => {

@@ -46,6 +46,8 @@ const loadAuth = (server: string) =>
       })
   })
 
+const jwtBearerGrant = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
 const randomState = (): string => {
   const bytes = new Uint8Array(16)
   crypto.getRandomValues(bytes)
@@ -118,7 +120,12 @@ export const authorizedFetch = <R>(
       }
       : options.clientId === undefined
       ? undefined
-      : { client_id: options.clientId, ...(clientSecret === undefined ? {} : { client_secret: clientSecret }) }
+      : {
+        client_id: options.clientId,
+        ...(clientSecret === undefined
+          ? auth._tag === "JwtBearer" ? { token_endpoint_auth_method: "none" } : {}
+          : { client_secret: clientSecret })
+      }
 
     const redirectUrl = auth._tag === "AuthorizationCode" ? String(auth.options.redirectUrl) : undefined
     const clientMetadata: OAuthClientMetadata = auth._tag === "AuthorizationCode"
@@ -134,7 +141,7 @@ export const authorizedFetch = <R>(
       : {
         client_name: options.clientId!,
         redirect_uris: [],
-        grant_types: ["client_credentials"],
+        grant_types: [auth._tag === "JwtBearer" ? jwtBearerGrant : "client_credentials"],
         ...(options.scope === undefined ? {} : { scope: options.scope })
       }
 
@@ -242,6 +249,31 @@ export const authorizedFetch = <R>(
               alg: auth.options.privateKey.algorithm ?? "RS256"
             })
           })
+        }
+        : auth._tag === "JwtBearer"
+        ? {
+          prepareTokenRequest: async (scope?: string) => {
+            const discovered = await read<OAuthDiscoveryState>("discovery")
+            const issuer = discovered?.authorizationServerMetadata?.issuer ?? discovered?.authorizationServerUrl
+            if (issuer === undefined) throw new Error("no authorization server was discovered")
+            step = "authorization"
+            const assertion = await run(
+              auth.options.assertion({ issuer, resource: discovered?.resourceMetadata?.resource }).pipe(
+                Effect.mapError((error) =>
+                  new McpAuthError({
+                    server,
+                    failure: "AuthorizationFailed",
+                    detail: `the assertion callback failed: ${error instanceof Error ? error.message : String(error)}`
+                  })
+                )
+              ) as Effect.Effect<Redacted.Redacted<string>, McpAuthError, R>,
+              signal
+            )
+            remember(Redacted.value(assertion))
+            const params = new URLSearchParams({ grant_type: jwtBearerGrant, assertion: Redacted.value(assertion) })
+            if (scope !== undefined) params.set("scope", scope)
+            return params
+          }
         }
         : {})
     }
