@@ -18,6 +18,7 @@ const fullOnly = [
   "test/durable/CrashCancel.test.ts",
   "test/durable/DurablePostgres.test.ts",
   "test/durable/MultiRunner.test.ts",
+  "test/mcp/Inspector.test.ts",
   "test/mcp/ConformanceAuth.test.ts",
   "test/mcp/ConformanceClient.test.ts",
   "test/stores/Postgres.test.ts",
