@@ -120,6 +120,21 @@ describe("McpAuth", () => {
       assert.deepStrictEqual(demo.seen.authorizations, ["notes:read", "notes:read notes:write"])
     }))
 
+  it("past maxStepUps the call fails with StepUpLimit, a ToolTransient quoting it", () =>
+    withDemo(async (demo) => {
+      const result = await run(Effect.gen(function*() {
+        const notes = yield* McpConnect.http({
+          url: demo.url,
+          auth: McpAuth.authorizationCode({ redirectUrl: "http://127.0.0.1:1/callback", authorize: followRedirect, maxStepUps: 0 })
+        })
+        return yield* callTool(notes, "save_note", { text: "eggs" })
+      }))
+      assert.isTrue(result.isError)
+      assert.strictEqual(result.error?._tag, "ToolTransient")
+      assert.include(result.error?.message, "(StepUpLimit)")
+      assert.deepStrictEqual(demo.seen.authorizations, ["notes:read"])
+    }))
+
   it("McpAuth.loopback: the browser's redirect to 127.0.0.1 completes the flow", () =>
     withDemo(async (demo) => {
       const shown: Array<string> = []

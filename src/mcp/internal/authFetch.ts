@@ -213,8 +213,8 @@ export const authorizedFetch = <R>(
         const authorization = await run(
           auth.options.authorize(url).pipe(
             Effect.mapError((error) =>
-              error instanceof McpAuthError
-                ? error
+              error instanceof McpAuthError // e.g. from McpAuth.loopback: named for this server
+                ? new McpAuthError({ server, failure: error.failure, detail: error.detail })
                 : new McpAuthError({
                   server,
                   failure: "AuthorizationFailed",
