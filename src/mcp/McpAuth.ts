@@ -23,9 +23,8 @@
  *   `StoreRegistry` store (`"mcp-auth"` unless `store` says otherwise) under the keys
  *   `tokens <server>`, `client <server>`, `verifier <server>` and `discovery <server>` (`<server>`:
  *   the URL's origin and path), so a file-system or database registry keeps a user signed in across
- *   processes. They never appear
- *   in events, logs or errors: an {@link McpAuthError} names the step and the server, and any
- *   secret its detail would quote is replaced by `<redacted>`.
+ *   processes. They never appear in events, logs or errors: an {@link McpAuthError} names the step
+ *   and the server, and any secret its detail would quote is replaced by `<redacted>`.
  *
  * The protocol work (discovery, registration, PKCE, token requests) is the official
  * `@modelcontextprotocol/sdk`'s `client/auth.js`, loaded with the connection. This module does not

@@ -44,6 +44,8 @@
  *   also does it for calls refused before they reach the server (place it inside
  *   `auditLog`), and records resource links as the result's `artifacts`
  *   (`{ store: "mcp:<server>", key: uri }`).
+ * - OAuth: `http({ url, auth })` authorizes with an OAuth-protected server
+ *   (discovery, registration, sign-in, refresh, step-up; see `McpAuth`).
  *
  * The transport is the official `@modelcontextprotocol/sdk` client: an optional
  * peer dependency of `tinyagents/mcp`, loaded only when a connection is made.
