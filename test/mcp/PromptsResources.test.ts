@@ -10,7 +10,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Data, Effect, Fiber, Schema, type Scope, Stream } from "effect"
+import { Data, Effect, Schema, type Scope, Stream } from "effect"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import * as Tool from "../../src/contract/Tool.ts"
@@ -215,7 +215,7 @@ describe("McpServe prompts and resources, read with McpConnect", () => {
         client.fallbackNotificationHandler = async (notification) => {
           unsubscribed.push(notification.method)
         }
-        const updates = yield* Stream.runCollect(Stream.take(connection.subscribe("notes://clock"), 3)).pipe(
+        const updates = yield* Stream.runCollect(Stream.take(Stream.unwrap(connection.subscribe("notes://clock")), 3)).pipe(
           Effect.timeout("10 seconds")
         )
         expect(updates).toEqual(["notes://clock", "notes://clock", "notes://clock"])
@@ -278,14 +278,13 @@ describe("McpConnect prompts and resources: server-everything over stdio", () =>
       expect((text as { readonly text: string }).text).toMatch(/^Resource 7: This is a plaintext resource/)
       const [blob] = yield* connection.readResource("demo://resource/dynamic/blob/7")
       expect(typeof (blob as { readonly blob: string }).blob).toBe("string")
-      // Its updates start when a tool is called; the subscription is made before the stream yields.
+      // Its updates start when a tool is called; subscribed when `subscribe` returns.
       const uri = "demo://resource/dynamic/text/7"
-      const updates = yield* Stream.runCollect(Stream.take(connection.subscribe(uri), 1)).pipe(Effect.forkScoped)
-      yield* Effect.sleep("300 millis")
+      const updates = yield* connection.subscribe(uri)
       const executor = yield* Executor.make(yield* connection.registry)
       const toggled = yield* executor.run({ id: "t1", name: "toggle-subscriber-updates", arguments: "{}" })
       expect(toggled.isError).toBe(false)
-      const received = yield* Fiber.join(updates).pipe(Effect.timeout("10 seconds"))
+      const received = yield* Stream.runCollect(Stream.take(updates, 1)).pipe(Effect.timeout("10 seconds"))
       expect(received).toEqual([uri])
     })), 30_000)
 })
@@ -304,7 +303,7 @@ describe("tinyagents mcp serve of a module with prompts and resources, over stdi
       const review = yield* connection.getPrompt("review", { path: "src/a.ts", focus: "bugs" })
       expect(review.messages[0]!.content).toEqual({ type: "text", text: "Review src/a.ts for bugs (thread cli)." })
       expect(yield* connection.readResource("notes://note/a")).toEqual([{ uri: "notes://note/a", mimeType: "text/plain", text: "note a" }])
-      const updates = yield* Stream.runCollect(Stream.take(connection.subscribe("notes://clock"), 3)).pipe(
+      const updates = yield* Stream.runCollect(Stream.take(Stream.unwrap(connection.subscribe("notes://clock")), 3)).pipe(
         Effect.timeout("10 seconds")
       )
       expect(updates).toEqual(["notes://clock", "notes://clock", "notes://clock"])

@@ -1,13 +1,13 @@
 /**
  * A connection's prompts and resources: listing them (every page), getting a
  * prompt, reading a resource, and subscribing to one (`resources/subscribe`
- * when the stream starts, its `notifications/resources/updated` as elements,
- * `resources/unsubscribe` when it ends). Content comes back in the shapes of
+ * now, a stream of its `notifications/resources/updated`, `resources/unsubscribe`
+ * when the scope closes). Content comes back in the shapes of
  * `ToolResult` (base64 `data` and `blob`); a `resource_link` in a prompt
  * message becomes a text that names it.
  */
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { Effect, PubSub, Stream } from "effect"
+import { Effect, PubSub, type Scope, Stream } from "effect"
 import type * as ToolResult from "../../contract/ToolResult.ts"
 import type * as McpPrompt from "../McpPrompt.ts"
 
@@ -52,14 +52,23 @@ export interface Failure {
 
 /** The fields a connection gets. */
 export interface Extras<E> {
+  /** The server's prompts (`prompts/list`, every page); none when it has no `prompts` capability. */
   readonly prompts: Effect.Effect<ReadonlyArray<PromptInfo>, E>
+  /** `prompts/get`: the prompt's messages for `args` (every argument a string, as MCP sends them). */
   readonly getPrompt: (name: string, args?: { readonly [name: string]: string }) => Effect.Effect<PromptResult, E>
+  /** The server's resources and resource templates (every page); none without a `resources` capability. */
   readonly resources: Effect.Effect<
     { readonly resources: ReadonlyArray<ResourceInfo>; readonly templates: ReadonlyArray<ResourceTemplateInfo> },
     E
   >
+  /** `resources/read`: the contents at `uri` (text, or base64 `blob`). */
   readonly readResource: (uri: string) => Effect.Effect<ReadonlyArray<ToolResult.ResourceContents>, E>
-  readonly subscribe: (uri: string) => Stream.Stream<string, E>
+  /**
+   * Subscribes to `uri` (`resources/subscribe`, done when this succeeds) until the scope closes
+   * (`resources/unsubscribe`); the stream emits the URI of each `notifications/resources/updated`
+   * for it (or a resource under it), from the moment of subscribing.
+   */
+  readonly subscribe: (uri: string) => Effect.Effect<Stream.Stream<string>, E, Scope.Scope>
 }
 
 const reasonOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
@@ -201,8 +210,8 @@ export const extrasOf = <E>(
           return result.contents.map((contents) => contents as ToolResult.ResourceContents)
         }),
       subscribe: (uri) =>
-        Stream.unwrap(Effect.gen(function*() {
-          // Subscribed to the notifications before asking, so that no update is missed.
+        Effect.gen(function*() {
+          // Listening before asking, so that no update is missed; updates wait until the stream is read.
           const subscription = yield* PubSub.subscribe(updates)
           yield* request("subscribe", () => client.subscribeResource({ uri }, options))
           yield* Effect.addFinalizer(() =>
@@ -212,7 +221,7 @@ export const extrasOf = <E>(
           return Stream.fromSubscription(subscription).pipe(
             Stream.filter((updated) => updated === uri || updated.startsWith(uri.endsWith("/") ? uri : `${uri}/`))
           )
-        }))
+        })
     }
     return extras
   })
