@@ -97,6 +97,7 @@ const mcpLevel = (level: LogLevel.LogLevel): McpSchema.LoggingLevel => {
 
 const partText = (part: unknown): string => {
   if (typeof part === "string") return part
+  if (part instanceof Error) return `${part.name}: ${part.message}`
   try {
     return JSON.stringify(part) ?? String(part)
   } catch {
@@ -110,7 +111,7 @@ const logText = (message: unknown, cause: Cause.Cause<unknown>): string => {
   for (const reason of cause.reasons) {
     if (reason._tag === "Fail" || reason._tag === "Die") {
       const error = reason._tag === "Fail" ? reason.error : reason.defect
-      parts.push(error instanceof Error ? `${error.name}: ${error.message}` : partText(error))
+      parts.push(partText(error))
     }
   }
   return parts.join(" ")
