@@ -73,7 +73,7 @@ describe("McpConnect: server-everything over stdio", () => {
       expect(McpConnect.sourceOf(sum.tool)).toEqual({ server: "everything", tool: "get-sum" })
     })))
 
-  it("calls tools: text, structured content, images, resource links as artifacts", () =>
+  it("calls tools: text, structured content, images, embedded resources, resource links as artifacts", () =>
     run(Effect.gen(function*() {
       const connection = yield* McpConnect.stdio({ command: process.execPath, args: [server, "stdio"], name: "everything" })
       const executor = yield* Executor.make(yield* connection.registry, { middleware: [McpConnect.middleware] })
@@ -92,6 +92,19 @@ describe("McpConnect: server-everything over stdio", () => {
         { store: "mcp:everything", key: "demo://resource/dynamic/text/2", bytes: 0, mimeType: "text/plain" }
       ])
       expect(ToolResult.textOf(links)).toContain("[resource link: Text Resource 2 <demo://resource/dynamic/text/2> (text/plain)]")
+      // embedded resources, text and blob: resource blocks between the server's two texts
+      const text = yield* executor.run(call("c5", "get-resource-reference", { resourceType: "Text", resourceId: 2 }))
+      expect(text.content.map((b) => b.type)).toEqual(["text", "resource", "text"])
+      expect(text.content[1]).toEqual(ToolResult.resource({
+        uri: "demo://resource/dynamic/text/2",
+        mimeType: "text/plain",
+        text: expect.stringMatching(/^Resource 2: This is a plaintext resource created at /) as unknown as string
+      }))
+      const blob = yield* executor.run(call("c6", "get-resource-reference", { resourceType: "Blob", resourceId: 1 }))
+      const [, resource] = blob.content
+      expect(resource).toMatchObject({ type: "resource", resource: { uri: "demo://resource/dynamic/blob/1", mimeType: "text/plain" } })
+      const data = resource?.type === "resource" && "blob" in resource.resource ? resource.resource.blob : ""
+      expect(Buffer.from(data, "base64").toString()).toMatch(/^Resource 1: This is a base64 blob created at /)
     })))
 
   it("validates arguments locally: an invalid call is refused and never sent", () => {
