@@ -264,7 +264,7 @@ const resultBlock = (result: ToolResult): ToolResultBlockParam => {
             : { type: "base64", media_type: "application/pdf", data: block.resource.blob },
           title: block.resource.uri
         }
-      default:
+      default: // text (audio is never carried: `contentFor` described it)
         return { type: "text", text: block.type === "text" ? block.text : "" }
     }
   })

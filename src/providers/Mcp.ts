@@ -273,9 +273,7 @@ export const toolMessages = (results: ReadonlyArray<ToolResult>, options: Messag
       }
     }
     const blocks = contentFor(result, () => true)
-    const content = blocks.map((block): ContentBlock =>
-      block.type === "resource" ? { type: "resource", resource: block.resource } : block
-    )
+    const content: Array<ContentBlock> = [...blocks]
     if (!blocks.some((block) => block.type === "text") && (structured !== undefined || blocks.length === 0)) {
       content.unshift({ type: "text", text: structured === undefined ? "" : jsonWithoutMedia(structured, result.content) ?? "null" })
     }

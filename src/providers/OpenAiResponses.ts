@@ -204,7 +204,7 @@ export const toolMessages = (results: ReadonlyArray<ToolResult>): Array<Function
             }`,
             filename: fileNameOf(block.resource)
           }
-        default:
+        default: // text (audio is never carried: `contentFor` described it)
           return { type: "input_text", text: block.type === "text" ? block.text : "" }
       }
     })

@@ -105,8 +105,8 @@ export const contentFor = (result: Content, carries: Carries): Array<ContentBloc
   }
   const out: Array<ContentBlock> = []
   const pushText = (text: string) => {
-    const last = out[out.length - 1]
     if (text.length === 0) return
+    const last = out[out.length - 1]
     if (last?.type === "text") out[out.length - 1] = { type: "text", text: `${last.text}\n${text}` }
     else out.push({ type: "text", text })
   }
