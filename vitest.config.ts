@@ -21,6 +21,7 @@ const fullOnly = [
   "test/mcp/Inspector.test.ts",
   "test/mcp/ConformanceAuth.test.ts",
   "test/mcp/ConformanceClient.test.ts",
+  "test/mcp/ConformanceServer.test.ts",
   "test/stores/Postgres.test.ts",
   "test/stores/Redis.test.ts",
   "test/stores/TwoProcesses.test.ts"
