@@ -185,6 +185,37 @@ describe("AnthropicModel", () => {
       assert.notProperty(body, "system")
     }).pipe(Effect.scoped))
 
+  it("a tool result's text and PDF resources go as documents, its audio as a note (wireMessages)", () => {
+    const { messages } = AnthropicModel.wireMessages([
+      { role: "user", content: "play it" },
+      { role: "assistant", content: "", toolCalls: [{ id: "toolu_m", name: "media", arguments: {} }] },
+      {
+        role: "tool",
+        results: [{
+          toolCallId: "toolu_m",
+          name: "media",
+          content: [
+            { type: "audio", data: "UklG", mimeType: "audio/wav" },
+            { type: "resource", resource: { uri: "file:///n.txt", text: "notes" } },
+            { type: "resource", resource: { uri: "file:///a.pdf", mimeType: "application/pdf", blob: "JVBE" } }
+          ],
+          artifacts: [],
+          isError: false,
+          elapsed: 0
+        }]
+      }
+    ])
+    assert.deepStrictEqual(messages[2]?.content, [{
+      type: "tool_result",
+      tool_use_id: "toolu_m",
+      content: [
+        { type: "text", text: "[audio: audio/wav, 3 bytes; not sent: an Anthropic tool result carries no audio]" },
+        { type: "document", source: { type: "text", media_type: "text/plain", data: "notes" }, title: "file:///n.txt" },
+        { type: "document", source: { type: "base64", media_type: "application/pdf", data: "JVBE" }, title: "file:///a.pdf" }
+      ]
+    }])
+  })
+
   it.live("429 with retry-after: 1 is retried no sooner than a second later, then succeeds", () =>
     Effect.gen(function*() {
       const server = yield* serve([error(429, "rateLimited", { "retry-after": "1" }), ok("finalAnswer")])

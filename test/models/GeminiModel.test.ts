@@ -123,6 +123,35 @@ describe("GeminiModel", () => {
       })
     }).pipe(Effect.scoped))
 
+  it("a tool result's audio goes as an inlineData part of its functionResponse (wireContents)", () => {
+    const { contents } = GeminiModel.wireContents([
+      { role: "user", content: "play it" },
+      { role: "assistant", content: "", toolCalls: [{ id: "g_1", name: "media", arguments: {} }] },
+      {
+        role: "tool",
+        results: [{
+          toolCallId: "g_1",
+          name: "media",
+          content: [ToolResult.text("a beep"), ToolResult.audio("UklG", "audio/wav")],
+          artifacts: [],
+          isError: false,
+          elapsed: 0
+        }]
+      }
+    ])
+    assert.deepStrictEqual(contents[2], {
+      role: "user",
+      parts: [{
+        functionResponse: {
+          id: "g_1",
+          name: "media",
+          response: { output: "a beep" },
+          parts: [{ inlineData: { mimeType: "audio/wav", data: "UklG" } }]
+        }
+      }]
+    })
+  })
+
   it.live("generate: a blocked prompt is an empty content_filter answer; MAX_TOKENS is length", () =>
     Effect.gen(function*() {
       const server = yield* serve([
