@@ -15,7 +15,7 @@ import {
   type LoggingMessageNotification,
   LoggingMessageNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Logger, Option, Schema } from "effect"
 import { request } from "node:http"
 import { describe, expect, it } from "vitest"
 import * as Tool from "../../src/contract/Tool.ts"
@@ -24,7 +24,7 @@ import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import * as ToolResult from "../../src/contract/ToolResult.ts"
 import * as Executor from "../../src/runtime/Executor.ts"
 import * as ToolServices from "../../src/runtime/ToolServices.ts"
-import { McpServe } from "../../src/mcp/index.ts"
+import { McpPrompt, McpServe } from "../../src/mcp/index.ts"
 
 const text = (value: unknown) => ToolResult.text(String(value))
 
@@ -97,7 +97,12 @@ const withServer = <A>(
     Effect.gen(function*() {
       const server = yield* McpServe.serveHttp(yield* registry, { port: 0, ...options })
       return yield* Effect.promise(() => test(server.url))
-    }).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest({ runId: "mcp-client" })))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(ToolServices.layerTest({ runId: "mcp-client" })),
+      // the tools' logs reach the client; the test's own output stays quiet
+      Effect.provideService(Logger.CurrentLoggers, new Set())
+    )
   )
 
 const connect = async (url: string, capabilities: ClientCapabilities = {}) => {
@@ -258,6 +263,21 @@ describe("McpServe.serveHttp: what the transport accepts and advertises", () => 
       expect(capabilities?.tools).toBeDefined()
       expect(capabilities?.logging).toEqual({})
       expect(capabilities?.completions).toBeUndefined()
+      await client.close()
+    }), 30_000)
+
+  it("advertises completions when a prompt completes an argument, and answers completion/complete", () =>
+    withServer({
+      prompts: [McpPrompt.make("greet", {
+        arguments: Schema.Struct({ city: Schema.String }),
+        completions: { city: (input) => Effect.succeed(["paris", "park", "rome"].filter((c) => c.startsWith(input))) },
+        handler: ({ city }) => Effect.succeed(`Hello from ${city}`)
+      })]
+    }, async (url) => {
+      const client = await connect(url)
+      expect(client.getServerCapabilities()?.completions).toEqual({})
+      const completed = await client.complete({ ref: { type: "ref/prompt", name: "greet" }, argument: { name: "city", value: "pa" } })
+      expect(completed.completion.values).toEqual(["paris", "park"])
       await client.close()
     }), 30_000)
 })
