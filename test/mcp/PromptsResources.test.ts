@@ -67,6 +67,12 @@ const prompts = [
   })
 ]
 
+const withCompletions = McpPrompt.make("pick", {
+  arguments: Schema.Struct({ key: Schema.String }),
+  completions: { key: (prefix) => Effect.succeed(["groceries", "garden"].filter((key) => key.startsWith(prefix))) },
+  handler: ({ key }) => Effect.succeed(key)
+})
+
 const resources = [
   McpResource.make("notes://readme", {
     name: "readme",
@@ -89,7 +95,12 @@ const resources = [
         Effect.flatMap((text) => text === undefined ? Effect.fail(new McpResource.ResourceNotFound({ uri })) : Effect.succeed(text))
       )
   }),
-  McpResource.make("notes://broken", { name: "broken", read: Effect.die(new Error("secret internals at /srv/db")) })
+  McpResource.make("notes://broken", { name: "broken", read: Effect.die(new Error("secret internals at /srv/db")) }),
+  McpResource.template("notes://folder/{folder}/{key}", {
+    name: "filed",
+    read: ({ folder, key }) => Effect.succeed(`${folder}/${key}`),
+    completions: { folder: (prefix) => Effect.succeed(["inbox", "archive", "ideas"].filter((f) => f.startsWith(prefix))) }
+  })
 ]
 
 const withServer = <A, E>(
@@ -168,7 +179,7 @@ describe("McpServe prompts and resources, read with McpConnect", () => {
           { uri: "notes://broken", name: "broken" }
         ])
         expect(listed.templates.map((template) => template.uriTemplate)).toEqual(
-          expect.arrayContaining(["notes://note/{key}", "tinyagents://artifacts/{store}/{key}"])
+          expect.arrayContaining(["notes://note/{key}", "notes://folder/{folder}/{key}", "tinyagents://artifacts/{store}/{key}"])
         )
         expect(yield* connection.readResource("notes://readme")).toEqual([
           { uri: "notes://readme", mimeType: "text/markdown", text: "# Notes" }
@@ -183,6 +194,26 @@ describe("McpServe prompts and resources, read with McpConnect", () => {
         const broken = yield* failure(connection.readResource("notes://broken"))
         expect(broken).toContain("internal error reading resource notes://broken")
         expect(broken).not.toContain("secret")
+      })))
+
+  it("completes a prompt's argument and a template's parameter; reads a template of two parameters", () =>
+    withServer({ prompts: [...prompts, withCompletions], resources }, (connection, url) =>
+      Effect.gen(function*() {
+        const client = new Client({ name: "probe", version: "1" })
+        yield* Effect.promise(() => client.connect(new StreamableHTTPClientTransport(new URL(url))))
+        const folder = yield* Effect.promise(() =>
+          client.complete({
+            ref: { type: "ref/resource", uri: "notes://folder/{folder}/{key}" },
+            argument: { name: "folder", value: "i" }
+          })
+        )
+        const key = yield* Effect.promise(() =>
+          client.complete({ ref: { type: "ref/prompt", name: "pick" }, argument: { name: "key", value: "gr" } })
+        )
+        yield* Effect.promise(() => client.close())
+        expect(folder.completion).toEqual({ values: ["inbox", "ideas"], total: 2, hasMore: false })
+        expect(key.completion).toEqual({ values: ["groceries"], total: 1, hasMore: false })
+        expect(yield* connection.readResource("notes://folder/inbox/a%20b")).toEqual([{ uri: "notes://folder/inbox/a%20b", text: "inbox/a b" }])
       })))
 
   it("advertises prompts only when some are served", () =>
