@@ -132,7 +132,7 @@ export const serveDemo = async (options: { readonly expiresIn?: number; readonly
       }
       if (message.method === "tools/call" && message.params?.name === "save_note" && !scope.split(" ").includes("notes:write")) {
         return json(res, 403, { error: "insufficient_scope" }, {
-          "www-authenticate": `Bearer error="insufficient_scope", scope="notes:read notes:write", resource_metadata="${resourceMetadata}"`
+          "www-authenticate": `Bearer error="insufficient_scope", scope="notes:write", resource_metadata="${resourceMetadata}"`
         })
       }
       const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }) // stateless: no session ids

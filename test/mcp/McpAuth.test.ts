@@ -110,7 +110,7 @@ describe("McpAuth", () => {
       assert.deepStrictEqual(demo.seen.authorizations, ["notes:read"])
     }, { expiresIn: 0 }))
 
-  it("403 insufficient_scope: authorizes again with the scopes asked for (step-up), then the call succeeds", () =>
+  it("403 insufficient_scope: authorizes again with the scopes held and those asked for (step-up), then the call succeeds", () =>
     withDemo(async (demo) => {
       const result = await run(Effect.gen(function*() {
         const notes = yield* McpConnect.http({ url: demo.url, auth: signIn })

@@ -409,7 +409,9 @@ export const authorizedFetch = <R>(
         }
         stepUps++
         lastChallenge = header
-        const scope = [...new Set([...(grantedScope ?? "").split(" "), ...(challenge.scope ?? "").split(" ")])]
+        // The scopes held (as the token response gave them, else as asked for) and those the challenge asks for.
+        const held = (await currentToken().catch(fail))?.tokens.scope ?? grantedScope
+        const scope = [...new Set([...(held ?? "").split(" "), ...(challenge.scope ?? "").split(" ")])]
           .filter((s) => s !== "")
           .join(" ")
         await exclusively(async () => {
