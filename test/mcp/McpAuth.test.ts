@@ -224,14 +224,15 @@ describe("McpAuth", () => {
       assert.include(error.message, "the user closed the browser")
     }))
 
-  it("a server without authorization metadata or registration: the failure names the step", async () => {
+  it("a server without metadata whose default endpoints fail: NoMetadata", async () => {
     const server = createServer((_req, res) => res.writeHead(401, { "www-authenticate": "Bearer" }).end())
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`
     try {
       const error = await run(Effect.flip(McpConnect.http({ url, auth: signIn })))
       assert.strictEqual(error._tag, "McpAuthError")
-      assert.include(["NoMetadata", "RegistrationRefused"], (error as McpAuth.McpAuthError).failure)
+      assert.strictEqual((error as McpAuth.McpAuthError).failure, "NoMetadata")
+      assert.include(error.message, "publishes no protected-resource or authorization-server metadata")
     } finally {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))

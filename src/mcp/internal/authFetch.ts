@@ -152,6 +152,8 @@ export const authorizedFetch = <R>(
     // The step `auth()` is at, to name a failure.
     let step: "discovery" | "registration" | "authorization" | "token" = "discovery"
     let signal: AbortSignal | undefined
+    // What discovery found (neither metadata document: the 2025-03-26 fallback endpoints were used).
+    let discovered: OAuthDiscoveryState | undefined
 
     const provider: OAuthClientProvider = {
       get redirectUrl() {
@@ -198,8 +200,15 @@ export const authorizedFetch = <R>(
         if (verifier === undefined) throw new Error("no PKCE code verifier was saved for this authorization")
         return verifier
       },
-      saveDiscoveryState: (state) => write("discovery", state),
-      discoveryState: () => read<OAuthDiscoveryState>("discovery"),
+      saveDiscoveryState: (state) => {
+        discovered = state
+        return write("discovery", state)
+      },
+      discoveryState: async () => {
+        const state = await read<OAuthDiscoveryState>("discovery")
+        discovered = state ?? discovered
+        return state
+      },
       invalidateCredentials: async (scope) => {
         if (scope === "all" || scope === "tokens") await write("tokens", undefined)
         if (scope === "all" || scope === "client") await write("client", undefined)
@@ -290,6 +299,18 @@ export const authorizedFetch = <R>(
     const failureOf = (error: unknown): McpAuthError => {
       if (error instanceof McpAuthError) return error
       const text = error instanceof Error ? error.message : String(error)
+      if (
+        discovered !== undefined && discovered.resourceMetadata === undefined &&
+        discovered.authorizationServerMetadata === undefined
+      ) {
+        return new McpAuthError({
+          server,
+          failure: "NoMetadata",
+          detail: redact(
+            `the server publishes no protected-resource or authorization-server metadata, and the default endpoints (${discovered.authorizationServerUrl}register, authorize, token) failed: ${text}`
+          )
+        })
+      }
       const failure: McpAuthFailure = /does not match expected/.test(text)
         ? "ResourceMismatch"
         : /dynamic client registration/i.test(text) || step === "registration"
