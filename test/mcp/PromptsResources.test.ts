@@ -264,7 +264,7 @@ describe("McpServe prompts and resources, read with McpConnect", () => {
       }))
   })
 
-  it("refuses a URI template that is not made of simple {param}s", async () => {
+  it("refuses a URI template that is not made of simple {param}s, and two prompts of one name", async () => {
     const exit = await Effect.runPromiseExit(
       Effect.flatMap(ToolRegistry.make([echo]), (registry) =>
         McpServe.serveHttp(registry, {
@@ -274,6 +274,14 @@ describe("McpServe prompts and resources, read with McpConnect", () => {
     )
     expect(exit._tag).toBe("Failure")
     expect(JSON.stringify(exit)).toContain("is not a simple {param} expression")
+    const twice = await Effect.runPromiseExit(
+      Effect.flatMap(ToolRegistry.make([echo]), (registry) =>
+        McpServe.serveHttp(registry, { port: 0, prompts: [withCompletions, withCompletions] })).pipe(
+          Effect.scoped,
+          Effect.provide(ToolServices.layerTest())
+        )
+    )
+    expect(JSON.stringify(twice)).toContain("two prompts named pick")
   })
 })
 
