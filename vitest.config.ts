@@ -19,6 +19,7 @@ const fullOnly = [
   "test/durable/DurablePostgres.test.ts",
   "test/durable/MultiRunner.test.ts",
   "test/mcp/Inspector.test.ts",
+  "test/mcp/PromptsResourcesStdio.test.ts",
   "test/mcp/ConformanceAuth.test.ts",
   "test/mcp/ConformanceClient.test.ts",
   "test/mcp/ConformanceServer.test.ts",
