@@ -517,6 +517,47 @@ describe("tinyagents (the command line)", () => {
         assert.include(unreachable.stderr, "mcp tools: cannot connect to the MCP server \"no-such-server\"")
       }), 60_000)
 
+    it.effect("mcp serve --allow-origin takes origins, and only with --http", () =>
+      Effect.gen(function*() {
+        const bad = yield* cli("mcp", "serve", fixture("tools.ts"), "--http", "0", "--allow-origin", "localhost:3000")
+        assert.strictEqual(bad.code, 2)
+        assert.include(bad.stderr, "--allow-origin takes an origin (scheme://host[:port], e.g. http://localhost:3000), not localhost:3000")
+        const stdio = yield* cli("mcp", "serve", fixture("tools.ts"), "--allow-origin", "http://localhost:3000")
+        assert.strictEqual(stdio.code, 2)
+        assert.include(stdio.stderr, "--allow-origin applies to --http only")
+      }))
+
+    it.live("mcp serve --http --allow-origin accepts requests from those origins; any other gets 403", () =>
+      Effect.gen(function*() {
+        const serving = yield* Cli.run(
+          ["mcp", "serve", fixture("tools.ts"), "--http", "0", "--allow-origin", "http://localhost:3000", "--allow-origin", "https://app.test"],
+          { version: "1.2.3" }
+        ).pipe(Effect.forkChild)
+        const url = yield* TestConsole.errorLines.pipe(
+          Effect.map((lines) => lines.map(String).join("\n").match(/http:\/\/127\.0\.0\.1:\d+\/mcp/)?.[0]),
+          Effect.flatMap((url) => url === undefined ? Effect.fail("not yet") : Effect.succeed(url)),
+          Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo({ times: 200 })))
+        )
+        const initialize = (origin: string) =>
+          Effect.promise(() =>
+            fetch(url, {
+              method: "POST",
+              headers: { "content-type": "application/json", accept: "application/json, text/event-stream", origin },
+              body: JSON.stringify({
+                jsonrpc: "2.0",
+                id: 1,
+                method: "initialize",
+                params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "browser", version: "1" } }
+              })
+            }).then((response) => response.status)
+          )
+        assert.strictEqual(yield* initialize("http://localhost:3000"), 200)
+        assert.strictEqual(yield* initialize("https://app.test"), 200)
+        assert.strictEqual(yield* initialize(new URL(url).origin), 200)
+        assert.strictEqual(yield* initialize("http://evil.example.com"), 403)
+        yield* Fiber.interrupt(serving)
+      }).pipe(Effect.provide([Cli.layer, Layer.fresh(TestConsole.layer)])), 60_000)
+
     it.effect("mcp serve with a module that cannot be loaded is a usage error", () =>
       Effect.gen(function*() {
         const { code, stderr } = yield* cli("mcp", "serve", fixture("no-default.ts"))
