@@ -72,10 +72,17 @@
  * toolkits, which we do not use), answers an unknown tool with `-32602`,
  * interrupts a handler on `notifications/cancelled`, on a `DELETE` of the
  * session and on a dropped connection, and keeps the library free of the
- * SDK at run time. Two things are handled here: its stdio protocol
- * interrupts the fiber that built it when its output ends (so the server is
- * built in a fiber of its own), and Node's `server.close` would wait for a
- * client that vanished mid-response (so the sockets are closed first).
+ * SDK at run time. With the layer below it passes 31 of the official
+ * conformance suite's 32 server scenarios (test/mcp/ConformanceServer.test.ts;
+ * the other needs a prompt with completions), so it stays. What is handled
+ * here: its stdio protocol interrupts the fiber that built it when its output
+ * ends (so the server is built in a fiber of its own); Node's `server.close`
+ * would wait for a client that vanished mid-response (so the sockets are
+ * closed first); it advertises `completions` always (here only when served);
+ * over HTTP it refuses a session's request naming a supported protocol
+ * version other than the negotiated one, and any `Origin` not listed (the
+ * guard in front of it accepts both, see `internal/httpGuard.ts`); and it has
+ * no way for a handler's logs to reach the client (`internal/callNotifications.ts`).
  *
  * Runtime dependency: `@effect/platform-node` (Node's stdio and HTTP
  * server), imported when a server starts: an optional peer dependency.
