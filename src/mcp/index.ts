@@ -5,6 +5,5 @@
 export * as McpServe from "./McpServe.ts"
 export * as McpConnect from "./McpConnect.ts"
 export * as McpAuth from "./McpAuth.ts"
-export * as McpAuth from "./McpAuth.ts"
 export * as McpPrompt from "./McpPrompt.ts"
 export * as McpResource from "./McpResource.ts"
