@@ -65,6 +65,8 @@ describe.skipIf(!existsSync(cli))("MCP conformance: authorization scenarios (cli
   }
 })
 
-describe.runIf(!existsSync(cli))("MCP conformance: authorization scenarios (client)", () => {
-  it.skip("skipped: no @modelcontextprotocol/conformance installed", () => {})
-})
+if (!existsSync(cli)) {
+  describe("MCP conformance: authorization scenarios (client)", () => {
+    it.skip("skipped: no @modelcontextprotocol/conformance installed", () => {})
+  })
+}
