@@ -40,7 +40,8 @@ export interface Argument {
 /** Fields of a prompt's arguments: MCP sends every argument as a string, so each field decodes from one. */
 export type Fields = { readonly [key: string]: Schema.Codec<any, string, never, never> }
 
-const TypeId = "~tinyagents/McpPrompt"
+/** Marks a value made by {@link make}. */
+export const TypeId = "~tinyagents/McpPrompt"
 
 /** A prompt, ready to serve: its listing and an untyped `get` (arguments decoded inside). */
 export interface McpPrompt<R = never> {
