@@ -22,12 +22,7 @@ const node = existsSync(local) ? local : process.execPath
 const missing = existsSync(suite) ? undefined : "skipped: no @modelcontextprotocol/conformance"
 
 /** Scenarios that may fail, each with why. */
-const expectedFailures: Readonly<Record<string, string>> = {
-  "completion-complete":
-    "the scenario completes argument arg1 of test_prompt_with_arguments, which has no completions in " +
-    "test/mcp/fixtures/conformance/promptsResources.ts: our server then does not advertise completions " +
-    "(it serves none) and answers -32602"
-}
+const expectedFailures: Readonly<Record<string, string>> = {}
 
 interface Check {
   readonly id: string
