@@ -72,9 +72,9 @@
  * toolkits, which we do not use), answers an unknown tool with `-32602`,
  * interrupts a handler on `notifications/cancelled`, on a `DELETE` of the
  * session and on a dropped connection, and keeps the library free of the
- * SDK at run time. With the layer below it passes 31 of the official
- * conformance suite's 32 server scenarios (test/mcp/ConformanceServer.test.ts;
- * the other needs a prompt with completions), so it stays. What is handled
+ * SDK at run time. With the layer below it passes all 32 of the official
+ * conformance suite's server scenarios (test/mcp/ConformanceServer.test.ts),
+ * so it stays. What is handled
  * here: its stdio protocol interrupts the fiber that built it when its output
  * ends (so the server is built in a fiber of its own); Node's `server.close`
  * would wait for a client that vanished mid-response (so the sockets are
