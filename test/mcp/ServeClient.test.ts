@@ -240,6 +240,11 @@ describe("McpServe.serveHttp: what the transport accepts and advertises", () => 
       expect(foreign.status).toBe(403)
       expect(foreign.body).toContain("Origin \\\"http://evil.example.com\\\" is not allowed")
       expect((await post(url, { host, origin: `http://${host}` }, initialize)).status).toBe(200)
+      const port = new URL(url).port
+      expect((await post(url, { host: `localhost:${port}`, origin: `http://127.0.0.1:${port}` }, initialize)).status)
+        .toBe(200)
+      expect((await post(url, { host, origin: `http://localhost:${Number(port) + 1}` }, initialize)).status).toBe(403)
+      expect((await post(url, { host, origin: `https://localhost:${port}` }, initialize)).status).toBe(403)
       expect((await post(url, { origin: "http://localhost:3000" }, initialize)).status).toBe(200)
       expect((await post(url, { origin: "http://localhost:3001" }, initialize)).status).toBe(403)
     }), 30_000)

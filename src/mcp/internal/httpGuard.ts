@@ -4,8 +4,8 @@
  *
  * - DNS-rebinding protection. On a loopback interface, the `Host` header must name a loopback
  *   address (`localhost`, `127.0.0.1`, `[::1]`); a request with an `Origin` header is accepted
- *   when that origin is the server's own (`http://` and the request's loopback `Host`) or one of
- *   `allowedOrigins`, and refused with 403 otherwise. On other interfaces only `allowedOrigins`
+ *   when that origin is the server's own (`http://`, a loopback name and the port of the request's
+ *   `Host`) or one of `allowedOrigins`, and refused with 403 otherwise. On other interfaces only `allowedOrigins`
  *   (and requests without `Origin`) are accepted. Effect's own check (exact `allowedOrigins`) sees
  *   no `Origin` once this one has passed it.
  * - `MCP-Protocol-Version` on a session's request. The spec refuses (400) only an invalid or
@@ -38,6 +38,13 @@ const hostName = (header: string): string => {
   return colon === -1 ? header : header.slice(0, colon)
 }
 
+/** An origin on this machine and the server's port (`http://localhost:<port>`, `http://127.0.0.1:<port>`, ...). */
+const isOwnOrigin = (origin: string, host: string): boolean => {
+  if (!URL.canParse(origin) || !URL.canParse(`http://${host}`)) return false
+  const url = new URL(origin)
+  return url.protocol === "http:" && isLoopback(url.hostname) && url.port === new URL(`http://${host}`).port
+}
+
 const forbidden = (reason: string) =>
   HttpServerResponse.jsonUnsafe(
     { jsonrpc: "2.0", id: null, error: { code: -32000, message: `Forbidden: ${reason}` } },
@@ -58,7 +65,7 @@ export const guard = (options: GuardOptions) =>
     let headers = request.headers
     const origin = headers["origin"]
     if (origin !== undefined) {
-      const own = loopback && host !== undefined && origin.toLowerCase() === `http://${host.toLowerCase()}`
+      const own = loopback && host !== undefined && isOwnOrigin(origin, host)
       if (!own && !options.allowedOrigins.includes(origin)) {
         return Effect.succeed(
           forbidden(`Origin ${JSON.stringify(origin)} is not allowed (allow it with allowedOrigins / --allow-origin)`)
