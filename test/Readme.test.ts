@@ -14,7 +14,7 @@
  *   relative link points to a file of the repository (and its `#anchor` to a
  *   heading of that page).
  */
-import { spawnSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -91,12 +91,23 @@ const blocks: ReadonlyArray<Block> = pages.flatMap((page) => blocksOf(page.path,
 const words = (line: string): Array<string> =>
   [...line.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!)
 
+/**
+ * Runs `node --conditions=tinyagents-source ...args` in the repository, with a minimal environment.
+ * Asynchronous, so that the runs below (`it.concurrent`) overlap: each is mostly a Node process
+ * starting, and one at a time they left a core idle at the end of `npm test`.
+ */
 const run = (args: ReadonlyArray<string>) =>
-  spawnSync(process.execPath, ["--conditions=tinyagents-source", ...args], {
-    cwd: repo,
-    encoding: "utf8",
-    timeout: 60_000,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" }
+  new Promise<{ readonly status: number | null; readonly stdout: string; readonly stderr: string }>((done) => {
+    execFile(process.execPath, ["--conditions=tinyagents-source", ...args], {
+      cwd: repo,
+      encoding: "utf8",
+      timeout: 60_000,
+      maxBuffer: 16 * 1024 * 1024,
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" }
+    }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+      done({ status: code, stdout, stderr })
+    })
   })
 
 /** The prose of every page: code blocks left out. */
@@ -127,8 +138,8 @@ describe("documentation code blocks", () => {
       })
       continue
     }
-    it(`${path} runs, and prints what the pages say it prints`, () => {
-      const result = run([path])
+    it.concurrent(`${path} runs, and prints what the pages say it prints`, { timeout: 90_000 }, async () => {
+      const result = await run([path])
       expect(result.status, result.stderr).toBe(0)
       for (const output of blocks.filter((b) => b.marker?.kind === "output" && b.marker.path === path)) {
         expect(result.stdout.trimEnd(), `${output.page} line ${output.line}`).toBe(output.body.trimEnd())
@@ -145,13 +156,13 @@ describe("documentation code blocks", () => {
   const script = (JSON.parse(readFileSync(join(repo, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts["tinyagents"]!
   for (const block of blocks.filter((b) => b.marker?.kind === "command")) {
     const command = (block.marker as { readonly command: string }).command
-    it(`${block.page} line ${block.line}: \`${command}\` prints what the page shows`, () => {
+    it.concurrent(`${block.page} line ${block.line}: \`${command}\` prints what the page shows`, { timeout: 90_000 }, async () => {
       const page = pages.find((p) => p.path === block.page)!
       expect(page.text.split("\n"), "the command is shown on the page").toContain(command)
       // `npm run tinyagents -- args` runs the script's node command with the args
       const [node, ...scriptArgs] = words(script)
       expect(node).toBe("node")
-      const result = run([...scriptArgs.filter((a) => a !== "--conditions=tinyagents-source"), ...words(command.slice("npm run tinyagents -- ".length))])
+      const result = await run([...scriptArgs.filter((a) => a !== "--conditions=tinyagents-source"), ...words(command.slice("npm run tinyagents -- ".length))])
       expect(result.stdout.trimEnd(), result.stderr).toBe(block.body.trimEnd())
     })
   }

@@ -264,10 +264,33 @@ export const transport = (
       closed = true
       await client.close().catch(() => undefined)
     })
+    // Progress is delivered here, as each message arrives, not through the SDK's `onprogress`: the
+    // SDK runs notification handlers a microtask late but a response at once, so a report that
+    // arrives just before the result (in one stdio chunk) found its handler already removed and was
+    // lost. A transport's own `onmessage` is called first, synchronously, by the SDK's client.
+    const progressHandlers = new Map<string, (report: { readonly progress: number; readonly total?: number; readonly message?: string }) => void>()
+    const deliverProgress = (message: unknown) => {
+      const m = message as { readonly method?: unknown; readonly params?: { readonly [key: string]: unknown } }
+      if (m?.method !== "notifications/progress" || typeof m.params?.progressToken !== "string") return
+      const { message: text, progress, total } = m.params
+      if (typeof progress !== "number") return
+      progressHandlers.get(m.params.progressToken)?.({
+        progress,
+        ...(typeof total === "number" ? { total } : {}),
+        ...(typeof text === "string" ? { message: text } : {})
+      })
+    }
     yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: async () =>
-          client.connect((typeof make === "function" ? await make() : make) as SdkTransport, { timeout: requestTimeout }),
+        try: async () => {
+          const connected = (typeof make === "function" ? await make() : make) as SdkTransport
+          const own = connected.onmessage
+          connected.onmessage = (message, extra) => {
+            deliverProgress(message)
+            own?.call(connected, message, extra)
+          }
+          return client.connect(connected, { timeout: requestTimeout })
+        },
         catch: (error) => new McpConnectError({ server: label, operation: "connect", reason: reasonOf(error), ...stderrOf() })
       }),
       () => closeNow
@@ -281,21 +304,26 @@ export const transport = (
         catch: (error) => new McpConnectError({ server, operation: "connect", reason: `logging/setLevel: ${reasonOf(error)}` })
       })
     }
+    let progressTokens = 0
     const caller: Caller = {
       server,
       call: (name, args, signal, onProgress, origin) =>
-        answering.during(origin, () => client.callTool({ name, arguments: { ...args } }, undefined, {
-          signal,
-          timeout: noDeadline,
-          ...(onProgress === undefined ? {} : {
-            onprogress: ({ progress, total, message }) =>
-              onProgress({
-                count: progress,
-                ...(total === undefined ? {} : { total }),
-                ...(message === undefined ? {} : { message })
-              })
-          })
-        }) as Promise<CallResult>)
+        answering.during(origin, () => {
+          if (onProgress === undefined) {
+            return client.callTool({ name, arguments: { ...args } }, undefined, { signal, timeout: noDeadline }) as Promise<CallResult>
+          }
+          const token = `tinyagents-${++progressTokens}`
+          progressHandlers.set(token, ({ message, progress, total }) =>
+            onProgress({
+              count: progress,
+              ...(total === undefined ? {} : { total }),
+              ...(message === undefined ? {} : { message })
+            }))
+          return (client.callTool({ name, arguments: { ...args }, _meta: { progressToken: token } }, undefined, {
+            signal,
+            timeout: noDeadline
+          }) as Promise<CallResult>).finally(() => progressHandlers.delete(token))
+        })
     }
     const listAll = Effect.tryPromise({
       try: async () => {

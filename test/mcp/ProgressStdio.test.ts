@@ -157,4 +157,23 @@ describe("progress over stdio, imported with McpConnect.stdio", () => {
           ])
       }).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest({ runId: "stdio-client" })))
     ), 60_000)
+
+  // The SDK's client runs notification handlers a microtask after a message arrives, and a response
+  // at once: a report sent just before the result used to find its handler gone, and was lost.
+  it("a report sent just before the result is not lost", () =>
+    Effect.runPromise(
+      Effect.gen(function*() {
+        const connection = yield* McpConnect.stdio({ command: process.execPath, args: serve, cwd: repo })
+        const executor = yield* Executor.make(yield* connection.registry, { progress: { interval: 0 } })
+        for (let round = 0; round < 5; round++) {
+          const id = `burst-${round}`
+          const result = yield* executor.run({ id, name: "burst", arguments: "{}" })
+          expect(ToolResult.textOf(result)).toBe("done")
+          const events = yield* (yield* EventLog).all
+          // The server's executor bounds its rate (100 ms): the first report and the last are sent.
+          expect(events.flatMap((event) => event._tag === "tool.progress" && event.toolCallId === id ? [event.count] : []))
+            .toEqual([1, 3])
+        }
+      }).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest({ runId: "stdio-burst" })))
+    ), 60_000)
 })

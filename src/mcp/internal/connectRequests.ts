@@ -17,6 +17,7 @@ import { formatPath } from "../../contract/ToolError.ts"
 import * as ToolInput from "../../contract/ToolInput.ts"
 import type * as ToolSchema from "../../contract/ToolSchema.ts"
 import { Approval, type Request as ApprovalRequest } from "../../governance/Approval.ts"
+import { base64Bytes } from "../../providers/ResultContent.ts"
 
 /** The call a server's request arrived during: whose services answer it, and what it is about. */
 export interface Origin {
@@ -170,8 +171,6 @@ export interface Refusal {
 /** The code MCP uses for a request the user (here: local policy) rejected. */
 const rejected = -1
 const internalError = -32603
-
-const base64Bytes = (data: string): number => Math.floor((data.length * 3) / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0)
 
 /** One content block as text: text as is, images and audio described (the `ChatModel` takes text messages). */
 const textOf = (block: unknown): Result.Result<string, string> => {
