@@ -187,11 +187,21 @@ export const Audit: Schema.Codec<Audit, Omit<Audit, "metadata"> & { readonly met
     metadata: Schema.optionalKey(Schema.Record(Schema.String, JsonData))
   })
 
-/** The schema of a {@link ResourceContents} (JSON as it is). */
-export const ResourceContents: Schema.Codec<ResourceContents> = Schema.Union([
-  Schema.Struct({ uri: Schema.String, mimeType: Schema.optionalKey(Schema.String), text: Schema.String }),
-  Schema.Struct({ uri: Schema.String, mimeType: Schema.optionalKey(Schema.String), blob: Schema.String })
-])
+/**
+ * The schema of a {@link ResourceContents} (JSON as it is): one struct whose `text` and `blob` are
+ * optional, exactly one of them present. Not a union of the two shapes: neither has a literal field
+ * that tells it apart, and Effect's binary encoding (cluster messages of durable runs) needs one.
+ */
+export const ResourceContents: Schema.Codec<ResourceContents> = Schema.Struct({
+  uri: Schema.String,
+  mimeType: Schema.optionalKey(Schema.String),
+  text: Schema.optionalKey(Schema.String),
+  blob: Schema.optionalKey(Schema.String)
+}).check(
+  Schema.makeFilter((contents) =>
+    (contents.text === undefined) !== (contents.blob === undefined) || "an embedded resource has either text or blob, not both nor neither"
+  )
+) as unknown as Schema.Codec<ResourceContents>
 
 /** The schema of a {@link ContentBlock} (JSON as it is). */
 export const ContentBlock: Schema.Codec<ContentBlock> = Schema.Union([

@@ -63,11 +63,12 @@ import type * as McpAuth from "./McpAuth.ts"
 import { authorizedFetch } from "./internal/authFetch.ts"
 import { type Caller, importTools, pendingLinks, type Skipped, type Source, sources } from "./internal/connectImport.ts"
 import { artifactOf, type CallResult, safetyOf as safetyOfAnnotations } from "./internal/connectMapping.ts"
-import { type Extras, extrasOf, type Failure as ExtrasFailure } from "./internal/connectPrompts.ts"
+import { extrasOf } from "./internal/connectPrompts.ts"
+import type { Extras, Failure as ExtrasFailure } from "./internal/connectPromptTypes.ts"
 import * as Requests from "./internal/connectRequests.ts"
 
 export type { Skipped, Source } from "./internal/connectImport.ts"
-export type { PromptInfo, PromptResult, ResourceInfo, ResourceTemplateInfo } from "./internal/connectPrompts.ts"
+export type { PromptInfo, PromptResult, ResourceInfo, ResourceTemplateInfo } from "./internal/connectPromptTypes.ts"
 
 /** What a failed prompt or resource request was doing (the start of its message). */
 const extrasFailureText: Record<ExtrasFailure["operation"], string> = {

@@ -6,6 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
+import * as SchemaBinary from "effect/encoding/SchemaBinary"
 import { ChatModel, ToolError } from "../../src/index.ts"
 import { Journal } from "../../src/durable/index.ts"
 
@@ -74,5 +75,45 @@ describe("Journal stored rows", () => {
     if (outcome._tag !== "Failed") return
     assert.instanceOf(outcome.error, ChatModel.ChatModelError)
     assert.strictEqual(outcome.transcript.length, 4)
+  })
+})
+
+// Durable runs send these through the cluster, whose messages use Effect's binary encoding: a union
+// whose members no literal field tells apart has no binary layout, and fails only at run time (an
+// embedded resource's `text` / `blob` contents once did, in a multi-runner run).
+describe("Journal schemas on the cluster's wire", () => {
+  for (const [name, schema] of Object.entries({
+    Turn: Journal.Turn,
+    Call: Journal.Call,
+    Decision: Journal.Decision,
+    Waited: Journal.Waited,
+    RunResult: Journal.RunResult,
+    Outcome: Journal.Outcome,
+    Payload: Journal.Payload
+  })) {
+    it(`${name} has a binary layout`, () => {
+      const codec = SchemaBinary.toCodec(schema as never)
+      assert.isDefined(codec)
+    })
+  }
+
+  it("an outcome whose result holds text, image, audio and both kinds of embedded resource round-trips", () => {
+    const result = {
+      ...JSON.parse(toolResult),
+      content: [
+        { type: "text", text: "t" },
+        { type: "image", data: "aGk=", mimeType: "image/png" },
+        { type: "audio", data: "aGk=", mimeType: "audio/wav" },
+        { type: "resource", resource: { uri: "test://a", mimeType: "text/plain", text: "x" } },
+        { type: "resource", resource: { uri: "test://b", blob: "aGk=" } }
+      ]
+    }
+    const outcome = decode(
+      Journal.Outcome,
+      `{"_tag":"Failed","reason":"model","error":{"_tag":"ChatModelError","reason":"decode","message":"m","retryable":false},"turns":1,"transcript":[],"results":[${JSON.stringify(result)}]}`
+    )
+    const codec = SchemaBinary.toCodec(Journal.Outcome as never) as unknown as Schema.Codec<unknown, Uint8Array>
+    const bytes = Schema.encodeSync(codec)(outcome)
+    assert.deepStrictEqual(Schema.decodeSync(codec)(bytes), outcome)
   })
 })
