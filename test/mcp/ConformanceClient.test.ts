@@ -76,6 +76,9 @@ describe.skipIf(!existsSync(cli))("MCP conformance: client scenarios", () => {
   }
 })
 
-describe.runIf(!existsSync(cli))("MCP conformance: client scenarios", () => {
-  it.skip("skipped: no @modelcontextprotocol/conformance installed", () => {})
-})
+// Registered only when the suite is missing (a describe.runIf still counts its test as skipped).
+if (!existsSync(cli)) {
+  describe("MCP conformance: client scenarios", () => {
+    it.skip("skipped: no @modelcontextprotocol/conformance installed", () => {})
+  })
+}
