@@ -15,7 +15,9 @@
  *   `structuredContent` is sent when the tool has an output schema.
  * - Large outputs: each artifact becomes a `resource_link`
  *   (`tinyagents://artifacts/<store>/<key>`) that `resources/read` serves;
- *   only artifacts of this server's calls are readable. The artifact store
+ *   only artifacts of this server's calls are readable, and only by the
+ *   session whose call produced them (the HTTP session, or the stdio
+ *   client; the 1,000 most recently used). The artifact store
  *   keeps the full text as the tool produced it; what `resources/read` sends
  *   is redacted by the producing tool's `safety.redact` (pattern matches, and
  *   values under redacted keys when the text is JSON, re-serialized; values
@@ -37,9 +39,9 @@
  *   `Effect.logWarning`, ...) during a served call also goes to the calling
  *   client as `notifications/message` (logger: the tool's name; the text and
  *   the messages of a logged cause, redacted like the call's result), at or
- *   above the level the client set with `logging/setLevel` (default `info`),
- *   each delivered before the call's result. The server's own loggers keep
- *   their minimum level.
+ *   above the level the client set with `logging/setLevel` (default `info`;
+ *   a plain `Effect.log` is `info` whatever the client set), each delivered
+ *   before the call's result. The server's own loggers keep their minimum level.
  * - Asking the client: while a tool runs as a served `tools/call`, its
  *   handler can reach the calling client through {@link Client}
  *   (`elicit`, `createMessage`); read it with

@@ -312,7 +312,7 @@ describe("round trip: McpConnect against McpServe", () => {
     ))
 
   it("a large output: the server's artifact comes back as its head and tail plus a described resource_link", () =>
-    roundTrip(({ both, url }) =>
+    roundTrip(({ both, connection, url }) =>
       Effect.gen(function*() {
         const { local, remote } = yield* both("report", { lines: 400 })
         const full = local.value as string
@@ -343,9 +343,12 @@ describe("round trip: McpConnect against McpServe", () => {
         ])
         // Without McpConnect.middleware the client records no artifact; the text was not offloaded again.
         expect(remote.artifacts).toEqual([])
-        // The link serves the whole text (McpConnect itself does not read resources).
-        const read = yield* sdkClient(url, (client) => client.readResource({ uri }))
-        expect(read.contents).toEqual([{ uri, mimeType: "text/plain", text: full }])
+        // The link serves the whole text to the session that made the call (McpConnect does not
+        // follow links itself; its connection reads them); another client is told it does not exist.
+        const read = yield* connection.readResource(uri)
+        expect(read).toEqual([{ uri, mimeType: "text/plain", text: full }])
+        const other = yield* sdkClient(url, (client) => client.readResource({ uri }).then(() => "read", (error) => error.code))
+        expect(other).toBe(-32602)
       })
     ))
 

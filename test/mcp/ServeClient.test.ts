@@ -87,7 +87,26 @@ const chatty = Tool.make("chatty", {
   toModelOutput: text
 })
 
-const registry = ToolRegistry.make([askName, summarize, chatty])
+/**
+ * Logs plainly (`Effect.log`, at Effect's default level), an object holding a redacted key, and two
+ * of the library's own warnings, which stay on the server.
+ */
+const plain = Tool.make("plain", {
+  description: "Logs plainly.",
+  input: Schema.Struct({}),
+  safety: { access: "read", redact: { keys: ["apiKey"] } },
+  handler: () =>
+    Effect.gen(function*() {
+      yield* Effect.log("plain-info")
+      yield* Effect.log("config", { apiKey: "AKIA-PLANTED-KEY", region: "eu" })
+      yield* Effect.logWarning("tinyagents: an executor warning")
+      yield* Effect.logWarning("tinyagents mcp: an imported tool's warning")
+      return "done"
+    }),
+  toModelOutput: text
+})
+
+const registry = ToolRegistry.make([askName, summarize, chatty, plain])
 
 const withServer = <A>(
   options: Partial<McpServe.HttpOptions>,
@@ -203,6 +222,25 @@ describe("McpServe: a served tool's logs as notifications/message", () => {
       await client.setLoggingLevel("error")
       await client.callTool({ name: "chatty", arguments: { token: "hunter2" } })
       expect(logs.map((log) => log.data)).toEqual(["it broke Error: boom"])
+      await client.close()
+    }), 30_000)
+
+  it("a plain Effect.log is info (the client's level filters it); objects are redacted by key; the library's warnings stay", () =>
+    withServer({}, async (url) => {
+      const client = await connect(url)
+      const logs: Array<LoggingMessageNotification["params"]> = []
+      client.setNotificationHandler(LoggingMessageNotificationSchema, (notification) => {
+        logs.push(notification.params)
+      })
+      await client.setLoggingLevel("error")
+      await client.callTool({ name: "plain", arguments: {} })
+      expect(logs).toEqual([])
+      await client.setLoggingLevel("debug")
+      await client.callTool({ name: "plain", arguments: {} })
+      expect(logs).toEqual([
+        { level: "info", logger: "plain", data: "plain-info" },
+        { level: "info", logger: "plain", data: "config {\"apiKey\":\"[redacted]\",\"region\":\"eu\"}" }
+      ])
       await client.close()
     }), 30_000)
 })

@@ -264,6 +264,27 @@ describe("McpServe.serveHttp with the official SDK client", () => {
       // Only artifacts of this server's calls are readable.
       await expect(harness.client.readResource({ uri: "tinyagents://artifacts/artifacts/other%2Fkey" })).rejects
         .toMatchObject({ code: -32602 })
+      // ... and only by the session whose call produced them: another client that has the link (or
+      // guesses the next call's, the ids count up) is told it does not exist.
+      const other = new Client({ name: "serve-test-other", version: "1.0.0" })
+      await other.connect(new StreamableHTTPClientTransport(new URL(harness.url)))
+      try {
+        await expect(other.readResource({ uri: link.uri as string })).rejects
+          .toMatchObject({ code: -32602, message: expect.stringContaining("Resource not found") })
+        const second = await harness.client.callTool({ name: "big", arguments: { lines: 300 } })
+        const next = (second.content as ReadonlyArray<Record<string, unknown>>).find((block) => block.type === "resource_link")!
+        const guessed = (link.uri as string).replace(/-(\d+)$/, (_, n: string) => `-${Number(n) + 1}`)
+        expect(next.uri).toBe(guessed)
+        await expect(other.readResource({ uri: guessed })).rejects.toMatchObject({ code: -32602 })
+        expect((await harness.client.readResource({ uri: guessed })).contents).toHaveLength(1)
+        // Its own artifacts it reads.
+        const own = await other.callTool({ name: "big", arguments: { lines: 300 } })
+        const ownLink = (own.content as ReadonlyArray<Record<string, unknown>>).find((block) => block.type === "resource_link")!
+        expect((await other.readResource({ uri: ownLink.uri as string })).contents).toHaveLength(1)
+        await expect(harness.client.readResource({ uri: ownLink.uri as string })).rejects.toMatchObject({ code: -32602 })
+      } finally {
+        await other.close()
+      }
       const { resourceTemplates } = await harness.client.listResourceTemplates()
       expect(resourceTemplates.map((template) => template.uriTemplate)).toEqual(["tinyagents://artifacts/{store}/{key}"])
     }))

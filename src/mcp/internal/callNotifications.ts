@@ -105,9 +105,15 @@ const partText = (part: unknown): string => {
   }
 }
 
-/** A log entry's text: its message parts, then the messages of its cause's errors (never stack traces). */
-const logText = (message: unknown, cause: Cause.Cause<unknown>): string => {
-  const parts = (Array.isArray(message) ? message : [message]).map(partText)
+/**
+ * A log entry's text: its message parts, then the messages of its cause's errors (never stack
+ * traces). A part that is not a string is redacted by value first (`scrubber.value`: the values
+ * under redacted keys, then the patterns), before it becomes JSON.
+ */
+const logText = (message: unknown, cause: Cause.Cause<unknown>, scrubber: Scrubber | undefined): string => {
+  const parts = (Array.isArray(message) ? message : [message]).map((part) =>
+    partText(scrubber === undefined || typeof part === "string" || part instanceof Error ? part : scrubber.value(part))
+  )
   for (const reason of cause.reasons) {
     if (reason._tag === "Fail" || reason._tag === "Die") {
       const error = reason._tag === "Fail" ? reason.error : reason.defect
@@ -118,10 +124,11 @@ const logText = (message: unknown, cause: Cause.Cause<unknown>): string => {
 }
 
 /**
- * The executor's own warnings (a failed event sink or artifact store) are the server's business:
- * they start with this prefix and stay in the server's log.
+ * The library's own warnings (the executor's: a failed event sink or artifact store, `tinyagents:`;
+ * an imported tool's connection, `tinyagents mcp:`) are the server's business: they stay in the
+ * server's log.
  */
-const internalPrefix = "tinyagents:"
+const internal = /^tinyagents( mcp)?:/
 
 /**
  * Runs `effect` (a call) with its logs also sent to the calling client as `notifications/message`
@@ -150,8 +157,8 @@ export const withLogs = <A, E, R>(
       })
     )
     const toClient = Logger.make<unknown, void>(({ cause, logLevel, message }) => {
-      const text = logText(message, cause)
-      if (text.startsWith(internalPrefix)) return
+      const text = logText(message, cause, scrubber)
+      if (internal.test(text)) return
       Queue.offerUnsafe(queue, {
         level: mcpLevel(logLevel),
         logger: toolName,

@@ -12,8 +12,9 @@
  * (elicitation, sampling) through `McpServe.Client`, provided for the call.
  */
 import type { Cause } from "effect"
-import { Context, Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Layer, References } from "effect"
 import { McpSchema, McpServer } from "effect/ai"
+import { HttpServerRequest } from "effect/http"
 import type { Redact } from "../../contract/Safety.ts"
 import type { ToolSpec } from "../../contract/Tool.ts"
 import { EventSink } from "../../runtime/EventSink.ts"
@@ -21,7 +22,7 @@ import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import type * as ToolResult from "../../contract/ToolResult.ts"
 import * as Executor from "../../runtime/Executor.ts"
 import * as StoreRegistry from "../../runtime/StoreRegistry.ts"
-import { redactStoredText, scrubberOf } from "../../internal/redact/policy.ts"
+import { redactStoredText, scrubberOf, secretsOf } from "../../internal/redact/policy.ts"
 import * as Mcp from "../../providers/Mcp.ts"
 import { withLogs, withProgress } from "./callNotifications.ts"
 import { Client, fromServerClient } from "./serverClient.ts"
@@ -47,13 +48,42 @@ const errorResult = (text: string) =>
   new McpSchema.CallToolResult({ content: [{ type: "text", text }], isError: true })
 
 /**
- * A served artifact: where it is, and how its text is redacted before it leaves (the producing
- * tool's `safety.redact`, and the values its call's arguments hold under a redacted key).
+ * A served artifact: where it is, who may read it (the session whose call produced it), and how its
+ * text is redacted before it leaves (the producing tool's `safety.redact`, and the values its call's
+ * arguments held under a redacted key: those alone are kept, not the arguments).
  */
 interface Served {
   readonly ref: ToolResult.ArtifactRef
+  readonly owner: string
   readonly policy: Redact | undefined
-  readonly args: unknown
+  readonly secrets: unknown
+}
+
+/** At most this many artifacts are served at once: the least recently used is forgotten first. */
+export const maxServed = 1_000
+
+/**
+ * Who is asking: the HTTP session (`Mcp-Session-Id`), else the MCP client (stdio has one). An
+ * artifact is served only to the session whose call produced it: its key (`<run id>/<call id>`,
+ * call ids counting up) is easy to guess, so knowing its URI is no permission.
+ */
+const requester = Effect.gen(function*() {
+  const request = yield* Effect.serviceOption(HttpServerRequest.HttpServerRequest)
+  const session = request._tag === "Some" ? request.value.headers["mcp-session-id"] : undefined
+  if (session !== undefined) return `session ${session}`
+  const client = yield* Effect.serviceOption(McpSchema.McpServerClient)
+  return client._tag === "Some" ? `client ${client.value.clientId}` : "local"
+})
+
+/**
+ * The values `args` holds under the policy's redacted keys, as a value of the same shape for
+ * `redactStoredText` (which scrubs a text of the values under those keys): the rest of the
+ * arguments is not kept.
+ */
+const secretsRoot = (policy: Redact | undefined, args: unknown): unknown => {
+  const keys = policy?.keys ?? []
+  const secrets = keys.length === 0 ? [] : secretsOf(policy, args)
+  return secrets.length === 0 ? undefined : { [keys[0]!]: secrets }
 }
 
 /** A `ToolResult` as a `CallToolResult`: `Mcp.toolMessages` plus a `resource_link` per artifact. */
@@ -138,11 +168,16 @@ export const registrations = <R, MR>(
     // Only artifacts this server's calls produced are readable, never any key of the store. The store
     // keeps the text as the tool produced it; what `resources/read` sends is redacted like the call's result.
     const served = new Map<string, Served>()
-    const remember = (policy: Redact | undefined, args: unknown) => (ref: ToolResult.ArtifactRef) => {
+    const remember = (owner: string, policy: Redact | undefined, args: unknown) => (ref: ToolResult.ArtifactRef) => {
       const uri = artifactUri(ref)
-      served.set(uri, { ref, policy, args })
+      served.delete(uri)
+      served.set(uri, { ref, owner, policy, secrets: secretsRoot(policy, args) })
+      if (served.size > maxServed) served.delete(served.keys().next().value!)
       return uri
     }
+    // The handlers log at Effect's levels, not at the one a request carries (Effect's server sets
+    // `CurrentLogLevel` to the client's `logging/setLevel`, which a plain `Effect.log` would take).
+    const logLevel = Context.get(services, References.CurrentLogLevel)
 
     for (let index = 0; index < registry.specs.length; index++) {
       const spec = registry.specs[index]!
@@ -170,6 +205,7 @@ export const registrations = <R, MR>(
               arguments: payload === undefined || payload === null ? {} : payload
             }
             const token = yield* progressTokenOf
+            const owner = yield* requester
             const request = yield* Effect.context<never>()
             const serverClient = yield* Effect.serviceOption(McpSchema.McpServerClient)
             const sink = yield* EventSink
@@ -181,8 +217,10 @@ export const registrations = <R, MR>(
               run = Effect.provideService(run, Client, fromServerClient(serverClient.value))
             }
             run = withLogs(run, spec.name, scrubberOf(spec.safety.redact, call.arguments), request, server)
-            const exit = yield* Effect.exit(run)
-            if (Exit.isSuccess(exit)) return toCallToolResult(exit.value, spec, remember(spec.safety.redact, call.arguments))
+            const exit = yield* Effect.exit(Effect.provideService(run, References.CurrentLogLevel, logLevel))
+            if (Exit.isSuccess(exit)) {
+              return toCallToolResult(exit.value, spec, remember(owner, spec.safety.redact, call.arguments))
+            }
             // A fatal error (or a repairable one with `repair: false`): still a tool result, never a
             // protocol error; its message is the model-safe text (a defect reads "internal error in tool X").
             const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
@@ -207,21 +245,25 @@ export const registrations = <R, MR>(
       handle: (uri) =>
         Effect.gen(function*() {
           const entry = served.get(uri)
-          if (entry === undefined) {
+          // Another session's artifact is "not found", as one that never existed.
+          if (entry === undefined || entry.owner !== (yield* requester)) {
             return yield* new McpSchema.InvalidParams({ message: `Resource not found: ${uri}` })
           }
+          served.delete(uri)
+          served.set(uri, entry)
           const { ref } = entry
-          const store = yield* StoreRegistry.store(ref.store).pipe(
-            Effect.mapError((error) => new McpSchema.InternalError({ message: error.message }))
-          )
-          const text = yield* store.get(ref.key).pipe(
-            Effect.mapError(() => new McpSchema.InternalError({ message: `artifact ${ref.key} could not be read` }))
-          )
+          // Why the store failed is the server's business (logged there); the client learns only that it did.
+          const unreadable = (error: unknown) =>
+            Effect.logWarning(`tinyagents: artifact ${ref.key} could not be read from store ${ref.store}`, error).pipe(
+              Effect.andThen(new McpSchema.InternalError({ message: `artifact ${ref.key} could not be read` }))
+            )
+          const store = yield* StoreRegistry.store(ref.store).pipe(Effect.catch(unreadable))
+          const text = yield* store.get(ref.key).pipe(Effect.catch(unreadable))
           if (text === undefined) {
             return yield* new McpSchema.InvalidParams({ message: `Resource not found: ${uri}` })
           }
           // Never the stored text as it is: redacted as the call's own result was.
-          return { contents: [{ uri, mimeType: ref.mimeType, text: redactStoredText(text, entry.policy, entry.args) }] }
-        }).pipe(Effect.provideContext(services))
+          return { contents: [{ uri, mimeType: ref.mimeType, text: redactStoredText(text, entry.policy, entry.secrets) }] }
+        }).pipe(Effect.provideContext(services), Effect.provideService(References.CurrentLogLevel, logLevel))
     })
   }))
