@@ -7,13 +7,15 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect, Schema } from "effect"
+import { Effect, Logger, Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Tool from "../../src/contract/Tool.ts"
 import type { Event } from "../../src/contract/ToolEvent.ts"
+import { StoreFailed } from "../../src/contract/ToolError.ts"
 import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import { auditLog, type Receipt } from "../../src/governance/middleware/AuditLog.ts"
 import { EventLog } from "../../src/runtime/EventSink.ts"
+import * as StoreRegistry from "../../src/runtime/StoreRegistry.ts"
 import * as ToolServices from "../../src/runtime/ToolServices.ts"
 import { McpConnect, McpServe } from "../../src/mcp/index.ts"
 import { registry } from "./fixtures/serveTools.ts"
@@ -344,6 +346,45 @@ describe("McpServe.serveHttp: resources/read never serves an artifact unredacted
       expect(JSON.stringify(read)).not.toContain("sk-PLANTED123")
       expect(text).toBe(`${"x".repeat(10_000)} [redacted] ${"y".repeat(10_000)}`)
     }))
+
+  it("a store that fails to open: the client reads only that the artifact could not be read (the server logs why)", () => {
+    const logged: Array<string> = []
+    return Effect.runPromise(
+      Effect.gen(function*() {
+        const base = yield* StoreRegistry.StoreRegistry
+        let opens = 0
+        // The first open (the executor's write) works; later ones fail, saying more than a client should read.
+        const failing = StoreRegistry.StoreRegistry.of({
+          claims: base.claims,
+          store: (name) =>
+            ++opens === 1
+              ? base.store(name)
+              : Effect.fail(new StoreFailed({ store: name, operation: "open", cause: new Error("postgres://admin:pw-PLANTED@db refused") }))
+        })
+        const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([big]), {
+          port: 0,
+          executor: { artifacts: { threshold: 2_000 } }
+        }).pipe(Effect.provideService(StoreRegistry.StoreRegistry, failing))
+        yield* Effect.promise(async () => {
+          const client = new Client({ name: "serve-store-test", version: "1.0.0" })
+          await client.connect(new StreamableHTTPClientTransport(new URL(server.url)))
+          try {
+            const result = await client.callTool({ name: "big_sk", arguments: {} })
+            const link = (result.content as ReadonlyArray<Record<string, unknown>>).find((block) => block.type === "resource_link")!
+            const error = await client.readResource({ uri: link.uri as string }).then(() => undefined, (error: Error) => error)
+            expect(error).toMatchObject({ code: -32603, message: expect.stringMatching(/artifact mcp-run\/mcp-[0-9a-f]{8}-1 could not be read$/) })
+            expect(String(error?.message)).not.toContain("PLANTED")
+          } finally {
+            await client.close()
+          }
+        })
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(ToolServices.layerTest({ runId: "mcp-run" })),
+        Effect.provide(Logger.layer([Logger.make(({ cause, message }) => logged.push(`${String(message)} ${String(cause)}`))]))
+      )
+    ).then(() => expect(logged.join("\n")).toContain("pw-PLANTED"))
+  })
 
   it("a large JSON output: redacted keys, patterns and echoed arguments are redacted, and it stays JSON", () =>
     serve(async (client) => {

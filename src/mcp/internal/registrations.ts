@@ -11,8 +11,7 @@
  * delivered before the call's result. The handler may ask the client
  * (elicitation, sampling) through `McpServe.Client`, provided for the call.
  */
-import type { Cause } from "effect"
-import { Context, Effect, Exit, Layer, References } from "effect"
+import { Cause, Context, Effect, Exit, Layer, References } from "effect"
 import { McpSchema, McpServer } from "effect/ai"
 import { HttpServerRequest } from "effect/http"
 import type { Redact } from "../../contract/Safety.ts"
@@ -254,7 +253,7 @@ export const registrations = <R, MR>(
           const { ref } = entry
           // Why the store failed is the server's business (logged there); the client learns only that it did.
           const unreadable = (error: unknown) =>
-            Effect.logWarning(`tinyagents: artifact ${ref.key} could not be read from store ${ref.store}`, error).pipe(
+            Effect.logWarning(`tinyagents: artifact ${ref.key} could not be read from store ${ref.store}`, Cause.fail(error)).pipe(
               Effect.andThen(new McpSchema.InternalError({ message: `artifact ${ref.key} could not be read` }))
             )
           const store = yield* StoreRegistry.store(ref.store).pipe(Effect.catch(unreadable))
