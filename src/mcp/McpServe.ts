@@ -89,8 +89,8 @@
  * Runtime dependency: `@effect/platform-node` (Node's stdio and HTTP
  * server), imported when a server starts: an optional peer dependency.
  */
-import type { Cause, Scope } from "effect"
-import { Context, Data, Deferred, Effect, Layer, Logger } from "effect"
+import type { Scope } from "effect"
+import { Cause, Context, Data, Deferred, Effect, Layer, Logger } from "effect"
 import { McpProtocol, McpServer } from "effect/ai"
 import { HttpRouter, HttpServer as EffectHttpServer } from "effect/http"
 import type { HttpServerError } from "effect/http"
@@ -169,6 +169,8 @@ export interface HttpOptions<MR = never> extends Options<MR> {
    * loopback names, when it listens on a loopback interface); a request with any other `Origin`
    * header is refused with 403 (DNS-rebinding protection; clients that send none, such as the SDK
    * on Node, are unaffected). `tinyagents mcp serve --allow-origin <origin>`. Default: none.
+   * Each is an origin as browsers send it (`https://app.example.com`, `http://localhost:3000`: lower
+   * case, no path, no trailing `/`); anything else, and `"null"`, fails with `IllegalArgumentError`.
    */
   readonly allowedOrigins?: ReadonlyArray<string>
   /** Accept `DELETE` with `Mcp-Session-Id`: a client ends its session, and its running calls are cancelled. Default `true`. */
@@ -383,6 +385,16 @@ export const serveHttp = <R, MR = never>(
   options: HttpOptions<MR>
 ): Effect.Effect<HttpServer, HttpServeFailure, Scope.Scope | Requirements<R, MR>> =>
   Effect.gen(function*() {
+    // An origin is compared as the browser sends it: one that is not in that form would never match;
+    // "null" (sandboxed frames, file: pages) would let any such page in.
+    for (const origin of options.allowedOrigins ?? []) {
+      if (origin === "null" || !URL.canParse(origin) || new URL(origin).origin !== origin) {
+        return yield* new Cause.IllegalArgumentError(
+          `allowedOrigins: ${JSON.stringify(origin)} is not an origin as browsers send it ` +
+            `(scheme://host[:port], lower case, no path or trailing "/"; "null" is never allowed)`
+        )
+      }
+    }
     const NodeHttpServer = yield* platformNode("serveHttp", () => import("@effect/platform-node/NodeHttpServer"))
     // Effect's HTTP transport has no resource subscriptions: ours, when a resource can change.
     const subscriptions = options.resources?.some((resource) => resource.changes !== undefined) === true

@@ -287,6 +287,15 @@ describe("McpServe.serveHttp: what the transport accepts and advertises", () => 
       expect((await post(url, { origin: "http://localhost:3001" }, initialize)).status).toBe(403)
     }), 30_000)
 
+  it("allowedOrigins must be origins as browsers send them: \"null\", upper case, a path or a trailing / are refused", async () => {
+    for (const origin of ["null", "http://LocalHost:3000", "http://localhost:3000/", "https://app.example.com/x", "localhost:3000"]) {
+      const refused = await withServer({ allowedOrigins: [origin] }, async () => "served").then(String, (error: Error) => error)
+      expect(refused, origin).toBeInstanceOf(Error)
+      expect(String(refused)).toContain(`allowedOrigins: ${JSON.stringify(origin)} is not an origin`)
+    }
+    expect(await withServer({ allowedOrigins: ["https://app.example.com", "http://[::1]:3000"] }, async () => "served")).toBe("served")
+  })
+
   it("a session's request may name any supported protocol version; an unsupported one gets 400", () =>
     withServer({}, async (url) => {
       const init = await post(url, {}, initialize)
