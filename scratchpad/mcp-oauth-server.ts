@@ -21,8 +21,18 @@ export interface DemoServer {
   readonly close: () => Promise<void>
 }
 
-/** Serves the demo. `expiresIn`: the lifetime of access tokens in seconds (default 3600). */
-export const serveDemo = async (options: { readonly expiresIn?: number; readonly clientSecret?: string } = {}) => {
+/**
+ * Serves the demo. `expiresIn`: the lifetime of access tokens in seconds (default 3600); `clientSecret`: the secret of
+ * the pre-registered client "service"; `rotateRefreshTokens`: a refresh token works once; `pkce: false`: the metadata
+ * offers no PKCE method; `stepUpScopes`: the scopes the 403s of save_note name in turn (default notes:write).
+ */
+export const serveDemo = async (options: {
+  readonly expiresIn?: number
+  readonly clientSecret?: string
+  readonly rotateRefreshTokens?: boolean
+  readonly pkce?: boolean
+  readonly stepUpScopes?: ReadonlyArray<string>
+} = {}) => {
   const seen: DemoServer["seen"] = { authorizations: [], grants: [], registrations: 0 }
   const clients = new Map<string, string | undefined>() // client id -> secret
   const codes = new Map<string, { challenge: string; scope: string }>()
@@ -30,6 +40,7 @@ export const serveDemo = async (options: { readonly expiresIn?: number; readonly
   const refreshTokens = new Map<string, string>()
   const issued: Array<string> = []
   let base = ""
+  let stepUps = 0
   const json = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
     res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body))
   const body = async (req: IncomingMessage) => {
@@ -72,7 +83,7 @@ export const serveDemo = async (options: { readonly expiresIn?: number; readonly
         registration_endpoint: `${base}/register`,
         response_types_supported: ["code"],
         grant_types_supported: ["authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:jwt-bearer"],
-        code_challenge_methods_supported: ["S256"],
+        ...(options.pkce === false ? {} : { code_challenge_methods_supported: ["S256"] }),
         token_endpoint_auth_methods_supported: ["none", "client_secret_basic"],
         scopes_supported: ["notes:read", "notes:write"]
       })
@@ -109,6 +120,7 @@ export const serveDemo = async (options: { readonly expiresIn?: number; readonly
       }
       if (grant === "refresh_token") {
         const scope = refreshTokens.get(form.get("refresh_token") ?? "")
+        if (options.rotateRefreshTokens === true) refreshTokens.delete(form.get("refresh_token") ?? "")
         return scope === undefined ? json(res, 400, { error: "invalid_grant" }) : json(res, 200, issue(scope))
       }
       if (grant === "client_credentials") {
@@ -131,8 +143,10 @@ export const serveDemo = async (options: { readonly expiresIn?: number; readonly
         return json(res, 401, { error: "invalid_token" }, { "www-authenticate": `Bearer resource_metadata="${resourceMetadata}"` })
       }
       if (message.method === "tools/call" && message.params?.name === "save_note" && !scope.split(" ").includes("notes:write")) {
+        const scopes = options.stepUpScopes ?? ["notes:write"]
+        const asked = scopes[stepUps++ % scopes.length]
         return json(res, 403, { error: "insufficient_scope" }, {
-          "www-authenticate": `Bearer error="insufficient_scope", scope="notes:write", resource_metadata="${resourceMetadata}"`
+          "www-authenticate": `Bearer error="insufficient_scope", scope="${asked}", resource_metadata="${resourceMetadata}"`
         })
       }
       const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true }) // stateless: no session ids

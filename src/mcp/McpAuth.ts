@@ -68,8 +68,11 @@ export class McpAuthError extends Data.TaggedError("McpAuthError")<{
 /** What the authorization server's redirect carried: the code, and the `state` it echoed. */
 export interface Authorization {
   readonly code: string
-  /** The redirect's `state`. When given it must equal the one sent (else `StateMismatch`); return it. */
-  readonly state?: string | undefined
+  /**
+   * The redirect's `state`, as it came: it must equal the one sent with the authorization request,
+   * else the flow fails with `StateMismatch` (a redirect without one included).
+   */
+  readonly state: string
 }
 
 /** Where tokens and registrations are kept, and how step-up is bounded. Every grant takes these. */

@@ -239,6 +239,154 @@ describe("McpAuth", () => {
     }
   })
 
+  it("a redirect without state is a StateMismatch too: the state is always checked", () =>
+    withDemo(async (demo) => {
+      const stateless = McpAuth.authorizationCode({
+        redirectUrl: "http://127.0.0.1:1/callback",
+        // A JavaScript caller can leave the state out: it is checked all the same.
+        authorize: (url) => Effect.map(followRedirect(url), ({ code }) => ({ code }) as unknown as McpAuth.Authorization)
+      })
+      const error = await run(Effect.flip(McpConnect.http({ url: demo.url, auth: stateless })))
+      assert.strictEqual((error as McpAuth.McpAuthError).failure, "StateMismatch")
+      assert.deepStrictEqual(demo.seen.grants, [])
+    }))
+
+  it("the PKCE verifier is never written to the store", () =>
+    withDemo(async (demo) => {
+      const verifier = await run(Effect.gen(function*() {
+        yield* McpConnect.http({ url: demo.url, auth: signIn })
+        return yield* (yield* StoreRegistry.store("mcp-auth")).get(`verifier ${demo.url}`)
+      }))
+      assert.deepStrictEqual(demo.seen.grants, ["authorization_code"])
+      assert.isUndefined(verifier)
+    }))
+
+  it("an authorization server whose metadata offers no S256 PKCE is refused before the user is sent to it", () =>
+    withDemo(async (demo) => {
+      const error = await run(Effect.flip(McpConnect.http({ url: demo.url, auth: signIn })))
+      assert.strictEqual((error as McpAuth.McpAuthError).failure, "AuthorizationFailed")
+      assert.include(error.message, "does not support PKCE with S256")
+      assert.deepStrictEqual(demo.seen.authorizations, [])
+    }, { pkce: false }))
+
+  it("an authorize callback's error quoting the redirect has its code redacted", () =>
+    withDemo(async (demo) => {
+      const codes: Array<string> = []
+      const quoting = McpAuth.authorizationCode({
+        redirectUrl: "http://127.0.0.1:1/callback",
+        authorize: (url) =>
+          Effect.flatMap(followRedirect(url), ({ code, state }) => {
+            codes.push(code)
+            return Effect.fail(new Error(`cannot read http://127.0.0.1:1/callback?code=${code}&state=${state}`))
+          })
+      })
+      const error = await run(Effect.flip(McpConnect.http({ url: demo.url, auth: quoting })))
+      assert.strictEqual((error as McpAuth.McpAuthError).failure, "AuthorizationFailed")
+      assert.strictEqual(codes.length, 1)
+      assert.notInclude(error.message, codes[0]!)
+      assert.include(error.message, "code=<redacted>")
+    }))
+
+  it("a stored registration for another redirect URL (an old loopback port) is not used: the client registers again", () =>
+    withDemo(async (demo) => {
+      const redirects: Array<string | null> = []
+      const at = (port: number) =>
+        McpAuth.authorizationCode({
+          redirectUrl: `http://127.0.0.1:${port}/callback`,
+          authorize: (url) => {
+            redirects.push(url.searchParams.get("redirect_uri"))
+            return followRedirect(url)
+          }
+        })
+      await run(Effect.gen(function*() {
+        yield* Effect.scoped(McpConnect.http({ url: demo.url, auth: at(1) }))
+        yield* (yield* StoreRegistry.store("mcp-auth")).remove(`tokens ${demo.url}`)
+        yield* Effect.scoped(McpConnect.http({ url: demo.url, auth: at(2) }))
+      }))
+      assert.strictEqual(demo.seen.registrations, 2)
+      assert.deepStrictEqual(redirects, ["http://127.0.0.1:1/callback", "http://127.0.0.1:2/callback"])
+    }))
+
+  it("never twice for the same challenge, whatever maxStepUps: challenges that alternate stop at the first repeat", () =>
+    withDemo(async (demo) => {
+      const result = await run(Effect.gen(function*() {
+        const notes = yield* McpConnect.http({
+          url: demo.url,
+          auth: McpAuth.authorizationCode({ redirectUrl: "http://127.0.0.1:1/callback", authorize: followRedirect, maxStepUps: 5 })
+        })
+        return yield* callTool(notes, "save_note", { text: "eggs" })
+      }))
+      assert.isTrue(result.isError)
+      assert.include(result.error?.message, "(StepUpLimit)")
+      // The first sign-in, then one step-up for "a" and one for "b"; "a" again is not retried.
+      assert.deepStrictEqual(demo.seen.authorizations, ["notes:read", "notes:read a", "notes:read a b"])
+    }, { stepUpScopes: ["a", "b"] }))
+
+  it("two connections sharing a store refresh one at a time: a rotated refresh token is not spent twice", () =>
+    withDemo(async (demo) => {
+      await run(Effect.gen(function*() {
+        const first = yield* McpConnect.http({ url: demo.url, auth: signIn })
+        const second = yield* McpConnect.http({ url: demo.url, auth: signIn })
+        yield* Effect.all([callTool(first, "list_notes", {}), callTool(second, "list_notes", {})], { concurrency: 2 })
+      }))
+      // expires_in 0: every request refreshes first; a refresh that spent an already-rotated token would sign in again.
+      assert.deepStrictEqual(demo.seen.authorizations, ["notes:read"])
+      assert.deepStrictEqual(demo.seen.grants.filter((grant) => grant !== "refresh_token"), ["authorization_code"])
+    }, { expiresIn: 0, rotateRefreshTokens: true }))
+
+  it("client credentials: the configured client's secret is never stored, and a changed client id takes effect", () =>
+    withDemo(async (demo) => {
+      const secret = "s3cret-of-the-service"
+      const { stored, other } = await run(Effect.gen(function*() {
+        yield* Effect.scoped(McpConnect.http({
+          url: demo.url,
+          auth: McpAuth.clientCredentials({ clientId: "service", clientSecret: Redacted.make(secret) })
+        }))
+        const stored = yield* storedText(demo.url)
+        yield* (yield* StoreRegistry.store("mcp-auth")).remove(`tokens ${demo.url}`)
+        const other = yield* Effect.flip(McpConnect.http({
+          url: demo.url,
+          auth: McpAuth.clientCredentials({ clientId: "another", clientSecret: Redacted.make(secret) })
+        }))
+        return { stored, other }
+      }))
+      assert.notInclude(stored, secret)
+      assert.strictEqual((other as McpAuth.McpAuthError).failure, "TokenRefused") // "another" is not a client of the demo
+    }, { clientSecret: "s3cret-of-the-service" }))
+
+  it("client credentials step up too: the token request asks for the challenge's scope", () =>
+    withDemo(async (demo) => {
+      const result = await run(Effect.gen(function*() {
+        const notes = yield* McpConnect.http({
+          url: demo.url,
+          auth: McpAuth.clientCredentials({ clientId: "service", clientSecret: Redacted.make("s3cret-of-the-service") })
+        })
+        return yield* callTool(notes, "save_note", { text: "eggs" })
+      }))
+      assert.isFalse(result.isError)
+      assert.deepStrictEqual(demo.seen.grants, ["client_credentials", "client_credentials"])
+    }, { clientSecret: "s3cret-of-the-service" }))
+
+  it("McpAuth.loopback: a callback with another state is refused and the sign-in goes on waiting", () =>
+    withDemo(async (demo) => {
+      const strays: Array<number> = []
+      await run(Effect.gen(function*() {
+        const local = yield* McpAuth.loopback({
+          show: (url) =>
+            Effect.promise(async () => {
+              const callback = new URL(url.searchParams.get("redirect_uri")!)
+              for (const query of ["?code=stray&state=other", "?error=access_denied&state=other", "?code=stray"]) {
+                strays.push((await fetch(`${callback.href}${query}`)).status)
+              }
+              void fetch(url) // the "browser", with the right state
+            })
+        })
+        yield* McpConnect.http({ url: demo.url, auth: McpAuth.authorizationCode(local) })
+      }))
+      assert.deepStrictEqual(strays, [400, 400, 400])
+      assert.deepStrictEqual(demo.seen.grants, ["authorization_code"])
+    }))
+
   describe("tinyagents mcp tools --url (the CLI)", () => {
     const lines = (entries: ReadonlyArray<unknown>) => entries.map(String).join("\n")
 

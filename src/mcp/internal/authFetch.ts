@@ -54,6 +54,24 @@ const randomState = (): string => {
   return Buffer.from(bytes).toString("base64url")
 }
 
+/**
+ * One authorization at a time per store and server, across every connection of this process: two
+ * connections sharing a store would otherwise race to refresh (a rotated refresh token works once).
+ */
+const queues = new Map<string, Promise<unknown>>()
+const exclusivelyFor = <A>(key: string, task: () => Promise<A>): Promise<A> => {
+  const next = (queues.get(key) ?? Promise.resolve()).then(task, task)
+  const settled = next.catch(() => undefined)
+  queues.set(key, settled)
+  void settled.then(() => {
+    if (queues.get(key) === settled) queues.delete(key)
+  })
+  return next
+}
+
+/** Replaces the value of every `code=` parameter (an authorization code in a quoted redirect URL). */
+const redactCodes = (text: string): string => text.replace(/\bcode=[^&\s"'<>]*/g, "code=<redacted>")
+
 /** The server URL as errors name it: origin and path, never a query (it could carry a key). */
 const serverName = (url: URL): string => `${url.origin}${url.pathname}`
 
@@ -72,32 +90,6 @@ export const authorizedFetch = <R>(
     const options = auth.options
     const storeName = options.store ?? "mcp-auth"
     const context = yield* Effect.context<R>()
-    const kv: KeyValueStore.KeyValueStore = yield* (StoreRegistry.store(storeName) as Effect.Effect<
-      KeyValueStore.KeyValueStore,
-      unknown,
-      R
-    >).pipe(
-      Effect.mapError((error) =>
-        new McpAuthError({ server, failure: "StoreFailed", detail: `store "${storeName}": ${String(error)}` })
-      )
-    )
-    const run = <A>(effect: Effect.Effect<A, unknown, R>, signal?: AbortSignal | null): Promise<A> =>
-      Effect.runPromiseWith(context)(effect, signal === null || signal === undefined ? undefined : { signal })
-
-    // The store: one key per kind of value, under the server's URL.
-    const keyOf = (kind: "tokens" | "client" | "verifier" | "discovery") => `${kind} ${server}`
-    const storeFailed = (error: unknown) =>
-      new McpAuthError({ server, failure: "StoreFailed", detail: `store "${storeName}": ${String(error)}` })
-    const read = <A>(kind: "tokens" | "client" | "verifier" | "discovery"): Promise<A | undefined> =>
-      run(kv.get(keyOf(kind)).pipe(
-        Effect.mapError(storeFailed),
-        Effect.map((text) => (text === undefined ? undefined : JSON.parse(text) as A))
-      ))
-    const write = (kind: "tokens" | "client" | "verifier" | "discovery", value: unknown): Promise<void> =>
-      run((value === undefined ? kv.remove(keyOf(kind)) : kv.set(keyOf(kind), JSON.stringify(value))).pipe(
-        Effect.mapError(storeFailed)
-      ))
-
     // Secret values seen in this closure, replaced in every error detail.
     const secrets = new Set<string>()
     const remember = (...values: ReadonlyArray<string | undefined>) => {
@@ -106,8 +98,30 @@ export const authorizedFetch = <R>(
     const redact = (text: string): string => {
       let out = text
       for (const secret of secrets) out = out.split(secret).join("<redacted>")
-      return out
+      return redactCodes(out)
     }
+    const storeFailed = (error: unknown) =>
+      new McpAuthError({ server, failure: "StoreFailed", detail: redact(`store "${storeName}": ${String(error)}`) })
+
+    const kv: KeyValueStore.KeyValueStore = yield* (StoreRegistry.store(storeName) as Effect.Effect<
+      KeyValueStore.KeyValueStore,
+      unknown,
+      R
+    >).pipe(Effect.mapError(storeFailed))
+    const run = <A>(effect: Effect.Effect<A, unknown, R>, signal?: AbortSignal | null): Promise<A> =>
+      Effect.runPromiseWith(context)(effect, signal === null || signal === undefined ? undefined : { signal })
+
+    // The store: one key per kind of value, under the server's URL.
+    const keyOf = (kind: "tokens" | "client" | "discovery") => `${kind} ${server}`
+    const read = <A>(kind: "tokens" | "client" | "discovery"): Promise<A | undefined> =>
+      run(kv.get(keyOf(kind)).pipe(
+        Effect.mapError(storeFailed),
+        Effect.map((text) => (text === undefined ? undefined : JSON.parse(text) as A))
+      ))
+    const write = (kind: "tokens" | "client" | "discovery", value: unknown): Promise<void> =>
+      run((value === undefined ? kv.remove(keyOf(kind)) : kv.set(keyOf(kind), JSON.stringify(value))).pipe(
+        Effect.mapError(storeFailed)
+      ))
 
     const clientSecret = options.clientSecret === undefined ? undefined : Redacted.value(options.clientSecret)
     remember(clientSecret)
@@ -154,6 +168,13 @@ export const authorizedFetch = <R>(
     let signal: AbortSignal | undefined
     // What discovery found (neither metadata document: the 2025-03-26 fallback endpoints were used).
     let discovered: OAuthDiscoveryState | undefined
+    // The PKCE verifier of the flow under way: never stored, never shared with another sign-in.
+    let verifier: string | undefined
+    // The scope the current `authorize` asks for (the challenge's), for the token requests of the
+    // grants without a redirect: the SDK would send only the static `scope` option.
+    let askedScope: string | undefined
+    const tokenScope = (fallback: string | undefined): string | undefined =>
+      askedScope ?? discovered?.resourceMetadata?.scopes_supported?.join(" ") ?? fallback
 
     const provider: OAuthClientProvider = {
       get redirectUrl() {
@@ -171,14 +192,26 @@ export const authorizedFetch = <R>(
         return state
       },
       clientInformation: async () => {
-        const stored = await read<OAuthClientInformationMixed>("client")
-        const client = stored ?? configuredClient
-        remember(client?.client_secret)
-        return client
+        const stored = await read<OAuthClientInformationMixed & { readonly issuer?: string }>("client")
+        remember(stored?.client_secret)
+        // The configured client wins; of a stored one only the authorization server it is bound to is kept.
+        if (configuredClient !== undefined) {
+          return stored?.client_id === configuredClient.client_id && stored.issuer !== undefined
+            ? { ...configuredClient, issuer: stored.issuer }
+            : configuredClient
+        }
+        // A registration for another redirect URL (a loopback listener on another port) is stale.
+        if (
+          redirectUrl !== undefined && stored !== undefined && "redirect_uris" in stored &&
+          Array.isArray(stored.redirect_uris) && !stored.redirect_uris.map(String).includes(redirectUrl)
+        ) return undefined
+        return stored
       },
       saveClientInformation: async (client) => {
         remember(client.client_secret)
-        await write("client", client)
+        // A configured client is in the options already: its secret is never written to the store.
+        const { client_secret: _secret, ...withoutSecret } = client
+        await write("client", client.client_id === configuredClient?.client_id ? withoutSecret : client)
       },
       tokens: async () => {
         if (steppingUp) return undefined
@@ -191,12 +224,11 @@ export const authorizedFetch = <R>(
         const expiresAt = tokens.expires_in === undefined ? undefined : Date.now() + tokens.expires_in * 1000
         await write("tokens", { tokens, expiresAt } satisfies StoredTokens)
       },
-      saveCodeVerifier: async (verifier) => {
-        remember(verifier)
-        await write("verifier", verifier)
+      saveCodeVerifier: (saved) => {
+        remember(saved)
+        verifier = saved
       },
-      codeVerifier: async () => {
-        const verifier = await read<string>("verifier")
+      codeVerifier: () => {
         if (verifier === undefined) throw new Error("no PKCE code verifier was saved for this authorization")
         return verifier
       },
@@ -212,12 +244,23 @@ export const authorizedFetch = <R>(
       invalidateCredentials: async (scope) => {
         if (scope === "all" || scope === "tokens") await write("tokens", undefined)
         if (scope === "all" || scope === "client") await write("client", undefined)
-        if (scope === "all" || scope === "verifier") await write("verifier", undefined)
+        if (scope === "all" || scope === "verifier") verifier = undefined
         if (scope === "all" || scope === "discovery") await write("discovery", undefined)
       },
       redirectToAuthorization: async (url) => {
         if (auth._tag !== "AuthorizationCode") throw new Error("the client credentials grant has no redirect")
         step = "authorization"
+        // PKCE with S256 or nothing: an authorization server whose metadata does not offer it is refused.
+        const methods = discovered?.authorizationServerMetadata?.code_challenge_methods_supported
+        if (discovered?.authorizationServerMetadata !== undefined && !(methods ?? []).includes("S256")) {
+          throw new McpAuthError({
+            server,
+            failure: "AuthorizationFailed",
+            detail: `the authorization server does not support PKCE with S256 (code_challenge_methods_supported: ${
+              JSON.stringify(methods ?? null)
+            })`
+          })
+        }
         const expected = pending?.state
         const authorization = await run(
           auth.options.authorize(url).pipe(
@@ -227,26 +270,29 @@ export const authorizedFetch = <R>(
                 : new McpAuthError({
                   server,
                   failure: "AuthorizationFailed",
-                  detail: `the authorize callback failed: ${error instanceof Error ? error.message : String(error)}`
+                  detail: redact(
+                    `the authorize callback failed: ${error instanceof Error ? error.message : String(error)}`
+                  )
                 })
             )
           ) as Effect.Effect<Authorization, McpAuthError, R>,
           signal
         )
         remember(authorization.code)
-        if (authorization.state !== undefined && authorization.state !== expected) {
+        if (expected === undefined || authorization.state !== expected) {
           throw new McpAuthError({
             server,
             failure: "StateMismatch",
             detail: "the redirect's state is not the one sent with the authorization request"
           })
         }
-        pending = { state: expected ?? "", code: authorization.code }
+        pending = { state: expected, code: authorization.code }
       },
       ...(auth._tag === "ClientCredentials"
         ? {
-          prepareTokenRequest: (scope?: string) => {
+          prepareTokenRequest: (fallback?: string) => {
             const params = new URLSearchParams({ grant_type: "client_credentials" })
+            const scope = tokenScope(fallback)
             if (scope !== undefined) params.set("scope", scope)
             return params
           },
@@ -261,7 +307,7 @@ export const authorizedFetch = <R>(
         }
         : auth._tag === "JwtBearer"
         ? {
-          prepareTokenRequest: async (scope?: string) => {
+          prepareTokenRequest: async (fallback?: string) => {
             const discovered = await read<OAuthDiscoveryState>("discovery")
             const issuer = discovered?.authorizationServerMetadata?.issuer ?? discovered?.authorizationServerUrl
             if (issuer === undefined) throw new Error("no authorization server was discovered")
@@ -272,7 +318,9 @@ export const authorizedFetch = <R>(
                   new McpAuthError({
                     server,
                     failure: "AuthorizationFailed",
-                    detail: `the assertion callback failed: ${error instanceof Error ? error.message : String(error)}`
+                    detail: redact(
+                      `the assertion callback failed: ${error instanceof Error ? error.message : String(error)}`
+                    )
                   })
                 )
               ) as Effect.Effect<Redacted.Redacted<string>, McpAuthError, R>,
@@ -280,6 +328,7 @@ export const authorizedFetch = <R>(
             )
             remember(Redacted.value(assertion))
             const params = new URLSearchParams({ grant_type: jwtBearerGrant, assertion: Redacted.value(assertion) })
+            const scope = tokenScope(fallback)
             if (scope !== undefined) params.set("scope", scope)
             return params
           }
@@ -343,6 +392,7 @@ export const authorizedFetch = <R>(
       try {
         step = "discovery"
         pending = undefined
+        askedScope = challenge.scope
         const result = await sdk.auth(provider, params)
         if (result === "AUTHORIZED") return
         // Set by `redirectToAuthorization` during `auth()` (a call TypeScript cannot see into).
@@ -360,16 +410,13 @@ export const authorizedFetch = <R>(
       } finally {
         steppingUp = false
         pending = undefined
+        verifier = undefined
+        askedScope = undefined
       }
     }
 
-    // One authorization at a time; a request that waited uses the token the other one obtained.
-    let queue: Promise<unknown> = Promise.resolve()
-    const exclusively = <A>(task: () => Promise<A>): Promise<A> => {
-      const next = queue.then(task, task)
-      queue = next.catch(() => undefined)
-      return next
-    }
+    // One authorization at a time for this store and server; a request that waited uses the token the other one obtained.
+    const exclusively = <A>(task: () => Promise<A>): Promise<A> => exclusivelyFor(`${storeName} ${server}`, task)
 
     const currentToken = async (): Promise<StoredTokens | undefined> => {
       const stored = await read<StoredTokens>("tokens")
@@ -413,13 +460,13 @@ export const authorizedFetch = <R>(
         }
       }
       let stepUps = 0
-      let lastChallenge: string | null = null
+      const challengesSeen = new Set<string | null>()
       while (response.status === 403) {
         const header = response.headers.get("www-authenticate")
         const challenge = sdk.extractWWWAuthenticateParams(response)
         if (challenge.error !== "insufficient_scope") break
         await response.body?.cancel()
-        if (stepUps >= maxStepUps || header === lastChallenge) {
+        if (stepUps >= maxStepUps || challengesSeen.has(header)) {
           fail(
             new McpAuthError({
               server,
@@ -429,7 +476,7 @@ export const authorizedFetch = <R>(
           )
         }
         stepUps++
-        lastChallenge = header
+        challengesSeen.add(header)
         // The scopes held (as the token response gave them, else as asked for) and those the challenge asks for.
         const held = (await currentToken().catch(fail))?.tokens.scope ?? grantedScope
         const scope = [...new Set([...(held ?? "").split(" "), ...(challenge.scope ?? "").split(" ")])]

@@ -10,12 +10,17 @@ import { type Authorization, type Loopback, McpAuthError } from "../McpAuth.ts"
 const page = (text: string) =>
   `<!doctype html><meta charset="utf-8"><title>tinyagents</title><p>${text}</p>`
 
+/** The authorization server's `error_description`, as an error detail quotes it: short, printable, no code. */
+const described = (text: string): string =>
+  text.slice(0, 200).replace(/[^\x20-\x7e]/g, "?").replace(/\bcode=[^&\s]*/g, "code=<redacted>")
+
 export const listen = (options: {
   readonly port?: number
   readonly show: (url: URL) => Effect.Effect<void>
 }): Effect.Effect<Loopback, McpAuthError, Scope.Scope> =>
   Effect.gen(function*() {
-    let waiting: Deferred.Deferred<Authorization, McpAuthError> | undefined
+    // The sign-in waiting for its redirect, and the `state` its authorization request carried.
+    let waiting: { readonly deferred: Deferred.Deferred<Authorization, McpAuthError>; readonly state: string | null } | undefined
     const server = createServer((request, response) => {
       const url = new URL(request.url ?? "/", "http://127.0.0.1")
       if (url.pathname !== "/callback") {
@@ -29,23 +34,29 @@ export const listen = (options: {
         response.writeHead(409, { "content-type": "text/html" }).end(page("No authorization is waiting."))
         return
       }
+      const state = url.searchParams.get("state")
+      if (state !== target.state) { // not the redirect of this sign-in: it goes on waiting
+        response.writeHead(400, { "content-type": "text/html" }).end(page("This is not the authorization being waited for."))
+        return
+      }
       if (code === null) {
         const description = url.searchParams.get("error_description")
         Deferred.doneUnsafe(
-          target,
+          target.deferred,
           Effect.fail(
             new McpAuthError({
               server: "loopback",
               failure: "AuthorizationFailed",
-              detail: `the authorization server answered ${error ?? "without a code"}${description === null ? "" : `: ${description}`}`
+              detail: `the authorization server answered ${error === null ? "without a code" : described(error)}${
+                description === null ? "" : `: ${described(description)}`
+              }`
             })
           )
         )
         response.writeHead(400, { "content-type": "text/html" }).end(page("Authorization failed. You can close this tab."))
         return
       }
-      const state = url.searchParams.get("state")
-      Deferred.doneUnsafe(target, Effect.succeed({ code, ...(state === null ? {} : { state }) }))
+      Deferred.doneUnsafe(target.deferred, Effect.succeed({ code, state: state ?? "" }))
       response.writeHead(200, { "content-type": "text/html" }).end(page("Authorized. You can close this tab."))
     })
     const port = yield* Effect.acquireRelease(
@@ -68,7 +79,7 @@ export const listen = (options: {
       authorize: (url: URL) =>
         oneAtATime.withPermits(1)(Effect.gen(function*() {
           const deferred = yield* Deferred.make<Authorization, McpAuthError>()
-          waiting = deferred
+          waiting = { deferred, state: url.searchParams.get("state") }
           yield* options.show(url)
           return yield* Deferred.await(deferred)
         }).pipe(Effect.ensuring(Effect.sync(() => {
