@@ -34,6 +34,8 @@ import type { ToolError } from "../contract/ToolError.ts"
 import { redactArguments } from "../internal/redact/policy.ts"
 import * as ToolRegistry from "../contract/ToolRegistry.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
+import { UsageMeter } from "./internal/usage.ts"
+import * as AgentTool from "./AgentTool.ts"
 
 /** What `selectTools` sees each turn. */
 export interface TurnView<R> {
@@ -197,6 +199,11 @@ export const loopWith = <R, MR, X, Y>(
     ]
     const results: Array<ToolResult.ToolResult> = []
     let usage = ChatModel.noUsage
+    // usage of runs nested in this run's calls (AgentTool), folded in after each batch; all of it also
+    // goes to the run around this one
+    const outer = yield* UsageMeter
+    let nested = ChatModel.noUsage
+    const meter = { add: (more: ChatModel.Usage) => void (nested = ChatModel.addUsage(nested, more)) }
     if (options.cancelWhen !== undefined) {
       yield* Effect.forkScoped(Effect.andThen(options.cancelWhen, executor.runCancel.cancel("cancelled by the caller")))
     }
@@ -235,6 +242,7 @@ export const loopWith = <R, MR, X, Y>(
         if (yield* executor.runCancel.isCancelled) return yield* inTurn(finish("cancelled", turn, ""))
         const reply = response.success
         usage = ChatModel.addUsage(usage, reply.usage)
+        outer.add(reply.usage)
         transcript.push({ role: "assistant", content: reply.text, toolCalls: redactCalls(options.tools, reply.toolCalls) })
         yield* inTurn(executor.emit({
           _tag: "agent.model_responded",
@@ -246,8 +254,11 @@ export const loopWith = <R, MR, X, Y>(
         if (reply.toolCalls.length === 0) return yield* inTurn(finish("final_answer", turn + 1, reply.text))
 
         const batch = yield* Effect.result(
-          inTurn(step.batch(reply.toolCalls, { turn, advertised }))
+          inTurn(step.batch(reply.toolCalls, { turn, advertised })).pipe(Effect.provideService(UsageMeter, meter))
         )
+        usage = ChatModel.addUsage(usage, nested)
+        outer.add(nested)
+        nested = ChatModel.noUsage
         const answered = batch._tag === "Success" ? batch.success : batch.failure.results
         results.push(...answered)
         transcript.push({ role: "tool", results: answered })
@@ -326,3 +337,9 @@ export const stream = <R, MR = never>(
 
 /** The services an agent run needs besides the model and the tools' own: for typing layers. */
 export type Services = RunContext | EventSink
+
+/**
+ * An agent as a tool: each call runs `agent` as a nested loop on a prompt made from the call's
+ * input; its final answer is the tool's output (see `AgentTool`, which this is).
+ */
+export const asTool: typeof AgentTool.make = (agent, options) => AgentTool.make(agent, options)

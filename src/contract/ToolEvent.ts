@@ -35,6 +35,13 @@ interface Stamp {
   readonly timestamp: number
   /** Position in the run's event stream, from 0: gap-free, in the order the sink received the events. */
   readonly sequence: number
+  /**
+   * A nested run's events (an agent run as a tool, `AgentTool`) name the run and the call that run it,
+   * and its depth (1 under a top-level run), so one run's events form a tree. Absent at the top.
+   */
+  readonly parentRunId?: string
+  readonly parentCallId?: string
+  readonly depth?: number
 }
 
 interface CallStamp extends Stamp {
@@ -206,7 +213,8 @@ export type AgentEvent =
 export type Event = ToolEvent | AgentEvent
 
 /** An event before the executor stamps it with time and sequence. */
-export type Unstamped<E extends Event> = E extends unknown ? Omit<E, "timestamp" | "sequence" | "runId" | "threadId">
+export type Unstamped<E extends Event> = E extends unknown
+  ? Omit<E, "timestamp" | "sequence" | "runId" | "threadId" | "parentRunId" | "parentCallId" | "depth">
   : never
 
 // ---------------------------------------------------------------------------
@@ -217,7 +225,10 @@ const stamp = {
   runId: Schema.String,
   threadId: Schema.String,
   timestamp: Schema.Number,
-  sequence: Schema.Number
+  sequence: Schema.Number,
+  parentRunId: Schema.optionalKey(Schema.String),
+  parentCallId: Schema.optionalKey(Schema.String),
+  depth: Schema.optionalKey(Schema.Number)
 }
 
 const callStamp = {

@@ -12,6 +12,18 @@ export interface RunInfo {
   readonly turn: number
   /** Whatever the application wants handlers to see (user id, tenant, ...). */
   readonly user?: unknown
+  /** Set for a run nested in a tool call (an agent used as a tool, `AgentTool`); absent at the top. */
+  readonly nesting?: Nesting
+}
+
+/** Where a nested run sits: the call that runs it, and its depth. Its events carry the three fields. */
+export interface Nesting {
+  /** The run whose tool call runs this one. */
+  readonly parentRunId: string
+  /** That tool call's id. */
+  readonly parentCallId: string
+  /** 1 for a run nested in a top-level run's call, 2 below that, ... */
+  readonly depth: number
 }
 
 /** What {@link RunContext.layer} takes: a `RunInfo` whose `turn` may be left out (then `0`). */

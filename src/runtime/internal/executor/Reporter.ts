@@ -1,7 +1,8 @@
 /**
  * The run's event stream: stamps each event (run, thread, `Clock` time,
  * sequence number) at the moment it is handed to the `EventSink`, one event at
- * a time, uninterruptibly. It owns the ordering rules; it does not decide which
+ * a time, uninterruptibly; a nested run's events (`RunContext.nesting`) also with their parent
+ * run, parent call and depth. It owns the ordering rules; it does not decide which
  * events a call emits (that is `Call`).
  *
  * - Sequence numbers are assigned inside the critical section, so they are
@@ -87,13 +88,25 @@ export const make = (): Reporter => {
       release()
       return Effect.void
     }
-    const stamped = {
-      ...event,
-      runId: env.ctx.runId,
-      threadId: env.ctx.threadId,
-      timestamp: env.clock.currentTimeMillisUnsafe(),
-      sequence: sequence++
-    } as ToolEvent.Event
+    const nesting = env.ctx.nesting
+    const stamped = (nesting === undefined
+      ? {
+        ...event,
+        runId: env.ctx.runId,
+        threadId: env.ctx.threadId,
+        timestamp: env.clock.currentTimeMillisUnsafe(),
+        sequence: sequence++
+      }
+      : {
+        ...event,
+        runId: env.ctx.runId,
+        threadId: env.ctx.threadId,
+        timestamp: env.clock.currentTimeMillisUnsafe(),
+        sequence: sequence++,
+        parentRunId: nesting.parentRunId,
+        parentCallId: nesting.parentCallId,
+        depth: nesting.depth
+      }) as ToolEvent.Event
     let emitted: Effect.Effect<void>
     try {
       emitted = env.sink.emit(stamped)

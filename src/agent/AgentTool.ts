@@ -1,0 +1,164 @@
+/**
+ * An agent as a tool (`Agent.asTool`, or {@link make}): calling the tool runs a nested agent loop
+ * (its own model, tools, system prompt and limits) on a prompt made from the call's input, and the
+ * nested run's final answer is the tool's output. It owns the nesting: the nested run's `RunContext`
+ * (its run id is `<parent run>/<call id>`, `nesting` names the parent run, call and depth, so every
+ * event it reports carries `parentRunId`, `parentCallId` and `depth` and one run's events form a tree),
+ * the depth limit, and how the nested run's end becomes the call's outcome. It does not own the loop
+ * (`Agent`), nor handing a conversation over to another agent (`Handoff`).
+ *
+ * Bounds: the nested run is part of its call, so the call's timeout (the tool's `timeout`, else the
+ * executor's default), the parent run's cancellation (interrupting the call interrupts the nested
+ * model and tools, which report `tool.failed` with reason `cancelled`) and {@link Options.maxDepth}
+ * all hold; its own `maxTurns` and `limits` bound its turns and calls. Its token usage is added to the
+ * parent run's (`AgentResult.usage`, `agent.finished`), failed or not.
+ *
+ * The nested run's failure is the call's repairable `ToolFailure` (the calling model reads what went
+ * wrong and may answer otherwise): a fatal error in the nested run (`AgentFailed`), a run that ended
+ * without an answer (`max_turns`, `cancelled`), or a depth over the limit (nothing runs). A parent that
+ * wants these fatal runs with `repair: false`.
+ */
+import { type Duration, Effect, Layer, Schema } from "effect"
+import * as Agent from "./Agent.ts"
+import * as ChatModel from "./ChatModel.ts"
+import type { Safety } from "../contract/Safety.ts"
+import * as Tool from "../contract/Tool.ts"
+import * as ToolError from "../contract/ToolError.ts"
+import { EventSink } from "../runtime/EventSink.ts"
+import type * as Executor from "../runtime/Executor.ts"
+import { RunContext } from "../runtime/RunContext.ts"
+import { StoreRegistry } from "../runtime/StoreRegistry.ts"
+import { ToolCallContext } from "../runtime/ToolCallContext.ts"
+
+/**
+ * An agent to run as a tool (or to hand a conversation to, `Handoff`): the options of `Agent.run`
+ * without the conversation, and its own model.
+ */
+export interface Definition<R, MR = never> extends Omit<Agent.RunOptions<R, MR>, "messages" | "cancelWhen"> {
+  /** The agent's model: a `ChatModel` (a layer is built per call). Default: the calling run's model. */
+  readonly model?: ChatModel.ChatModelShape | Layer.Layer<ChatModel.ChatModel>
+}
+
+/** Nested runs below this depth are refused unless {@link Options.maxDepth} says otherwise. */
+export const defaultMaxDepth = 3
+
+export interface Options<Name extends string, Input extends Schema.Top> {
+  /** The tool's name (canonical snake_case); also the nested run's agent name when it has none. */
+  readonly name: Name
+  /** What the agent does: the calling model reads this. */
+  readonly description: string
+  /** What the calling model passes to the agent. */
+  readonly input: Input
+  /**
+   * The nested run's conversation, from the call's input: a user message's text, or messages.
+   * Default: the input's `task` when it is a string, else the input as JSON.
+   */
+  readonly prompt?: (input: Input["Type"]) => string | ReadonlyArray<ChatModel.Message>
+  /**
+   * The deepest the nested run may sit: 1 under a top-level run, 2 when that run is itself nested, ...
+   * A call that would run deeper is refused (a repairable `ToolFailure`; nothing runs). Default {@link defaultMaxDepth}.
+   */
+  readonly maxDepth?: number
+  /** The call's timeout: the whole nested run. Default: the executor's `defaultTimeout`. */
+  readonly timeout?: Duration.Input
+  readonly safety?: Safety
+}
+
+/** The services an agent tool's calls use besides its nested tools' own (all in every agent run). */
+export type Services = RunContext | EventSink | StoreRegistry | ChatModel.ChatModel | ToolCallContext
+
+/** An agent as a tool: its output is the nested run's final answer (its typed output, when the agent declares one). */
+export type AgentTool<Name extends string, Input extends Schema.Top, R, MR> = Tool.Tool<
+  Name,
+  Input,
+  Schema.Top | undefined,
+  ToolError.ToolError,
+  Executor.Requirements<R | MR> | Services
+>
+
+const defaultPrompt = (input: unknown): string => {
+  if (typeof input === "object" && input !== null && typeof (input as { task?: unknown }).task === "string") {
+    return (input as { task: string }).task
+  }
+  return typeof input === "string" ? input : JSON.stringify(input)
+}
+
+/** Makes `agent` a tool: each call runs it, nested, on the prompt its input makes (see the module comment). */
+export const make = <const Name extends string, Input extends Schema.Top, R, MR = never>(
+  agent: Definition<R, MR>,
+  options: Options<Name, Input>
+): AgentTool<Name, Input, R, MR> => {
+  const maxDepth = options.maxDepth ?? defaultMaxDepth
+  const agentName = agent.name ?? options.name
+  const prompt = options.prompt ?? defaultPrompt
+  // A typed final output, when the agent declares one (`RunOptions.output`): the tool's output schema.
+  const declared = (agent as { readonly output?: unknown }).output
+  const output = Schema.isSchema(declared) ? declared : undefined
+  const withModel = <A, E, R2>(effect: Effect.Effect<A, E, R2>, model: Definition<R, MR>["model"]) =>
+    model === undefined
+      ? effect
+      : Layer.isLayer(model)
+      ? Effect.provide(effect, model as Layer.Layer<ChatModel.ChatModel>)
+      : Effect.provideService(effect, ChatModel.ChatModel, model)
+  const failure = (message: string, detail: Record<string, unknown>) =>
+    Effect.fail(ToolError.repairable(message, { agent: agentName, ...detail }))
+
+  const handler = (input: unknown) =>
+    Effect.gen(function*() {
+      const context = yield* RunContext
+      const call = yield* ToolCallContext
+      const depth = (context.nesting?.depth ?? 0) + 1
+      if (depth > maxDepth) {
+        return yield* failure(
+          `agent ${agentName} was not run: it would run at depth ${depth}, over the limit of ${maxDepth}; answer without it`,
+          { depth, maxDepth }
+        )
+      }
+      const given = prompt(input)
+      const messages: ReadonlyArray<ChatModel.Message> = typeof given === "string"
+        ? [{ role: "user", content: given }]
+        : given
+      const runId = `${context.runId}/${call.toolCallId}${call.attempt > 1 ? `#${call.attempt}` : ""}`
+      // read when called, so that an agent may list itself among its tools (a getter)
+      const { model, ...runOptions } = agent
+      const exit = yield* Agent.run({ ...runOptions, name: agentName, messages } as Agent.RunOptions<R, MR>).pipe(
+        (effect) => withModel(effect, model),
+        Effect.provideService(RunContext, {
+          ...context,
+          runId,
+          turn: 0,
+          nesting: { parentRunId: context.runId, parentCallId: call.toolCallId, depth }
+        }),
+        Effect.result
+      )
+      if (exit._tag === "Failure") {
+        const failed = exit.failure
+        return yield* failure(`agent ${agentName} failed: ${failed.message}`, {
+          reason: failed.reason,
+          error: failed.error._tag
+        })
+      }
+      const result = exit.success
+      if (result.reason === "max_turns" || result.reason === "cancelled") {
+        return yield* failure(
+          result.reason === "max_turns"
+            ? `agent ${agentName} gave no answer within its ${result.turns} turns`
+            : `agent ${agentName} was cancelled before it answered`,
+          { reason: result.reason }
+        )
+      }
+      const typed = (result as { readonly output?: unknown }).output
+      return output !== undefined && typed !== undefined ? typed : result.text
+    })
+
+  return Tool.make(options.name, {
+    description: options.description,
+    input: options.input,
+    ...(output === undefined ? {} : { output }),
+    ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
+    ...(options.safety === undefined ? {} : { safety: options.safety }),
+    services: [RunContext, ToolCallContext, EventSink, StoreRegistry, ChatModel.ChatModel],
+    // the nested tools' services are not keys we can list: the cast adds them to the tool's requirements
+    handler: handler as (input: Input["Type"]) => Effect.Effect<never, ToolError.ToolError, Services>
+  }) as unknown as AgentTool<Name, Input, R, MR>
+}
