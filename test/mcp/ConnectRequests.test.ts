@@ -215,6 +215,18 @@ describe("McpConnect: elicitation through Approval", () => {
       expect(asked[0]!.callId).toMatch(/^asker:elicitation:/)
     }).pipe(Effect.provide(layer)))
   })
+
+  it("an Approval that dies is declined; the defect is logged here, never sent to the server", () => {
+    const fake = fakeServer()
+    const { logged, layer: logs } = capture()
+    const dying = Approval.layer(() => Effect.die(new Error("approver crashed: internal detail")))
+    return run(Effect.gen(function*() {
+      const connection = yield* fake.connect({ elicitation: "approval" })
+      const result = yield* callText(connection, "c1", "ask")
+      expect(JSON.parse(result.text)).toEqual({ action: "decline" })
+      expect(logged.some((entry) => entry.message.includes("answering an elicitation failed"))).toBe(true)
+    }).pipe(Effect.provide(Layer.mergeAll(dying, logs))))
+  })
 })
 
 describe("McpConnect: sampling through the ChatModel", () => {
@@ -289,6 +301,30 @@ describe("McpConnect: sampling through the ChatModel", () => {
       expect(spent.text).toContain("this connection's budget of 1 requests is spent")
       expect(requests).toHaveLength(1)
     }).pipe(Effect.provide(layer)))
+  })
+
+  it("a defect (a throwing allow, a model that dies) is -32603 'the model could not answer', its message logged here only", () => {
+    const fake = fakeServer()
+    const { logged, layer: logs } = capture()
+    const dying = ChatModel.fromFunction(() => Effect.die(new Error("model crashed: internal detail")))
+    return run(Effect.gen(function*() {
+      const throwing = yield* fake.connect({
+        sampling: {
+          maxTokens: 100,
+          allow: () => {
+            throw new Error("policy crashed: internal detail")
+          }
+        }
+      })
+      const refused = yield* callText(throwing, "c1", "sample")
+      expect(refused.isError).toBe(true)
+      expect(refused.text).toContain("the model could not answer")
+      expect(refused.text).not.toContain("internal detail")
+      const died = yield* callText(yield* fakeServer().connect({ sampling: { maxTokens: 100 } }), "c2", "sample")
+      expect(died.text).toContain("the model could not answer")
+      expect(died.text).not.toContain("internal detail")
+      expect(logged.filter((entry) => entry.message.includes("answering a sampling request failed"))).toHaveLength(2)
+    }).pipe(Effect.provide(Layer.mergeAll(dying, logs))))
   })
 
   it("refuses when no ChatModel is in context", () => {

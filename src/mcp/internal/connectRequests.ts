@@ -8,7 +8,7 @@
  * the connection's own); requests and results are read structurally, no SDK
  * import here.
  */
-import { type Context, Effect, Option, Result } from "effect"
+import { Cause, type Context, Effect, Option, Result } from "effect"
 import type { Severity } from "effect/LogLevel"
 import * as ChatModel from "../../agent/ChatModel.ts"
 import type { Safety } from "../../contract/Safety.ts"
@@ -62,6 +62,20 @@ const declined = (server: string, why: string) =>
   Effect.as(Effect.annotateLogs(Effect.logWarning(`tinyagents mcp: declined an elicitation: ${why}`), { mcpServer: server }), decline)
 
 /**
+ * `effect`, where a defect (a throwing `allow`, a `ChatModel` or `Approval` that dies) is logged here,
+ * with its cause, and answered with `fallback`: the server never sees the defect's message.
+ * Interruption stays interruption.
+ */
+const contained = <A>(server: string, what: string, fallback: A) => (effect: Effect.Effect<A>): Effect.Effect<A> =>
+  Effect.catchCause(effect, (cause) =>
+    Cause.hasInterruptsOnly(cause)
+      ? Effect.failCause(cause)
+      : Effect.as(
+        Effect.annotateLogs(Effect.logError(`tinyagents mcp: answering ${what} failed`, cause), { mcpServer: server }),
+        fallback
+      ))
+
+/**
  * Answers a form elicitation through the `Approval` service in context: the
  * question is an approval `Request` whose `arguments` are the schema's
  * defaults, `why` the server's message, and `spec` a tool with the requested
@@ -69,7 +83,7 @@ const declined = (server: string, why: string) =>
  * Approve accepts the defaults; Edit accepts the edited content with the
  * defaults filled in for the keys it leaves out, when it is valid against the
  * requested schema (else declines); Deny declines. No `Approval` in context:
- * declined.
+ * declined. A defect answering it is logged and declined.
  */
 export const elicit = (
   server: string,
@@ -118,7 +132,7 @@ export const elicit = (
       return yield* declined(server, `the answer does not fit the requested schema${where}`)
     }
     return { action: "accept", content } as const
-  })
+  }).pipe(contained<ElicitAnswer>(server, "an elicitation", decline))
 
 // ---------------------------------------------------------------------------
 // sampling
@@ -221,7 +235,9 @@ const stopReasonOf = (reason: ChatModel.FinishReason | undefined): string =>
  * no model in context. `budget.used` counts the requests that reached the
  * model. The `ChatModel` contract has no per-request output limit: the
  * model's own applies, and an answer that used more output tokens than the
- * request asked for is reported with `stopReason: "maxTokens"`.
+ * request asked for is reported with `stopReason: "maxTokens"`. A defect
+ * (a throwing `allow`, a model that dies) is logged here and answered
+ * -32603 "the model could not answer", never with its message.
  */
 export const sample = (
   server: string,
@@ -256,7 +272,13 @@ export const sample = (
       model: options.model ?? "tinyagents",
       stopReason: response.usage.outputTokens > params.maxTokens ? "maxTokens" : stopReasonOf(response.finishReason)
     } as const)
-  })
+  }).pipe(
+    contained<Result.Result<SampleAnswer, Refusal>>(
+      server,
+      "a sampling request",
+      Result.fail({ code: internalError, message: "the model could not answer" })
+    )
+  )
 
 // ---------------------------------------------------------------------------
 // log messages
