@@ -168,6 +168,10 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
       return `${at}  ── finished: ${event.reason} after ${event.turns} turn(s)`
     case "agent.text_delta":
       return `${at}  model text: ${JSON.stringify(event.text)}`
+    case "agent.output_delta":
+      return `${at}  output so far: ${JSON.stringify(event.partial)}`
+    case "agent.output":
+      return `${at}  output: ${JSON.stringify(event.output)}`
     case "agent.tool_call":
       return `${at}  model calls ${event.toolName} ${event.toolCallId}`
     case "agent.approval_requested":

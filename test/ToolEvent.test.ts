@@ -124,6 +124,11 @@ const produceEvents = Effect.gen(function*() {
       ChatModel.answer("5")
     ]))
   )
+  // Streamed with a typed final answer: its partial value, then the decoded one.
+  yield* Agent.stream({ messages: [{ role: "user", content: "2+3?" }], tools, output: Schema.Struct({ sum: Schema.Int }) }).pipe(
+    Stream.runDrain,
+    Effect.provide(ChatModel.scripted([ChatModel.callTools([["o1", "final_answer", { sum: 5 }]])]))
+  )
   // A durable run's pending approval (`tinyagents/durable`), as its executor emits it.
   yield* executor.emit({ _tag: "agent.approval_requested", turn: 0, toolCallId: "a2", toolName: "add", arguments: { a: 1, b: 2 } })
   return yield* EventSink.EventLog.use((log) => log.all)

@@ -22,8 +22,12 @@
  * ({@link loopWith}, {@link Steps}): `tinyagents/durable` runs the same loop with steps that
  * journal each model turn and each call as workflow activities.
  */
-import { type Cause, Data, Effect, Fiber, Queue, Stream } from "effect"
+import { type Cause, Data, Effect, Fiber, Queue, Result, Schema, Stream } from "effect"
 import * as ChatModel from "./ChatModel.ts"
+import * as Output from "./internal/output.ts"
+import { parsePartial } from "./internal/partialJson.ts"
+import { InvalidArguments, MalformedArguments } from "../contract/ToolError.ts"
+import { stringify } from "../internal/json.ts"
 import { EventSink } from "../runtime/EventSink.ts"
 import type * as ToolEvent from "../contract/ToolEvent.ts"
 import * as Executor from "../runtime/Executor.ts"
@@ -44,7 +48,10 @@ export interface TurnView<R> {
   readonly registry: ToolRegistry.ToolRegistry<R>
 }
 
-export interface RunOptions<R, MR = never> extends Executor.Options<MR> {
+/** What `output` accepts: a schema decoding without services, with an object (`Schema.Struct`) at the root. */
+export type OutputSchema = Schema.ConstraintDecoder<unknown>
+
+export interface RunOptions<R, MR = never, S extends OutputSchema = never> extends Executor.Options<MR> {
   /** The agent's name: `gen_ai.agent.name` on the run's `invoke_agent` span. */
   readonly name?: string
   readonly system?: string
@@ -60,23 +67,56 @@ export interface RunOptions<R, MR = never> extends Executor.Options<MR> {
   readonly selectTools?: (view: TurnView<R>) => ReadonlyArray<string> | ToolRegistry.Advertised<R>
   /** Completing this effect cancels the run (calls in flight are cancelled and answered). */
   readonly cancelWhen?: Effect.Effect<unknown>
+  /**
+   * A typed final answer: the run ends when the model gives a value this schema decodes, which
+   * becomes `AgentResult.output`. A model with `structuredOutput` is asked through its provider's
+   * structured output; any other gets a final-answer tool (`outputName`). A rejected answer goes
+   * back to the model with the schema's issues, at most `outputRetries` times; then the run fails
+   * with `AgentFailed` (reason `output`, an `OutputInvalid`). The schema's root must be an object.
+   */
+  readonly output?: S
+  /** The answer's name: the final-answer tool's, the provider's schema name. Default `final_answer`. */
+  readonly outputName?: string
+  /** Rejected final answers sent back for repair before the run fails. Default 2. */
+  readonly outputRetries?: number
 }
 
 export type StopReason = "final_answer" | "max_turns" | "return_direct" | "cancelled"
 
-export interface AgentResult {
+/** How a run ended. `Output`: the type of the typed final answer (`never`: the run asked for none). */
+export interface AgentResult<Output = never> {
   readonly text: string
   readonly reason: StopReason
   readonly turns: number
   readonly transcript: ReadonlyArray<ChatModel.Message>
   readonly results: ReadonlyArray<ToolResult.ToolResult>
   readonly usage: ChatModel.Usage
+  /** The decoded final answer: present when the run asked for `output` and ended with `final_answer`. */
+  readonly output?: Output
+}
+
+/**
+ * The model's final answer did not decode with the run's output schema, after `attempts` answers
+ * (the first and each repair). `error` holds the issues of the last one.
+ */
+export class OutputInvalid extends Schema.TaggedError<OutputInvalid>()("OutputInvalid", {
+  /** The answer's name (`outputName`). */
+  outputName: Schema.String,
+  attempts: Schema.Number,
+  error: Schema.Union([MalformedArguments, InvalidArguments])
+}) {
+  override get message(): string {
+    return `the final answer did not match the output schema after ${this.attempts} attempt${
+      this.attempts === 1 ? "" : "s"
+    }: ${this.error.message}`
+  }
 }
 
 /** The run stopped on a fatal error. The transcript answers every call id the model sent. */
 export class AgentFailed extends Data.TaggedError("AgentFailed")<{
-  readonly reason: "tool" | "model"
-  readonly error: ToolError | ChatModel.ChatModelError
+  /** `tool`: a fatal tool error; `model`: the model failed; `output`: no valid final answer (`OutputInvalid`). */
+  readonly reason: "tool" | "model" | "output"
+  readonly error: ToolError | ChatModel.ChatModelError | OutputInvalid
   readonly turns: number
   readonly transcript: ReadonlyArray<ChatModel.Message>
   readonly results: ReadonlyArray<ToolResult.ToolResult>
@@ -125,28 +165,55 @@ export interface Steps<X> {
     calls: ReadonlyArray<ToolCall>,
     context: { readonly turn: number; readonly advertised: ToolRegistry.Advertised<unknown> }
   ) => Effect.Effect<ReadonlyArray<ToolResult.ToolResult>, Executor.BatchFailed, X>
+  /**
+   * `ask` sends `Request.output` to a model that answers it natively (`ChatModel.structuredOutput`);
+   * otherwise a run with `output` advertises the final-answer tool.
+   */
+  readonly structuredOutput?: boolean
 }
 
 /**
  * The plain steps: the model's answer read from its stream (with `live`, reporting its text deltas
  * and each decided call as they arrive), and the executor's `runBatch`.
  */
-export const directSteps = <R, MR>(
-  options: RunOptions<R, MR>,
+export const directSteps = <R, MR, S extends OutputSchema = never>(
+  options: RunOptions<R, MR, S>,
   executor: Executor.Executor<R | MR>,
   live: boolean
 ): Effect.Effect<Steps<Executor.Requirements<R | MR>>, never, ChatModel.ChatModel> =>
   Effect.map(ChatModel.ChatModel, (model): Steps<Executor.Requirements<R | MR>> => ({
+    structuredOutput: model.structuredOutput === true,
     ask: (request, turn) => {
       let response: ChatModel.Response | undefined
+      // the typed final answer as it arrives: the text (structured output) or the final-answer call's arguments
+      const outputName = live && options.output !== undefined ? options.outputName ?? Output.defaultName : undefined
+      let outputCall: string | undefined
+      let outputText = ""
+      let lastPartial: string | undefined
+      const outputDelta = (more: string): Effect.Effect<void, never, RunContext | EventSink> => {
+        outputText += more
+        const partial = parsePartial(outputText)
+        const shown = partial === undefined ? undefined : stringify(partial)
+        if (shown === undefined || shown === lastPartial) return Effect.void
+        lastPartial = shown
+        return executor.emit({ _tag: "agent.output_delta", turn, partial })
+      }
       const onPart = (part: ChatModel.StreamPart): Effect.Effect<void, never, RunContext | EventSink> => {
         switch (part._tag) {
           case "Finished":
             response = part.response
             return Effect.void
+          case "ToolCallStarted":
+            if (outputName !== undefined && outputCall === undefined && part.name === outputName) outputCall = part.id
+            return Effect.void
+          case "ToolCallDelta":
+            return outputCall !== undefined && part.id === outputCall ? outputDelta(part.argumentsDelta) : Effect.void
           case "TextDelta":
             return live && part.text !== ""
-              ? executor.emit({ _tag: "agent.text_delta", turn, text: part.text })
+              ? Effect.andThen(
+                executor.emit({ _tag: "agent.text_delta", turn, text: part.text }),
+                outputName !== undefined && request.output !== undefined ? outputDelta(part.text) : Effect.void
+              )
               : Effect.void
           case "ToolCall":
             return live
@@ -184,10 +251,10 @@ export const directSteps = <R, MR>(
  * {@link run}, {@link stream} (both with {@link directSteps}) and the durable agent. It reports the
  * lifecycle events itself; whatever else is reported (text deltas, decided calls) is up to the steps.
  */
-export const loopWith = <R, MR, X, Y>(
-  options: RunOptions<R, MR>,
+export const loopWith = <R, MR, X, Y, S extends OutputSchema = never>(
+  options: RunOptions<R, MR, S>,
   steps: (executor: Executor.Executor<R | MR>) => Effect.Effect<Steps<X>, never, Y>
-): Effect.Effect<AgentResult, AgentFailed, Executor.Requirements<R | MR> | X | Y> =>
+): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, Executor.Requirements<R | MR> | X | Y> =>
   Effect.gen(function*() {
     const base = yield* RunContext
     yield* Effect.annotateCurrentSpan({ "gen_ai.conversation.id": base.threadId, "tinyagents.run.id": base.runId })
@@ -207,15 +274,36 @@ export const loopWith = <R, MR, X, Y>(
     if (options.cancelWhen !== undefined) {
       yield* Effect.forkScoped(Effect.andThen(options.cancelWhen, executor.runCancel.cancel("cancelled by the caller")))
     }
+    // the typed final answer: a schema no model can be shown, or a final-answer tool that shadows a tool, is a bug
+    const output = options.output === undefined
+      ? undefined
+      : yield* Effect.orDie(Effect.fromResult(Output.plan(options.output, { name: options.outputName })))
+    if (output !== undefined && options.tools.get(output.name) !== undefined) {
+      return yield* Effect.die(new Error(`the output name ${output.name} is a registered tool's; choose another outputName`))
+    }
+    const outputRetries = options.outputRetries ?? 2
+    let rejected = 0
 
-    const finish = (reason: StopReason, turns: number, text: string) =>
+    const finish = (reason: StopReason, turns: number, text: string, answer?: { readonly value: S["Type"] }) =>
       Effect.suspend(() =>
         Effect.as(
           executor.emit({ _tag: "agent.finished", turns, reason, text, usage }),
-          { text, reason, turns, transcript, results, usage } satisfies AgentResult
+          {
+            text,
+            reason,
+            turns,
+            transcript,
+            results,
+            usage,
+            ...(answer === undefined ? {} : { output: answer.value })
+          } satisfies AgentResult<S["Type"]>
         )
       )
-    const fail = (reason: "tool" | "model", error: ToolError | ChatModel.ChatModelError, turns: number) =>
+    const fail = (
+      reason: AgentFailed["reason"],
+      error: ToolError | ChatModel.ChatModelError | OutputInvalid,
+      turns: number
+    ) =>
       Effect.suspend(() => executor.emit({ _tag: "agent.finished", turns, reason: "failed", text: "", usage })).pipe(
         Effect.andThen(Effect.fail(new AgentFailed({ reason, error, turns, transcript, results })))
       )
@@ -234,9 +322,12 @@ export const loopWith = <R, MR, X, Y>(
         const inTurn = <A, E, R2>(effect: Effect.Effect<A, E, R2>) =>
           Effect.provideService(effect, RunContext, { ...base, turn })
         yield* inTurn(executor.emit({ _tag: "agent.turn_started", turn, advertised: advertised.names }))
-        const response = yield* Effect.result(
-          Tracing.chat(inTurn(step.ask({ messages: transcript, tools: advertised.specs }, turn)))
-        )
+        const request: ChatModel.Request = output === undefined
+          ? { messages: transcript, tools: advertised.specs }
+          : step.structuredOutput === true
+          ? { messages: transcript, tools: advertised.specs, output: output.format }
+          : { messages: transcript, tools: [...advertised.specs, output.tool] }
+        const response = yield* Effect.result(Tracing.chat(inTurn(step.ask(request, turn))))
         if (response._tag === "Failure") return yield* inTurn(fail("model", response.failure, turn + 1))
         // cancelled while the model answered: the answer is not acted on (its calls never start)
         if (yield* executor.runCancel.isCancelled) return yield* inTurn(finish("cancelled", turn, ""))
@@ -251,17 +342,64 @@ export const loopWith = <R, MR, X, Y>(
           text: reply.text,
           usage: reply.usage
         }))
+        // with `output`, an answer is a text (structured output) or final-answer calls alone; it is
+        // decoded, and a rejected one goes back for repair (at most outputRetries times)
+        const finalCalls = output === undefined ? [] : reply.toolCalls.filter((call) => call.name === output.name)
+        if (output !== undefined && finalCalls.length === reply.toolCalls.length) {
+          const viaTool = step.structuredOutput !== true
+          const first = finalCalls[0]
+          let decoded = output.decode(first === undefined ? reply.text : first.arguments)
+          if (first === undefined && viaTool && Result.isFailure(decoded) && decoded.failure._tag === "MalformedArguments") {
+            decoded = Result.fail(Output.notCalled(output.name))
+          }
+          if (first !== undefined) {
+            transcript.push({
+              role: "tool",
+              results: finalCalls.map((call, i) =>
+                i > 0 ? Output.unread(call) : Result.isSuccess(decoded) ? Output.accepted(call) : ToolResult.fromError(call, decoded.failure)
+              )
+            })
+          }
+          if (Result.isSuccess(decoded)) {
+            const value = decoded.success
+            const json = output.encode(value)
+            const text = first === undefined ? reply.text : stringify(json) ?? ""
+            return yield* inTurn(Effect.andThen(
+              executor.emit({ _tag: "agent.output", turn, output: json }),
+              finish("final_answer", turn + 1, text, { value })
+            ))
+          }
+          rejected++
+          if (first === undefined) transcript.push(Output.repairMessage(output.name, decoded.failure, viaTool))
+          if (rejected > outputRetries) {
+            const invalid = new OutputInvalid({ outputName: output.name, attempts: rejected, error: decoded.failure })
+            return yield* inTurn(fail("output", invalid, turn + 1))
+          }
+          return undefined
+        }
         if (reply.toolCalls.length === 0) return yield* inTurn(finish("final_answer", turn + 1, reply.text))
+        // final-answer calls beside other calls are not read: answered in place, the others run
+        const calls = finalCalls.length === 0 ? reply.toolCalls : reply.toolCalls.filter((call) => call.name !== output!.name)
 
         const batch = yield* Effect.result(
-          inTurn(step.batch(reply.toolCalls, { turn, advertised })).pipe(Effect.provideService(UsageMeter, meter))
+          inTurn(step.batch(calls, { turn, advertised })).pipe(Effect.provideService(UsageMeter, meter))
         )
         usage = ChatModel.addUsage(usage, nested)
         outer.add(nested)
         nested = ChatModel.noUsage
         const answered = batch._tag === "Success" ? batch.success : batch.failure.results
         results.push(...answered)
-        transcript.push({ role: "tool", results: answered })
+        const ran = answered[Symbol.iterator]()
+        transcript.push({
+          role: "tool",
+          results: finalCalls.length === 0
+            ? answered
+            : reply.toolCalls.flatMap((call) => {
+              if (call.name === output!.name) return [Output.unread(call)]
+              const next = ran.next()
+              return next.done === true ? [] : [next.value]
+            })
+        })
         if (batch._tag === "Failure") return yield* inTurn(fail("tool", batch.failure.errors[0]!, turn + 1))
 
         const direct = answered.find((r) => !r.isError && options.tools.get(r.name)?.tool.options.returnDirect === true)
@@ -273,25 +411,29 @@ export const loopWith = <R, MR, X, Y>(
     }
     return yield* Effect.provideService(finish("max_turns", maxTurns, ""), RunContext, { ...base, turn: maxTurns })
   }).pipe(Effect.scoped, (effect) => Tracing.agent(options.name, effect)) as Effect.Effect<
-    AgentResult,
+    AgentResult<S["Type"]>,
     AgentFailed,
     Executor.Requirements<R | MR> | X | Y
   >
 
 /** The plain loop (see {@link loopWith}). */
-const loop = <R, MR>(
-  options: RunOptions<R, MR>,
+const loop = <R, MR, S extends OutputSchema = never>(
+  options: RunOptions<R, MR, S>,
   live: boolean
-): Effect.Effect<AgentResult, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
+): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
   loopWith(options, (executor) => directSteps(options, executor, live))
 
-/** Runs the loop to the end. Requires a `ChatModel`, the run's `RunContext`, an `EventSink`, stores, and the tools' services. */
-export const run = <R, MR = never>(
-  options: RunOptions<R, MR>
-): Effect.Effect<AgentResult, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> => loop(options, false)
+/**
+ * Runs the loop to the end. Requires a `ChatModel`, the run's `RunContext`, an `EventSink`, stores, and the tools' services.
+ * With `output`, `AgentResult.output` is the decoded final answer, typed by the schema.
+ */
+export const run = <R, MR = never, S extends OutputSchema = never>(
+  options: RunOptions<R, MR, S>
+): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
+  loop(options, false)
 
 /** Options of {@link stream}. */
-export interface StreamOptions<R, MR = never> extends RunOptions<R, MR> {
+export interface StreamOptions<R, MR = never, S extends OutputSchema = never> extends RunOptions<R, MR, S> {
   /** Events buffered between the loop and the consumer before the loop waits. Default 64. */
   readonly bufferSize?: number
 }
@@ -306,8 +448,8 @@ export interface StreamOptions<R, MR = never> extends RunOptions<R, MR> {
  * stops the loop: the model's stream is closed and running tools are cancelled, each still
  * reporting its terminal event to the `EventSink`; the stream's scope closes only after they have.
  */
-export const stream = <R, MR = never>(
-  options: StreamOptions<R, MR>
+export const stream = <R, MR = never, S extends OutputSchema = never>(
+  options: StreamOptions<R, MR, S>
 ): Stream.Stream<ToolEvent.Event, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
   Stream.unwrap(Effect.gen(function*() {
     const sink = yield* EventSink

@@ -13,6 +13,7 @@
  */
 import { Context, Effect, Layer, Schema, Stream } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
+import type { JsonSchemaObject } from "../contract/ToolSchema.ts"
 import { ToolCall } from "../contract/ToolCall.ts"
 import { JsonData } from "../contract/ToolError.ts"
 import { ToolResult } from "../contract/ToolResult.ts"
@@ -34,11 +35,26 @@ export const Usage = Schema.Struct({ inputTokens: Schema.Number, outputTokens: S
 
 export type Usage = typeof Usage.Type
 
+/**
+ * A structured final answer a request asks for: a JSON value matching `schema`. Only a model that
+ * declares `structuredOutput` is sent one; it uses its provider's structured output (the schema
+ * exported in the provider's dialect) and answers with the JSON value as its text.
+ */
+export interface OutputFormat {
+  /** The answer's name (the provider's schema name, or the final-answer tool's). */
+  readonly name: string
+  readonly description: string
+  /** Canonical JSON Schema 2020-12: an object at the root, closed, as tool input schemas are. */
+  readonly schema: JsonSchemaObject
+}
+
 /** What one model call is asked: the transcript so far and the tools it may call. */
 export interface Request {
   readonly messages: ReadonlyArray<Message>
   /** The tools advertised this turn (already selected; may be empty). */
   readonly tools: ReadonlyArray<ToolSpec>
+  /** The structured final answer asked for, if any (see {@link OutputFormat}). */
+  readonly output?: OutputFormat
 }
 
 /** Why the model stopped: `stop` (a final answer), `tool_calls`, `length` (output token limit), `content_filter`, or `other`. */
@@ -97,6 +113,11 @@ export interface ChatModelShape {
    * (or stopping to read it) closes the underlying HTTP response.
    */
   readonly stream: (request: Request) => Stream.Stream<StreamPart, ChatModelError>
+  /**
+   * The model honours `Request.output` natively: a final answer (no tool calls) is the JSON value as
+   * text. Without it, an agent asking for typed output gives the model a final-answer tool instead.
+   */
+  readonly structuredOutput?: boolean
 }
 
 /**
@@ -144,12 +165,13 @@ export const collect = <R>(
 export const make = (
   operations:
     | { readonly generate: ChatModelShape["generate"]; readonly stream?: ChatModelShape["stream"] }
-    | { readonly generate?: ChatModelShape["generate"]; readonly stream: ChatModelShape["stream"] }
+    | { readonly generate?: ChatModelShape["generate"]; readonly stream: ChatModelShape["stream"] },
+  options: { readonly structuredOutput?: boolean } = {}
 ): ChatModelShape => {
   const generate = operations.generate ?? ((request: Request) => Effect.suspend(() => collect(operations.stream!(request))))
   const stream = operations.stream ??
     ((request: Request) => Stream.fromIterableEffect(Effect.map(Effect.suspend(() => generate(request)), partsOf)))
-  return { generate, stream }
+  return options.structuredOutput === true ? { generate, stream, structuredOutput: true } : { generate, stream }
 }
 
 /** Zero usage. */
@@ -167,6 +189,19 @@ export type ScriptedTurn = Response | ((request: Request) => Response)
 /** A final answer with no tool calls. */
 export const answer = (text: string): Response => ({ text, toolCalls: [], usage: noUsage })
 
+/** A structured final answer as a model with `structuredOutput` gives it: the value as JSON text. */
+export const answerJson = (value: unknown): Response => answer(stringify(value) ?? "null")
+
+/** Options of {@link scripted}. */
+export interface ScriptedOptions {
+  /**
+   * Whether the model declares `structuredOutput` (default false: an agent asking for typed output
+   * gives it the final-answer tool, so a turn answers with `callTools([[id, "final_answer", value]])`;
+   * with true, a turn answers with `answerJson(value)` and sees `request.output`).
+   */
+  readonly structuredOutput?: boolean
+}
+
 /** A turn that calls tools; `calls` are `[id, name, arguments]`. */
 export const callTools = (
   calls: ReadonlyArray<readonly [id: string, name: string, args: unknown]>,
@@ -181,7 +216,7 @@ export const callTools = (
  * A model that plays `turns` in order (one per `generate`), failing with
  * `script_exhausted` when asked for more. For tests and the offline demo.
  */
-export const scripted = (turns: ReadonlyArray<ScriptedTurn>): Layer.Layer<ChatModel> =>
+export const scripted = (turns: ReadonlyArray<ScriptedTurn>, options: ScriptedOptions = {}): Layer.Layer<ChatModel> =>
   Layer.sync(ChatModel, () => {
     let next = 0
     return make({
@@ -199,10 +234,11 @@ export const scripted = (turns: ReadonlyArray<ScriptedTurn>): Layer.Layer<ChatMo
           }
           return Effect.succeed(typeof turn === "function" ? turn(request) : turn)
         })
-    })
+    }, options)
   })
 
 /** A model whose every answer is computed from the request. */
 export const fromFunction = (
-  f: (request: Request) => Effect.Effect<Response, ChatModelError>
-): Layer.Layer<ChatModel> => Layer.succeed(ChatModel, make({ generate: f }))
+  f: (request: Request) => Effect.Effect<Response, ChatModelError>,
+  options: ScriptedOptions = {}
+): Layer.Layer<ChatModel> => Layer.succeed(ChatModel, make({ generate: f }, options))

@@ -181,6 +181,23 @@ export interface AgentApprovalRequested extends Stamp {
   readonly arguments: unknown
 }
 
+/**
+ * The typed final answer (`Agent.run`'s `output` option) as far as it has arrived: the partial
+ * JSON parsed, open strings and containers closed (`Agent.stream` only; sent when it changes).
+ */
+export interface AgentOutputDelta extends Stamp {
+  readonly _tag: "agent.output_delta"
+  readonly turn: number
+  readonly partial: unknown
+}
+
+/** The typed final answer, decoded by the output schema (sent once, encoded as JSON, before `agent.finished`). */
+export interface AgentOutput extends Stamp {
+  readonly _tag: "agent.output"
+  readonly turn: number
+  readonly output: unknown
+}
+
 export interface AgentFinished extends Stamp {
   readonly _tag: "agent.finished"
   readonly turns: number
@@ -207,6 +224,8 @@ export type AgentEvent =
   | AgentToolCall
   | AgentModelResponded
   | AgentApprovalRequested
+  | AgentOutputDelta
+  | AgentOutput
   | AgentFinished
 
 /** Everything that goes through an `EventSink`. */
@@ -338,6 +357,18 @@ export const AgentApprovalRequested = Schema.TaggedStruct("agent.approval_reques
   arguments: JsonData
 })
 
+export const AgentOutputDelta = Schema.TaggedStruct("agent.output_delta", {
+  ...stamp,
+  turn: Schema.Number,
+  partial: JsonData
+})
+
+export const AgentOutput = Schema.TaggedStruct("agent.output", {
+  ...stamp,
+  turn: Schema.Number,
+  output: JsonData
+})
+
 export const AgentFinished = Schema.TaggedStruct("agent.finished", {
   ...stamp,
   turns: Schema.Number,
@@ -365,6 +396,8 @@ export const AgentEvent = Schema.Union([
   AgentToolCall,
   AgentModelResponded,
   AgentApprovalRequested,
+  AgentOutputDelta,
+  AgentOutput,
   AgentFinished
 ]).pipe(
   Schema.toTaggedUnion("_tag")

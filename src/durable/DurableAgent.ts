@@ -98,7 +98,7 @@ import * as Journal from "./Journal.ts"
 import * as Tables from "./internal/tables.ts"
 
 /** What a finished durable run returns: an `Agent.AgentResult` (decoded from the journal). */
-export type DurableResult = Agent.AgentResult
+export type DurableResult = Agent.AgentResult<unknown>
 
 /** Options of {@link make}: the agent's `RunOptions` without the messages (given per run) and `cancelWhen`. */
 export interface Options<R, MR = never> extends Omit<Agent.RunOptions<R, MR>, "messages" | "cancelWhen" | "name"> {

@@ -8,6 +8,7 @@
  * they encode; `DurableAgent` uses them.
  */
 import { Schema } from "effect"
+import { OutputInvalid } from "../agent/Agent.ts"
 import * as ChatModel from "../agent/ChatModel.ts"
 import * as ToolError from "../contract/ToolError.ts"
 import * as ToolEvent from "../contract/ToolEvent.ts"
@@ -53,7 +54,9 @@ export const RunResult = Schema.Struct({
   turns: Schema.Number,
   transcript: Schema.Array(ChatModel.Message),
   results: Schema.Array(ToolResult.ToolResult),
-  usage: ChatModel.Usage
+  usage: ChatModel.Usage,
+  /** The typed final answer, as JSON (runs with `output`; older rows have none). */
+  output: Schema.optionalKey(ToolError.JsonData)
 })
 
 /** How a durable run ended: its result, or the fields of its `Agent.AgentFailed`. */
@@ -64,8 +67,8 @@ export const Outcome = Schema.Union([
     cancelled: Schema.optionalKey(Schema.String)
   }),
   Schema.TaggedStruct("Failed", {
-    reason: Schema.Literals(["tool", "model"]),
-    error: Schema.Union([ToolError.ToolError, ChatModel.ChatModelError]),
+    reason: Schema.Literals(["tool", "model", "output"]),
+    error: Schema.Union([ToolError.ToolError, ChatModel.ChatModelError, OutputInvalid]),
     turns: Schema.Number,
     transcript: Schema.Array(ChatModel.Message),
     results: Schema.Array(ToolResult.ToolResult)

@@ -55,7 +55,10 @@ export const formatEvent = (event: ToolEvent.Event): string => {
     case "agent.turn_started":
     case "agent.model_responded":
     case "agent.finished":
+    case "agent.output_delta":
       return event._tag
+    case "agent.output":
+      return `output    ${JSON.stringify(event.output)}`
     case "agent.approval_requested":
       return `approval  ${event.toolName} ${event.toolCallId} ${JSON.stringify(event.arguments)} waits for a decision`
   }
