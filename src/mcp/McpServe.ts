@@ -89,10 +89,9 @@
  * Runtime dependency: `@effect/platform-node` (Node's stdio and HTTP
  * server), imported when a server starts: an optional peer dependency.
  */
-import type { Scope } from "effect"
-import { Cause, Context, Data, Deferred, Effect, Layer, Logger } from "effect"
-import { McpProtocol, McpServer } from "effect/ai"
-import { HttpRouter, HttpServer as EffectHttpServer } from "effect/http"
+import { Cause, Context, Data, Deferred, Effect, Layer, Logger, Scope, Tracer } from "effect"
+import { McpProtocol, McpSchema, McpServer } from "effect/ai"
+import { HttpRouter, HttpServer as EffectHttpServer, HttpServerRequest } from "effect/http"
 import type { HttpServerError } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
@@ -268,7 +267,15 @@ const prepare = <R, MR>(
 ) =>
   Effect.gen(function*() {
     const definitions = yield* Mcp.toolDefinitions(registry.specs, { names: "canonical" })
-    const services = yield* Effect.context<Requirements<R, MR>>()
+    // The caller's services, less those of a request or a scope (as Effect's `McpServer` captures
+    // a handler's): each request's own are kept, so a handler's finalizers run when its request ends.
+    const services = Context.omit(
+      Scope.Scope,
+      Tracer.ParentSpan,
+      McpSchema.McpRequestContext,
+      McpSchema.McpServerClient,
+      HttpServerRequest.HttpServerRequest
+    )(yield* Effect.context<Requirements<R, MR>>()) as Context.Context<Requirements<R, MR>>
     return Layer.merge(
       registrations(registry, definitions, {
         executor: options.executor ?? {},

@@ -9,7 +9,7 @@
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Data, Effect, Schema, type Scope, Stream } from "effect"
+import { Data, Effect, Logger, Schema, type Scope, Stream } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Tool from "../../src/contract/Tool.ts"
 import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
@@ -211,6 +211,52 @@ describe("McpServe prompts and resources, read with McpConnect", () => {
         expect(key.completion).toEqual({ values: ["groceries"], total: 1, hasMore: false })
         expect(yield* connection.readResource("notes://folder/inbox/a%20b")).toEqual([{ uri: "notes://folder/inbox/a%20b", text: "inbox/a b" }])
       })))
+
+  it("a scoped read's finalizers run when its request ends, not when the server stops", async () => {
+    const finalized: Array<string> = []
+    const scoped = McpResource.template("notes://scoped/{key}", {
+      name: "scoped",
+      read: ({ key }) =>
+        Effect.as(Effect.addFinalizer(() => Effect.sync(() => void finalized.push(key))), `read ${key}`)
+    })
+    const during = await Effect.runPromise(
+      Effect.gen(function*() {
+        const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([echo]), { port: 0, resources: [scoped] })
+        const connection = yield* McpConnect.http({ url: server.url })
+        expect(yield* connection.readResource("notes://scoped/a")).toEqual([{ uri: "notes://scoped/a", text: "read a" }])
+        expect(yield* connection.readResource("notes://scoped/b")).toEqual([{ uri: "notes://scoped/b", text: "read b" }])
+        return [...finalized]
+      }).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest({ runId: "prompts-run" })))
+    )
+    expect(during).toEqual(["a", "b"])
+  })
+
+  it("a handler's plain Effect.log is info on the server, whatever level the client set with logging/setLevel", async () => {
+    const levels: Array<string> = []
+    const logs = Logger.make(({ logLevel, message }) => {
+      if (String(message).includes("handler says")) levels.push(logLevel)
+    })
+    const loud = McpPrompt.make("loud", { handler: () => Effect.as(Effect.log("handler says hi"), "hi") })
+    const read = McpResource.make("notes://loud", { name: "loud", read: Effect.as(Effect.log("handler says hi"), "hi") })
+    await Effect.runPromise(
+      Effect.gen(function*() {
+        const server = yield* McpServe.serveHttp(yield* ToolRegistry.make([echo]), { port: 0, prompts: [loud], resources: [read] })
+        yield* Effect.promise(async () => {
+          const client = new Client({ name: "probe", version: "1" })
+          await client.connect(new StreamableHTTPClientTransport(new URL(server.url)))
+          await client.setLoggingLevel("emergency")
+          await client.getPrompt({ name: "loud" })
+          await client.readResource({ uri: "notes://loud" })
+          await client.close()
+        })
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(ToolServices.layerTest({ runId: "prompts-run" })),
+        Effect.provide(Logger.layer([logs]))
+      )
+    )
+    expect(levels).toEqual(["Info", "Info"])
+  })
 
   it("advertises prompts only when some are served", () =>
     withServer({}, (connection, url) =>

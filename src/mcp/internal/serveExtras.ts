@@ -11,11 +11,21 @@
  * handler's failure is `-32603` with its message; a defect is `-32603` saying
  * only which prompt or resource failed (the defect is logged on the server).
  */
-import type { Context } from "effect"
-import { Cause, Context as Ctx, Effect, Layer, Stream } from "effect"
+import { Cause, Context, Effect, Layer, References, Stream } from "effect"
 import { McpSchema, McpServer } from "effect/ai"
 import type * as McpPrompt from "../McpPrompt.ts"
 import type * as McpResource from "../McpResource.ts"
+
+/**
+ * `effect` with `services` (captured when the server started), at their log level: a request
+ * carries the client's `logging/setLevel` as `CurrentLogLevel` (Effect's server sets it), which a
+ * plain `Effect.log` of the handler would otherwise take as its own.
+ */
+const providing = <R>(services: Context.Context<R>) => {
+  const logLevel = Context.get(services, References.CurrentLogLevel)
+  return <A, E>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E> =>
+    effect.pipe(Effect.provideContext(services), Effect.provideService(References.CurrentLogLevel, logLevel))
+}
 
 /** The message of a handler's failure: its `message` when it has one, else its tag, else its text. */
 const messageOf = (error: unknown): string => {
@@ -88,7 +98,7 @@ const completion = <R>(
       completion: { values: values.slice(0, 100), total: values.length, hasMore: values.length > 100 }
     })),
     Effect.mapError((error) => new McpSchema.InternalError({ message: `completion of ${what} failed: ${messageOf(error)}` })),
-    Effect.provideContext(services),
+    providing(services),
     (effect) => guarded(effect, `internal error completing ${what}`)
   )
 
@@ -138,7 +148,7 @@ const forwardChanges = <R>(
     Stream.runForEach((uri) =>
       Effect.andThen(server.notifications["notifications/resources/updated"]({ uri }), publish(uri))
     ),
-    Effect.provideContext(services),
+    providing(services),
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logError("tinyagents mcp: a resource's changes stream failed", cause)
     ),
@@ -182,7 +192,7 @@ export const extras = <R>(
           ...(prompt.description === undefined ? {} : { description: prompt.description }),
           arguments: prompt.arguments.map((argument) => ({ ...argument }))
         }),
-        annotations: Ctx.empty(),
+        annotations: Context.empty(),
         completions,
         handle: (params) =>
           guarded(
@@ -193,7 +203,7 @@ export const extras = <R>(
                   ? new McpSchema.InvalidParams({ message: `Invalid arguments for prompt ${prompt.name}: ${failure.message}` })
                   : new McpSchema.InternalError({ message: `prompt ${prompt.name} failed: ${messageOf(failure.error)}` })
               ),
-              Effect.provideContext(services)
+              providing(services)
             ),
             `internal error in prompt ${prompt.name}`
           )
@@ -211,7 +221,7 @@ export const extras = <R>(
         const uri = resource.uri
         yield* server.addResource({
           resource: new McpSchema.Resource({ uri, ...listing }),
-          annotations: Ctx.empty(),
+          annotations: Context.empty(),
           handle: guarded(
             resource.read.pipe(
               Effect.map((contents) => toReadResult(uri, resource.mimeType, contents)),
@@ -220,7 +230,7 @@ export const extras = <R>(
                 const mapped = readError(uri)(error)
                 return mapped._tag === "InternalError" ? mapped : new McpSchema.InternalError({ message: mapped.message })
               }),
-              Effect.provideContext(services)
+              providing(services)
             ),
             `internal error reading resource ${uri}`
           )
@@ -238,7 +248,7 @@ export const extras = <R>(
       }
       yield* server.addResourceTemplate({
         template: new McpSchema.ResourceTemplate({ uriTemplate: resource.uriTemplate, ...listing }),
-        annotations: Ctx.empty(),
+        annotations: Context.empty(),
         routerPath: compiled.path,
         completions,
         handle: (uri, values) => {
@@ -250,7 +260,7 @@ export const extras = <R>(
             resource.read(params, uri).pipe(
               Effect.map((contents) => toReadResult(uri, resource.mimeType, contents)),
               Effect.mapError(readError(uri)),
-              Effect.provideContext(services)
+              providing(services)
             ),
             `internal error reading resource ${uri}`
           )
