@@ -18,7 +18,7 @@
  * without an answer (`max_turns`, `cancelled`), or a depth over the limit (nothing runs). A parent that
  * wants these fatal runs with `repair: false`.
  */
-import { type Duration, Effect, Layer, Schema } from "effect"
+import { type Duration, Effect, Layer, type Schema } from "effect"
 import * as Agent from "./Agent.ts"
 import * as ChatModel from "./ChatModel.ts"
 import type { Safety } from "../contract/Safety.ts"
@@ -34,7 +34,9 @@ import { ToolCallContext } from "../runtime/ToolCallContext.ts"
  * An agent to run as a tool (or to hand a conversation to, `Handoff`): the options of `Agent.run`
  * without the conversation, and its own model.
  */
-export interface Definition<R, MR = never> extends Omit<Agent.RunOptions<R, MR>, "messages" | "cancelWhen"> {
+export interface Definition<R, MR = never, S extends Agent.OutputSchema = never>
+  extends Omit<Agent.RunOptions<R, MR, S>, "messages" | "cancelWhen">
+{
   /** The agent's model: a `ChatModel` (a layer is built per call). Default: the calling run's model. */
   readonly model?: ChatModel.ChatModelShape | Layer.Layer<ChatModel.ChatModel>
 }
@@ -67,11 +69,14 @@ export interface Options<Name extends string, Input extends Schema.Top> {
 /** The services an agent tool's calls use besides its nested tools' own (all in every agent run). */
 export type Services = RunContext | EventSink | StoreRegistry | ChatModel.ChatModel | ToolCallContext
 
-/** An agent as a tool: its output is the nested run's final answer (its typed output, when the agent declares one). */
-export type AgentTool<Name extends string, Input extends Schema.Top, R, MR> = Tool.Tool<
+/**
+ * An agent as a tool: its output is the nested run's final answer: its text, or its typed output
+ * when the agent declares `output` (then the tool's output schema is that schema).
+ */
+export type AgentTool<Name extends string, Input extends Schema.Top, R, MR, S extends Agent.OutputSchema = never> = Tool.Tool<
   Name,
   Input,
-  Schema.Top | undefined,
+  [S] extends [never] ? undefined : S & Schema.Top,
   ToolError.ToolError,
   Executor.Requirements<R | MR> | Services
 >
@@ -84,17 +89,16 @@ const defaultPrompt = (input: unknown): string => {
 }
 
 /** Makes `agent` a tool: each call runs it, nested, on the prompt its input makes (see the module comment). */
-export const make = <const Name extends string, Input extends Schema.Top, R, MR = never>(
-  agent: Definition<R, MR>,
+export const make = <const Name extends string, Input extends Schema.Top, R, MR = never, S extends Agent.OutputSchema = never>(
+  agent: Definition<R, MR, S>,
   options: Options<Name, Input>
-): AgentTool<Name, Input, R, MR> => {
+): AgentTool<Name, Input, R, MR, S> => {
   const maxDepth = options.maxDepth ?? defaultMaxDepth
   const agentName = agent.name ?? options.name
   const prompt = options.prompt ?? defaultPrompt
   // A typed final output, when the agent declares one (`RunOptions.output`): the tool's output schema.
-  const declared = (agent as { readonly output?: unknown }).output
-  const output = Schema.isSchema(declared) ? declared : undefined
-  const withModel = <A, E, R2>(effect: Effect.Effect<A, E, R2>, model: Definition<R, MR>["model"]) =>
+  const output = agent.output as Schema.Top | undefined
+  const withModel = <A, E, R2>(effect: Effect.Effect<A, E, R2>, model: Definition<R, MR, S>["model"]) =>
     model === undefined
       ? effect
       : Layer.isLayer(model)
@@ -121,7 +125,7 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR 
       const runId = `${context.runId}/${call.toolCallId}${call.attempt > 1 ? `#${call.attempt}` : ""}`
       // read when called, so that an agent may list itself among its tools (a getter)
       const { model, ...runOptions } = agent
-      const exit = yield* Agent.run({ ...runOptions, name: agentName, messages } as Agent.RunOptions<R, MR>).pipe(
+      const exit = yield* Agent.run({ ...runOptions, name: agentName, messages } as Agent.RunOptions<R, MR, S>).pipe(
         (effect) => withModel(effect, model),
         Effect.provideService(RunContext, {
           ...context,
@@ -147,8 +151,7 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR 
           { reason: result.reason }
         )
       }
-      const typed = (result as { readonly output?: unknown }).output
-      return output !== undefined && typed !== undefined ? typed : result.text
+      return output !== undefined && result.output !== undefined ? result.output : result.text
     })
 
   return Tool.make(options.name, {
@@ -160,5 +163,5 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR 
     services: [RunContext, ToolCallContext, EventSink, StoreRegistry, ChatModel.ChatModel],
     // the nested tools' services are not keys we can list: the cast adds them to the tool's requirements
     handler: handler as (input: Input["Type"]) => Effect.Effect<never, ToolError.ToolError, Services>
-  }) as unknown as AgentTool<Name, Input, R, MR>
+  }) as unknown as AgentTool<Name, Input, R, MR, S>
 }

@@ -106,6 +106,21 @@ describe("Agent.asTool", () => {
       assert.deepStrictEqual(seen[1], [{ role: "system", content: "Echo." }, user("say hi")])
     }).pipe(Effect.provide(services)))
 
+  it.effect("a nested agent with a typed output: the tool's output is the decoded value", () =>
+    Effect.gen(function*() {
+      const summer = Agent.asTool({
+        tools: registryOf([]),
+        output: Schema.Struct({ sum: Schema.Int }),
+        model: ChatModel.scripted([ChatModel.callTools([["f1", "final_answer", { sum: 5 }]])])
+      }, { name: "summer", description: "Sums.", input: Task })
+      const result = yield* Agent.run({ messages: [user("go")], tools: registryOf([summer]) })
+      assert.deepStrictEqual(result.results[0]!.value, { sum: 5 })
+      assert.strictEqual(ToolResult.textOf(result.results[0]!), "{\"sum\":5}")
+    }).pipe(Effect.provide(Layer.merge(
+      ChatModel.scripted([ChatModel.callTools([["c1", "summer", { task: "2+3" }]]), ChatModel.answer("5")]),
+      services
+    ))))
+
   it.effect("the nested agent's failure is the call's repairable ToolFailure; the parent goes on", () =>
     Effect.gen(function*() {
       const broken = Agent.asTool({ tools: registryOf([]), model: ChatModel.scripted([]) }, {
