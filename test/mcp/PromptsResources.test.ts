@@ -283,11 +283,12 @@ describe("McpServe prompts and resources, read with McpConnect", () => {
         const client = new Client({ name: "probe", version: "1" })
         yield* Effect.promise(() => client.connect(new StreamableHTTPClientTransport(new URL(url))))
         expect(client.getServerCapabilities()?.resources).toEqual({ listChanged: true, subscribe: true })
-        // a session that never subscribed gets nothing
+        // a session that never subscribed to the URI gets nothing (one subscribed to a prefix of it neither)
         const unsubscribed: Array<string> = []
         client.fallbackNotificationHandler = async (notification) => {
           unsubscribed.push(notification.method)
         }
+        yield* Effect.promise(() => client.subscribeResource({ uri: "notes://" }))
         const updates = yield* Stream.runCollect(Stream.take(Stream.unwrap(connection.subscribe("notes://clock")), 3)).pipe(
           Effect.timeout("10 seconds")
         )

@@ -16,8 +16,8 @@
  *   session subscribed to (merged into Effect's own stream should it answer
  *   `GET` with one). `DELETE` of a session forgets it.
  *
- * An update of `uri` reaches a session subscribed to `uri`, or to a URI that
- * `uri` is under (`notes://a` for `notes://a/b`).
+ * An update of `uri` reaches the sessions subscribed to exactly `uri` (as
+ * Effect's server matches on stdio).
  */
 import { Effect, Queue, Stream } from "effect"
 import { HttpBody, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -36,14 +36,17 @@ export interface HttpSubscriptions {
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest>
 }
 
-/** At most this many sessions are remembered (the oldest is forgotten first). */
+/**
+ * Past this many sessions, the oldest one with no open stream is forgotten (a session whose stream
+ * is open never is: its client is still there).
+ */
 const maxSessions = 10_000
+
+/** Updates waiting to be written on one stream: past this many, the oldest are dropped (a client that does not read). */
+const streamBacklog = 1_000
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
-
-const covers = (subscribed: string, uri: string) =>
-  uri === subscribed || uri.startsWith(subscribed.endsWith("/") ? subscribed : `${subscribed}/`)
 
 /** Every JSON-RPC message of a response body (JSON, or SSE `data:` lines). */
 const patchMessages = (text: string, patch: (message: unknown) => unknown): string => {
@@ -84,7 +87,14 @@ export const make = (): HttpSubscriptions => {
     if (session === undefined) {
       session = { uris: new Set(), streams: new Set() }
       sessions.set(id, session)
-      if (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value!)
+      if (sessions.size > maxSessions) {
+        for (const [key, idle] of sessions) {
+          if (idle.streams.size === 0 && idle !== session) {
+            sessions.delete(key)
+            break
+          }
+        }
+      }
     }
     return session
   }
@@ -109,7 +119,7 @@ export const make = (): HttpSubscriptions => {
 
   const stream = (session: Session): Stream.Stream<Uint8Array> =>
     Stream.unwrap(Effect.gen(function*() {
-      const queue = yield* Queue.unbounded<Uint8Array>()
+      const queue = yield* Queue.sliding<Uint8Array>(streamBacklog)
       session.streams.add(queue)
       const keepAlive = Stream.tick("15 seconds").pipe(Stream.drop(1), Stream.map(() => encoder.encode(": keepalive\n\n")))
       return Stream.merge(Stream.fromQueue(queue), keepAlive).pipe(
@@ -181,7 +191,7 @@ export const make = (): HttpSubscriptions => {
     middleware,
     publish: (uri) =>
       Effect.forEach(sessions.values(), (session) =>
-        [...session.uris].some((subscribed) => covers(subscribed, uri))
+        session.uris.has(uri)
           ? Effect.forEach(session.streams, (queue) => Queue.offer(queue, frame(uri)), { discard: true })
           : Effect.void, { discard: true })
   }
