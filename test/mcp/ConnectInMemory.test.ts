@@ -120,6 +120,27 @@ describe("mapResult", () => {
         `"blob":"[resource: file:///tmp/a.bin, application/octet-stream, 4 bytes; sent as a block]"}}]}`
     )
   })
+
+  it("structured content reaches the model when the only text is a resource link's note or an unknown block's JSON", () => {
+    const link = { type: "resource_link", uri: "file:///a.txt", name: "a" }
+    expect(mapResult({ content: [link], structuredContent: { t: 1 } }).content).toEqual([
+      ToolResult.text(`{"t":1}`),
+      ToolResult.text("[resource link: a <file:///a.txt>]")
+    ])
+    expect(ToolResult.textOf(mapResult({ content: [{ type: "other" }], structuredContent: { t: 2 } }))).toContain(`{"t":2}`)
+  })
+
+  it("a text block that repeats a media block's data (the structured JSON sent as text too) has a note in its place", () => {
+    const png = "iVBORw0KGgo".repeat(400)
+    const image = { type: "image", data: png, mimeType: "image/png" }
+    const mapped = mapResult({ content: [{ type: "text", text: JSON.stringify({ content: [image] }) }, image], structuredContent: { content: [image] } })
+    expect(mapped.content).toEqual([
+      ToolResult.text(`{"content":[{"type":"image","data":"[image: image/png, 3 KB; sent as a block]","mimeType":"image/png"}]}`),
+      ToolResult.image(png, "image/png")
+    ])
+    // short data is left alone: it could be a word of the text
+    expect(ToolResult.textOf(mapResult({ content: [{ type: "text", text: "AAAA" }, { type: "image", data: "AAAA", mimeType: "image/png" }] }))).toContain("AAAA")
+  })
 })
 
 describe("McpConnect over an in-memory SDK server", () => {

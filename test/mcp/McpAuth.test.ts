@@ -6,7 +6,7 @@
  * credentials, the JWT bearer grant, the CLI, and each failure as an `McpAuthError`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Logger, Redacted, Schedule, Scope } from "effect"
+import { type Cause, Effect, Exit, Fiber, Layer, Logger, Redacted, Schedule, Scope } from "effect"
 import { TestConsole } from "effect/testing"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -44,6 +44,12 @@ const callTool = (connection: McpConnect.Connection, name: string, args: object)
     const executor = yield* Executor.make(yield* connection.registry)
     return yield* executor.run({ id: `c-${name}`, name, arguments: args })
   })
+
+/** The `McpAuthError` a fatal `ToolDefect` died with. */
+const authFailureOf = (error: unknown) => {
+  const reason = (error as { cause?: Cause.Cause<unknown> }).cause?.reasons[0]
+  return reason?._tag === "Die" ? (reason.defect as McpAuth.McpAuthError).failure : undefined
+}
 
 /** Every value the store holds for the server, as one text. */
 const storedText = (url: string) =>
@@ -120,18 +126,18 @@ describe("McpAuth", () => {
       assert.deepStrictEqual(demo.seen.authorizations, ["notes:read", "notes:read notes:write"])
     }))
 
-  it("past maxStepUps the call fails with StepUpLimit, a ToolTransient quoting it", () =>
+  it("past maxStepUps the call fails with StepUpLimit: a fatal ToolDefect (never retried) carrying it", () =>
     withDemo(async (demo) => {
-      const result = await run(Effect.gen(function*() {
+      const error = await run(Effect.gen(function*() {
         const notes = yield* McpConnect.http({
           url: demo.url,
           auth: McpAuth.authorizationCode({ redirectUrl: "http://127.0.0.1:1/callback", authorize: followRedirect, maxStepUps: 0 })
         })
-        return yield* callTool(notes, "save_note", { text: "eggs" })
+        return yield* Effect.flip(callTool(notes, "save_note", { text: "eggs" }))
       }))
-      assert.isTrue(result.isError)
-      assert.strictEqual(result.error?._tag, "ToolTransient")
-      assert.include(result.error?.message, "(StepUpLimit)")
+      assert.strictEqual(error._tag, "ToolDefect")
+      assert.strictEqual(error.disposition, "fatal")
+      assert.strictEqual(authFailureOf(error), "StepUpLimit")
       assert.deepStrictEqual(demo.seen.authorizations, ["notes:read"])
     }))
 
@@ -309,15 +315,14 @@ describe("McpAuth", () => {
 
   it("never twice for the same challenge, whatever maxStepUps: challenges that alternate stop at the first repeat", () =>
     withDemo(async (demo) => {
-      const result = await run(Effect.gen(function*() {
+      const error = await run(Effect.gen(function*() {
         const notes = yield* McpConnect.http({
           url: demo.url,
           auth: McpAuth.authorizationCode({ redirectUrl: "http://127.0.0.1:1/callback", authorize: followRedirect, maxStepUps: 5 })
         })
-        return yield* callTool(notes, "save_note", { text: "eggs" })
+        return yield* Effect.flip(callTool(notes, "save_note", { text: "eggs" }))
       }))
-      assert.isTrue(result.isError)
-      assert.include(result.error?.message, "(StepUpLimit)")
+      assert.strictEqual(authFailureOf(error), "StepUpLimit")
       // The first sign-in, then one step-up for "a" and one for "b"; "a" again is not retried.
       assert.deepStrictEqual(demo.seen.authorizations, ["notes:read", "notes:read a", "notes:read a b"])
     }, { stepUpScopes: ["a", "b"] }))

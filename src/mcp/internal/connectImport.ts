@@ -21,7 +21,7 @@ import { ToolCallContext } from "../../runtime/ToolCallContext.ts"
 import { ToolProgress, type ToolProgressShape, type Update } from "../../runtime/ToolProgress.ts"
 import type * as Mcp from "../../providers/Mcp.ts"
 import type { Origin } from "./connectRequests.ts"
-import { type CallResult, callError, errorText, mapResult, type ResourceLink, resultError, safetyOf } from "./connectMapping.ts"
+import { authErrorOf, type CallResult, callError, errorText, mapResult, type ResourceLink, resultError, safetyOf } from "./connectMapping.ts"
 
 /** What an imported tool needs from its connection. */
 export interface Caller {
@@ -133,8 +133,11 @@ const importOne = (
               onProgress,
               origin
             ),
-          catch: (error) => callError(toolName, server, error)
-        })
+          catch: (error) => error
+        }).pipe(Effect.catch((error) => {
+          const auth = authErrorOf(error)
+          return auth === undefined ? Effect.fail(callError(toolName, server, error)) : Effect.die(auth)
+        }))
       const result = yield* (Option.isSome(progress) ? forwarding(progress.value, send) : send())
       const mapped = mapResult(result)
       if (mapped.isError) return yield* Effect.fail(resultError(toolName, errorText(mapped), result.structuredContent))

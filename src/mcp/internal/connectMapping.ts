@@ -71,12 +71,40 @@ const resourceOf = (u: unknown): ToolResult.ResourceContents | undefined => {
   return text !== undefined ? { ...base, text } : { ...base, blob: blob! }
 }
 
+/** The base64 data a mapped block carries (an image, audio, or an embedded resource's blob). */
+const dataOf = (block: ToolResult.ContentBlock): string | undefined =>
+  block.type === "image" || block.type === "audio"
+    ? block.data
+    : block.type === "resource" && "blob" in block.resource
+    ? block.resource.blob
+    : undefined
+
+/** Media data shorter than this is left in texts: it could be a word of them. */
+const minElided = 64
+
+/** `content` whose text blocks repeat a media block's data (as a server's JSON of it does) with a note in its place. */
+const textsWithoutMedia = (content: ReadonlyArray<ToolResult.ContentBlock>): Array<ToolResult.ContentBlock> => {
+  const media = content.flatMap((block) => {
+    const data = dataOf(block)
+    if (data === undefined || data.length < minElided) return []
+    // the note the structured value's JSON gets for this data, without its quotes
+    const note = JSON.parse(ResultContent.jsonWithoutMedia(data, [block]) ?? JSON.stringify(data)) as string
+    return [{ data, note }]
+  })
+  return content.map((block) =>
+    block.type === "text" && media.some(({ data }) => block.text.includes(data))
+      ? ToolResult.text(media.reduce((text, { data, note }) => text.split(data).join(note), block.text))
+      : block
+  )
+}
+
 /**
  * Maps a `CallToolResult`: text, image, audio and embedded resource blocks as the content blocks
  * of their type, a resource link as a text line (and a link), an unknown block as its JSON. A
- * result with `structuredContent` and no text gets its JSON as text, in which base64 data the
+ * result with `structuredContent` and no text block gets its JSON as text, in which base64 data the
  * result's media blocks carry stands as a short note (the filesystem server's `read_media_file`
- * repeats its image there): the model reads the media once.
+ * repeats its image there): the model reads the media once. So does a text block that repeats it
+ * (a server that sends its structured JSON as text too).
  */
 export const mapResult = (result: CallResult): Mapped => {
   const blocks = result.content ?? []
@@ -120,12 +148,14 @@ export const mapResult = (result: CallResult): Mapped => {
     }
   }
   const structured = result.structuredContent
-  // With structured content and no text, the model reads the structured value as JSON (media data as notes).
-  if (structured !== undefined && !content.some((b) => b.type === "text")) {
-    content.unshift(ToolResult.text(ResultContent.jsonWithoutMedia(structured, content) ?? "null"))
+  const mapped = textsWithoutMedia(content)
+  // With structured content and no text block from the server (a link's note or an unknown block's
+  // JSON is not one), the model reads the structured value as JSON (media data as notes).
+  if (structured !== undefined && !blocks.some((b) => b.type === "text")) {
+    mapped.unshift(ToolResult.text(ResultContent.jsonWithoutMedia(structured, content) ?? "null"))
   }
   return {
-    content,
+    content: mapped,
     value: structured ?? [...blocks],
     links,
     isError: result.isError === true
@@ -158,9 +188,23 @@ const ConnectionClosed = -32000
 const RequestTimeout = -32001
 
 /**
+ * The `McpAuth.McpAuthError` a failed request carries (itself, or as its cause), read structurally:
+ * the call dies with it, a fatal `ToolDefect` (neither the model nor a retry, which could start
+ * another interactive sign-in, can fix an authorization).
+ */
+export const authErrorOf = (error: unknown): unknown => {
+  for (let at = error, depth = 0; typeof at === "object" && at !== null && depth < 4; depth++) {
+    if ((at as { readonly _tag?: unknown })._tag === "McpAuthError") return at
+    at = (at as { readonly cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/**
  * A failed `tools/call` as a tool error: a closed connection, a request timeout
  * or a transport failure is transient; a protocol error the server answered
  * (invalid params, unknown tool, an output that breaks its schema) is repairable.
+ * (A failed authorization is no tool error: see {@link authErrorOf}.)
  */
 export const callError = (toolName: string, server: string, error: unknown): ToolError.ToolFailure | ToolError.ToolTransient => {
   const code = typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "number"
