@@ -176,6 +176,8 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
       return `${at}  model calls ${event.toolName} ${event.toolCallId}`
     case "agent.approval_requested":
       return `${at}  approval needed for ${event.toolName} ${event.toolCallId}`
+    case "agent.handoff":
+      return `${at}  ${event.toolName} ${event.toolCallId} hands over to ${event.target}: ${event.task}`
     case "tool.started":
       return `${at}    ${pad("started", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${JSON.stringify(event.arguments)}`
     case "tool.completed":

@@ -131,6 +131,8 @@ const produceEvents = Effect.gen(function*() {
   )
   // A durable run's pending approval (`tinyagents/durable`), as its executor emits it.
   yield* executor.emit({ _tag: "agent.approval_requested", turn: 0, toolCallId: "a2", toolName: "add", arguments: { a: 1, b: 2 } })
+  // A handoff to another agent (`Handoff.run`), as the loop emits it.
+  yield* executor.emit({ _tag: "agent.handoff", turn: 0, toolCallId: "h1", toolName: "escalate", target: "billing", task: "refund" })
   return yield* EventSink.EventLog.use((log) => log.all)
 }).pipe(Effect.provide(ToolServices.layerTest({ runId: "run-1", threadId: "thread-1" })))
 

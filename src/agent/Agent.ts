@@ -39,6 +39,7 @@ import { redactArguments } from "../internal/redact/policy.ts"
 import * as ToolRegistry from "../contract/ToolRegistry.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 import { UsageMeter } from "./internal/usage.ts"
+import * as Handoffs from "./internal/handoff.ts"
 import * as AgentTool from "./AgentTool.ts"
 
 /** What `selectTools` sees each turn. */
@@ -68,6 +69,12 @@ export interface RunOptions<R, MR = never, S extends OutputSchema = never> exten
   /** Completing this effect cancels the run (calls in flight are cancelled and answered). */
   readonly cancelWhen?: Effect.Effect<unknown>
   /**
+   * The agents this run may hand the conversation over to (`Handoff.run` sets it): a call whose
+   * successful result carries a handoff to one of them (`audit.handoff`, as the `handoffArtifact`
+   * middleware records it) ends the run after its turn, with an `agent.handoff` event and reason `handoff`.
+   */
+  readonly handoffs?: ReadonlyArray<string>
+  /**
    * A typed final answer: the run ends when the model gives a value this schema decodes, which
    * becomes `AgentResult.output`. A model with `structuredOutput` is asked through its provider's
    * structured output; any other gets a final-answer tool (`outputName`). A rejected answer goes
@@ -81,7 +88,7 @@ export interface RunOptions<R, MR = never, S extends OutputSchema = never> exten
   readonly outputRetries?: number
 }
 
-export type StopReason = "final_answer" | "max_turns" | "return_direct" | "cancelled"
+export type StopReason = "final_answer" | "max_turns" | "return_direct" | "cancelled" | "handoff"
 
 /** How a run ended. `Output`: the type of the typed final answer (`never`: the run asked for none). */
 export interface AgentResult<Output = never> {
@@ -402,6 +409,20 @@ export const loopWith = <R, MR, X, Y, S extends OutputSchema = never>(
         })
         if (batch._tag === "Failure") return yield* inTurn(fail("tool", batch.failure.errors[0]!, turn + 1))
 
+        const handoff = options.handoffs === undefined ? undefined : Handoffs.find(answered, options.handoffs)
+        if (handoff !== undefined) {
+          const { source, target, task } = handoff.handoff
+          yield* inTurn(executor.emit({
+            _tag: "agent.handoff",
+            turn,
+            toolCallId: handoff.result.toolCallId,
+            toolName: handoff.result.name,
+            target,
+            task,
+            ...(source === undefined ? {} : { source })
+          }))
+          return yield* inTurn(finish("handoff", turn + 1, ToolResult.textOf(handoff.result)))
+        }
         const direct = answered.find((r) => !r.isError && options.tools.get(r.name)?.tool.options.returnDirect === true)
         if (direct !== undefined) return yield* inTurn(finish("return_direct", turn + 1, ToolResult.textOf(direct)))
         if (yield* executor.runCancel.isCancelled) return yield* inTurn(finish("cancelled", turn + 1, ""))

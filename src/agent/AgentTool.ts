@@ -18,9 +18,10 @@
  * without an answer (`max_turns`, `cancelled`), or a depth over the limit (nothing runs). A parent that
  * wants these fatal runs with `repair: false`.
  */
-import { type Duration, Effect, Layer, type Schema } from "effect"
+import { type Duration, Effect, type Layer, type Schema } from "effect"
 import * as Agent from "./Agent.ts"
 import * as ChatModel from "./ChatModel.ts"
+import { provideModel } from "./internal/model.ts"
 import type { Safety } from "../contract/Safety.ts"
 import * as Tool from "../contract/Tool.ts"
 import * as ToolError from "../contract/ToolError.ts"
@@ -98,12 +99,6 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR 
   const prompt = options.prompt ?? defaultPrompt
   // A typed final output, when the agent declares one (`RunOptions.output`): the tool's output schema.
   const output = agent.output as Schema.Top | undefined
-  const withModel = <A, E, R2>(effect: Effect.Effect<A, E, R2>, model: Definition<R, MR, S>["model"]) =>
-    model === undefined
-      ? effect
-      : Layer.isLayer(model)
-      ? Effect.provide(effect, model as Layer.Layer<ChatModel.ChatModel>)
-      : Effect.provideService(effect, ChatModel.ChatModel, model)
   const failure = (message: string, detail: Record<string, unknown>) =>
     Effect.fail(ToolError.repairable(message, { agent: agentName, ...detail }))
 
@@ -126,7 +121,7 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR 
       // read when called, so that an agent may list itself among its tools (a getter)
       const { model, ...runOptions } = agent
       const exit = yield* Agent.run({ ...runOptions, name: agentName, messages } as Agent.RunOptions<R, MR, S>).pipe(
-        (effect) => withModel(effect, model),
+        (effect) => provideModel(effect, model),
         Effect.provideService(RunContext, {
           ...context,
           runId,

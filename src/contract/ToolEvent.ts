@@ -198,10 +198,28 @@ export interface AgentOutput extends Stamp {
   readonly output: unknown
 }
 
+/**
+ * The run hands the conversation over to another agent (`Handoff.run`): a call's result carried this
+ * handoff to a registered agent; the run ends next (`agent.finished`, reason `handoff`).
+ */
+export interface AgentHandoff extends Stamp {
+  readonly _tag: "agent.handoff"
+  readonly turn: number
+  /** The call whose result hands over. */
+  readonly toolCallId: string
+  readonly toolName: string
+  /** The receiving agent. */
+  readonly target: string
+  /** What it is to do. */
+  readonly task: string
+  /** Who hands over, when the handoff names it. */
+  readonly source?: string
+}
+
 export interface AgentFinished extends Stamp {
   readonly _tag: "agent.finished"
   readonly turns: number
-  readonly reason: "final_answer" | "max_turns" | "return_direct" | "cancelled" | "failed"
+  readonly reason: "final_answer" | "max_turns" | "return_direct" | "cancelled" | "handoff" | "failed"
   /** The final answer (`AgentResult.text`); empty when the run failed or stopped without one. */
   readonly text: string
   /** Token usage of the whole run. */
@@ -224,6 +242,7 @@ export type AgentEvent =
   | AgentToolCall
   | AgentModelResponded
   | AgentApprovalRequested
+  | AgentHandoff
   | AgentOutputDelta
   | AgentOutput
   | AgentFinished
@@ -369,10 +388,20 @@ export const AgentOutput = Schema.TaggedStruct("agent.output", {
   output: JsonData
 })
 
+export const AgentHandoff = Schema.TaggedStruct("agent.handoff", {
+  ...stamp,
+  turn: Schema.Number,
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  target: Schema.String,
+  task: Schema.String,
+  source: Schema.optionalKey(Schema.String)
+})
+
 export const AgentFinished = Schema.TaggedStruct("agent.finished", {
   ...stamp,
   turns: Schema.Number,
-  reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled", "failed"]),
+  reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled", "handoff", "failed"]),
   text: Schema.String,
   usage: Usage
 })
@@ -396,6 +425,7 @@ export const AgentEvent = Schema.Union([
   AgentToolCall,
   AgentModelResponded,
   AgentApprovalRequested,
+  AgentHandoff,
   AgentOutputDelta,
   AgentOutput,
   AgentFinished

@@ -50,7 +50,7 @@ export const Waited = Schema.Union([Decision, Schema.TaggedStruct("Cancelled", {
 /** An `Agent.AgentResult` as data: what a finished durable run returns. */
 export const RunResult = Schema.Struct({
   text: Schema.String,
-  reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled"]),
+  reason: Schema.Literals(["final_answer", "max_turns", "return_direct", "cancelled", "handoff"]),
   turns: Schema.Number,
   transcript: Schema.Array(ChatModel.Message),
   results: Schema.Array(ToolResult.ToolResult),
