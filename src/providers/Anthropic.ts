@@ -20,6 +20,7 @@ import * as AnthropicStrict from "./internal/anthropicStrict.ts"
 import { contentFor, type Media } from "./internal/content.ts"
 import * as ExportTools from "./internal/exportTools.ts"
 import * as Names from "./internal/names.ts"
+import * as Output from "./internal/output.ts"
 import { inputSchemaOf } from "./internal/schema.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
 import { fromProblem, type ProviderExportError } from "./ProviderExportError.ts"
@@ -177,6 +178,24 @@ export const toolDefinitionsResult = (
 
 /** The request's `tools`, one custom tool per spec, named by canonical name. */
 export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
+
+/** `JSONOutputFormat`: the request's `output_config.format` asking for a structured answer. */
+export interface OutputFormat {
+  readonly type: "json_schema"
+  readonly schema: { readonly [key: string]: unknown }
+}
+
+/**
+ * The `output_config.format` for a structured answer (`ChatModel.OutputFormat`), on models that
+ * offer structured outputs: the schema as the SDK transforms it for strict mode (a schema strict
+ * mode cannot express fails: the API would refuse it).
+ */
+export const outputFormatResult = (output: Output.OutputSchema): Result.Result<OutputFormat, ProviderExportError> =>
+  Result.flatMap(Output.checked("anthropic", Names.anthropicRule, output), ({ name, schema }) =>
+    Result.match(AnthropicStrict.toStrict(schema), {
+      onSuccess: (strict) => Result.succeed({ type: "json_schema" as const, schema: strict }),
+      onFailure: (problem) => Result.fail(fromProblem("anthropic", name, problem))
+    }))
 
 // ---------------------------------------------------------------------------
 // calls

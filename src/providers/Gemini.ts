@@ -20,6 +20,7 @@ import { type Media, resourceText, textOf, valueWithoutMedia } from "./internal/
 import * as ExportTools from "./internal/exportTools.ts"
 import * as GeminiOpenApi from "./internal/geminiOpenApi.ts"
 import * as Names from "./internal/names.ts"
+import * as Output from "./internal/output.ts"
 import { inputSchemaOf, isRecord } from "./internal/schema.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
 import { fromProblem, ProviderExportError } from "./ProviderExportError.ts"
@@ -183,6 +184,19 @@ export const toolDefinitionsResult = (
  * `specs` is empty).
  */
 export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
+
+/** The `generationConfig` fields asking for a structured answer: JSON, described by `responseJsonSchema`. */
+export interface ResponseFormat {
+  readonly responseMimeType: "application/json"
+  readonly responseJsonSchema: { readonly [key: string]: unknown }
+}
+
+/** The `generationConfig` fields for a structured answer (`ChatModel.OutputFormat`): the canonical schema. */
+export const responseFormatResult = (output: Output.OutputSchema): Result.Result<ResponseFormat, ProviderExportError> =>
+  Result.map(Output.checked("gemini", Names.geminiRule, output), ({ schema }) => ({
+    responseMimeType: "application/json" as const,
+    responseJsonSchema: output.description === "" ? schema : { description: output.description, ...schema }
+  }))
 
 // ---------------------------------------------------------------------------
 // calls

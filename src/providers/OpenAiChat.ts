@@ -11,13 +11,19 @@
  * them (checked by `test/providers/SdkTypes.test.ts`). It does not call the
  * API, stream, or parse arguments (the registry does).
  */
+import { Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
 import { textOnly } from "./internal/content.ts"
 import * as ExportTools from "./internal/exportTools.ts"
+import * as Names from "./internal/names.ts"
+import * as OpenAiStrict from "./internal/openAiStrict.ts"
+import * as Output from "./internal/output.ts"
+import { toDraft2020 } from "./internal/schema.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
+import type { ProviderExportError } from "./ProviderExportError.ts"
 
 // ---------------------------------------------------------------------------
 // wire types
@@ -112,6 +118,38 @@ export const toolDefinitionsResult = OpenAiFunction.exporter(
  * `strict: false` (`"auto"`) or fails (`"require"`).
  */
 export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
+
+/** `ResponseFormatJSONSchema`: the request's `response_format` asking for a structured answer. */
+export interface ResponseFormat {
+  readonly type: "json_schema"
+  readonly json_schema: {
+    readonly name: string
+    readonly description?: string
+    readonly schema?: { readonly [key: string]: unknown }
+    readonly strict?: boolean | null
+  }
+}
+
+/**
+ * The `response_format` for a structured answer (`ChatModel.OutputFormat`): its schema under the
+ * same strict-mode choice as tools (`"auto"`: strict when the schema allows it).
+ */
+export const responseFormatResult = (
+  output: Output.OutputSchema,
+  options: ExportOptions = {}
+): Result.Result<ResponseFormat, ProviderExportError> =>
+  Result.flatMap(Output.checked("openai-chat", Names.openAiRule, output), ({ name, schema }) =>
+    Result.map(OpenAiFunction.exportSchema("openai-chat", name, schema, options), ({ parameters, strict }) => ({
+      type: "json_schema" as const,
+      json_schema: { name, description: output.description, schema: parameters, strict }
+    })))
+
+/**
+ * A structured answer's JSON text with strict mode's nulls for optional properties made absent keys
+ * again (Chat and Responses alike); text that is not JSON is returned as it is, for the decoder to reject.
+ */
+export const normalizeAnswer = (output: Output.OutputSchema, text: string): string =>
+  OpenAiStrict.normalizeNulls(toDraft2020(output.schema), text) as string
 
 // ---------------------------------------------------------------------------
 // calls

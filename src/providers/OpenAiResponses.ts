@@ -10,13 +10,17 @@
  * params; {@link toolCalls} reads only `type` of an item it does not know,
  * so the SDK's `Response` and `ResponseOutputItem[]` pass as they are.
  */
+import { Result } from "effect"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
 import { contentFor, fileNameOf } from "./internal/content.ts"
 import * as ExportTools from "./internal/exportTools.ts"
+import * as Names from "./internal/names.ts"
+import * as Output from "./internal/output.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
+import type { ProviderExportError } from "./ProviderExportError.ts"
 
 // ---------------------------------------------------------------------------
 // wire types
@@ -115,6 +119,32 @@ export const toolDefinitionsResult = OpenAiFunction.exporter(
  * with `strict` always explicit (the API would otherwise decide by itself).
  */
 export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
+
+/** `ResponseFormatTextJSONSchemaConfig`: the request's `text.format` asking for a structured answer. */
+export interface TextFormat {
+  readonly type: "json_schema"
+  readonly name: string
+  readonly description?: string
+  readonly schema: { readonly [key: string]: unknown }
+  readonly strict?: boolean | null
+}
+
+/**
+ * The `text.format` for a structured answer (`ChatModel.OutputFormat`): its schema under the same
+ * strict-mode choice as tools (`"auto"`: strict when the schema allows it).
+ */
+export const textFormatResult = (
+  output: Output.OutputSchema,
+  options: ExportOptions = {}
+): Result.Result<TextFormat, ProviderExportError> =>
+  Result.flatMap(Output.checked("openai-responses", Names.openAiRule, output), ({ name, schema }) =>
+    Result.map(OpenAiFunction.exportSchema("openai-responses", name, schema, options), ({ parameters, strict }) => ({
+      type: "json_schema" as const,
+      name,
+      description: output.description,
+      schema: parameters,
+      strict
+    })))
 
 // ---------------------------------------------------------------------------
 // calls

@@ -58,6 +58,11 @@ export interface Options extends HttpChat.ConnectionOptions {
   readonly cacheControl?: Readonly<Record<string, Anthropic.CacheControlEphemeral>>
   /** Extra body fields (`temperature`, `tool_choice`, `thinking`, ...). */
   readonly parameters?: Readonly<Record<string, unknown>>
+  /**
+   * Whether the model offers structured outputs (`output_config.format`): default `true`. With
+   * `false`, an agent asking for typed output gives the model a final-answer tool instead.
+   */
+  readonly structuredOutput?: boolean
 }
 
 /** Up to 3 retries, jittered exponential backoff from 500 ms. */
@@ -135,13 +140,21 @@ export const encodeRequest = (
   })
   if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
   const { messages, system } = wireMessages(request.messages)
+  let format: Anthropic.OutputFormat | undefined
+  if (request.output !== undefined) {
+    const exported = Anthropic.outputFormatResult(request.output)
+    if (Result.isFailure(exported)) return Result.fail(HttpChat.requestError(provider, exported.failure.message))
+    format = exported.success
+  }
+  const outputConfig = options.parameters?.["output_config"]
   return Result.succeed({
     ...options.parameters,
     model: options.model,
     max_tokens: options.maxTokens ?? 4096,
     ...(system === undefined ? {} : { system }),
     messages,
-    ...(tools.success.length === 0 ? {} : { tools: tools.success })
+    ...(tools.success.length === 0 ? {} : { tools: tools.success }),
+    ...(format === undefined ? {} : { output_config: { ...(outputConfig as object | undefined), format } })
   })
 }
 
@@ -261,7 +274,8 @@ export const make = (options: Options): Effect.Effect<ChatModelShape, never, Htt
     }),
     encode: (request) => encodeRequest(options, request),
     decode: (json) => decodeResponse(json),
-    stream: (body) => ({ body: { ...body, stream: true }, decoder: AnthropicStream.decoder(decodeResponse) })
+    stream: (body) => ({ body: { ...body, stream: true }, decoder: AnthropicStream.decoder(decodeResponse) }),
+    structuredOutput: options.structuredOutput !== false
   }))
 
 /** A `ChatModel` layer; provide an `HttpClient` layer with it. */

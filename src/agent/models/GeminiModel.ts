@@ -50,6 +50,11 @@ export interface Options extends HttpChat.ConnectionOptions {
   readonly export?: Gemini.ExportOptions
   /** Extra body fields (`generationConfig`, `safetySettings`, `toolConfig`, ...). */
   readonly parameters?: Readonly<Record<string, unknown>>
+  /**
+   * Whether the model answers in JSON under `responseJsonSchema` while it may call tools (Gemini 3
+   * does): default `true`. With `false`, an agent asking for typed output gives it a final-answer tool.
+   */
+  readonly structuredOutput?: boolean
 }
 
 /** Up to 3 retries, jittered exponential backoff from 500 ms. */
@@ -122,11 +127,19 @@ export const encodeRequest = (
   const tools = Gemini.toolDefinitionsResult(request.tools, options.export ?? {})
   if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
   const { contents, system } = wireContents(request.messages)
+  let format: Gemini.ResponseFormat | undefined
+  if (request.output !== undefined) {
+    const exported = Gemini.responseFormatResult(request.output)
+    if (Result.isFailure(exported)) return Result.fail(HttpChat.requestError(provider, exported.failure.message))
+    format = exported.success
+  }
+  const generationConfig = options.parameters?.["generationConfig"]
   return Result.succeed({
     ...options.parameters,
     contents,
     ...(system === undefined ? {} : { systemInstruction: { parts: [{ text: system }] } }),
-    ...(tools.success.length === 0 ? {} : { tools: tools.success })
+    ...(tools.success.length === 0 ? {} : { tools: tools.success }),
+    ...(format === undefined ? {} : { generationConfig: { ...(generationConfig as object | undefined), ...format } })
   })
 }
 
@@ -262,7 +275,8 @@ export const make = (options: Options): Effect.Effect<ChatModelShape, never, Htt
       url: `${modelUrl(options.model, "streamGenerateContent", options.baseUrl)}?alt=sse`,
       body,
       decoder: GeminiStream.decoder({ response: decodeResponse, calls: callsOf, mergeText })
-    })
+    }),
+    structuredOutput: options.structuredOutput !== false
   }))
 
 /** A `ChatModel` layer; provide an `HttpClient` layer with it. */

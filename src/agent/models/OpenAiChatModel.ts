@@ -104,9 +104,15 @@ export const encodeRequest = (
   options: Pick<Options, "model" | "strict" | "parameters">,
   request: Request
 ): Result.Result<RequestBody, ChatModelError> =>
-  OpenAi.requestBody(provider, options, OpenAiChat.toolDefinitionsResult, request, (messages) => ({
-    messages: wireMessages(messages)
-  }))
+  OpenAi.withOutput(
+    provider,
+    OpenAi.requestBody(provider, options, OpenAiChat.toolDefinitionsResult, request, (messages) => ({
+      messages: wireMessages(messages)
+    })),
+    request,
+    (output) => OpenAiChat.responseFormatResult(output, { strict: options.strict ?? "auto" }),
+    (body, response_format): RequestBody => ({ ...body, response_format })
+  )
 
 // ---------------------------------------------------------------------------
 // response

@@ -99,9 +99,15 @@ export const encodeRequest = (
   options: Pick<Options, "model" | "strict" | "parameters">,
   request: Request
 ): Result.Result<RequestBody, ChatModelError> =>
-  OpenAi.requestBody(provider, options, OpenAiResponses.toolDefinitionsResult, request, (messages) => ({
-    input: wireInput(messages)
-  }))
+  OpenAi.withOutput(
+    provider,
+    OpenAi.requestBody(provider, options, OpenAiResponses.toolDefinitionsResult, request, (messages) => ({
+      input: wireInput(messages)
+    })),
+    request,
+    (output) => OpenAiResponses.textFormatResult(output, { strict: options.strict ?? "auto" }),
+    (body, format): RequestBody => ({ ...body, text: { ...(body.text as object | undefined), format } })
+  )
 
 // ---------------------------------------------------------------------------
 // response

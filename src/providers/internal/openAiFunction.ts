@@ -42,19 +42,31 @@ export const exportAll = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions
 ): Result.Result<Array<ExportedFunction>, ProviderExportError> => {
-  const limits = { ...OpenAiStrict.defaultLimits, ...options.limits }
-  const exportOne = (spec: ToolSpec, name: string): Result.Result<ExportedFunction, ProviderExportError> => {
-    const canonical = inputSchemaOf(spec)
-    const base = { name, description: spec.description }
-    if (options.strict === false) return Result.succeed({ ...base, parameters: canonical, strict: false })
-    const strict = OpenAiStrict.toStrict(canonical, limits)
-    if (Result.isSuccess(strict)) return Result.succeed({ ...base, parameters: strict.success, strict: true })
-    const error = fromProblem(provider, spec.name, strict.failure)
-    if (options.strict === "require") return Result.fail(error)
-    options.onFallback?.(error)
-    return Result.succeed({ ...base, parameters: canonical, strict: false })
-  }
+  const exportOne = (spec: ToolSpec, name: string): Result.Result<ExportedFunction, ProviderExportError> =>
+    Result.map(
+      exportSchema(provider, spec.name, inputSchemaOf(spec), options),
+      (exported) => ({ name, description: spec.description, ...exported })
+    )
   return exportEach(provider, Names.openAiRule, specs, canonicalName, exportOne)
+}
+
+/**
+ * One schema under the strict-mode choice (a tool's parameters, or a structured answer's schema):
+ * strict when it can be, else non-strict (`"auto"`, reported to `onFallback`) or a failure (`"require"`).
+ */
+export const exportSchema = (
+  provider: Provider,
+  name: string,
+  canonical: Node,
+  options: ExportOptions
+): Result.Result<{ readonly parameters: Node; readonly strict: boolean }, ProviderExportError> => {
+  if (options.strict === false) return Result.succeed({ parameters: canonical, strict: false })
+  const strict = OpenAiStrict.toStrict(canonical, { ...OpenAiStrict.defaultLimits, ...options.limits })
+  if (Result.isSuccess(strict)) return Result.succeed({ parameters: strict.success, strict: true })
+  const error = fromProblem(provider, name, strict.failure)
+  if (options.strict === "require") return Result.fail(error)
+  options.onFallback?.(error)
+  return Result.succeed({ parameters: canonical, strict: false })
 }
 
 /** A `toolDefinitionsResult`: {@link exportAll}, each function in the API's envelope. */

@@ -7,7 +7,7 @@
  * `layer` and `layerConfig` build the `ChatModel` layers, the latter reading
  * the connection from the variables the adapter names.
  */
-import { Effect, Layer, type Result, Stream } from "effect"
+import { Effect, Layer, Result, Stream } from "effect"
 import { HttpClient } from "effect/http"
 import {
   ChatModel,
@@ -46,13 +46,20 @@ export interface Spec<Body> {
   readonly decode: (json: unknown, request: Request) => Result.Result<Response, ChatModelError>
   /** The streaming request for an encoded `body`. */
   readonly stream: (body: Body, request: Request) => Sse
+  /** The adapter sends `Request.output` as the provider's structured output (`ChatModel.structuredOutput`). */
+  readonly structuredOutput?: boolean
+  /** A last step on every whole answer (`generate`'s, and a stream's `Finished`). */
+  readonly finish?: (response: Response, request: Request) => Response
 }
 
 /** The model over the current `HttpClient`; `spec` is evaluated once the client is at hand. */
 export const make = <Body>(spec: () => Spec<Body>): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
-    const { decode, encode, model, name, post, stream } = spec()
+    const { decode: decodeRaw, encode, finish, model, name, post, stream, structuredOutput } = spec()
+    const decode = finish === undefined
+      ? decodeRaw
+      : (json: unknown, request: Request) => Result.map(decodeRaw(json, request), (response) => finish(response, request))
     const secrets = HttpChat.secretsOf(post)
     const attributes = { attributes: { model } }
     return ChatModelMake({
@@ -73,9 +80,14 @@ export const make = <Body>(spec: () => Spec<Body>): Effect.Effect<ChatModelShape
             { ...post, ...(sse.url === undefined ? {} : { url: sse.url }), whole: (json) => decode(json, request) },
             sse.body,
             sse.decoder
+          ).pipe((parts) =>
+            finish === undefined
+              ? parts
+              : Stream.map(parts, (part) =>
+                part._tag === "Finished" ? { ...part, response: finish(part.response, request) } : part)
           )
         })).pipe(Stream.withSpan(`${name}.stream`, attributes))
-    })
+    }, structuredOutput === true ? { structuredOutput: true } : {})
   })
 
 /** An adapter's `layerConfig` options: its `Options` with the key read from the environment and the model optional. */

@@ -10,6 +10,7 @@ import { Redacted, Result } from "effect"
 import type { ChatModelError, Request, Response } from "../../ChatModel.ts"
 import type { ToolSpec } from "../../../contract/Tool.ts"
 import type { Strict } from "../../../providers/OpenAiChat.ts"
+import { normalizeAnswer } from "../../../providers/OpenAiChat.ts"
 import type { ProviderExportError } from "../../../providers/ProviderExportError.ts"
 import type * as ModelConfig from "./config.ts"
 import * as HttpChat from "./httpChat.ts"
@@ -66,6 +67,23 @@ export const requestBody = <Tool, Transcript extends object>(
   })
 }
 
+/**
+ * `body` with the structured answer `request.output` asks for under `field`, written by `format`
+ * (the provider's dialect, strict mode as for tools); fails when the schema cannot be exported.
+ */
+export const withOutput = <Body extends object, Format>(
+  provider: string,
+  body: Result.Result<Body, ChatModelError>,
+  request: Request,
+  format: (output: NonNullable<Request["output"]>) => Result.Result<Format, ProviderExportError>,
+  place: (body: Body, format: Format) => Body
+): Result.Result<Body, ChatModelError> =>
+  request.output === undefined ? body : Result.flatMap(body, (encoded) =>
+    Result.match(format(request.output!), {
+      onSuccess: (exported) => Result.succeed(place(encoded, exported)),
+      onFailure: (error) => Result.fail(HttpChat.requestError(provider, error.message))
+    }))
+
 /** The specs a call's arguments are read against: the request's tools, or none when strict mode is off (no nulls to undo). */
 export type Specs = Request["tools"] | undefined
 
@@ -87,6 +105,14 @@ export const spec = <Body>(
   const specsOf = (request: Request): Specs => options.strict === false ? undefined : request.tools
   return {
     name,
+    structuredOutput: true,
+    // strict mode sends null for an optional property of the answer: absent again, as for tool arguments
+    ...(options.strict === false ? {} : {
+      finish: (response: Response, request: Request) =>
+        request.output === undefined || response.toolCalls.length > 0
+          ? response
+          : { ...response, text: normalizeAnswer(request.output, response.text) }
+    }),
     model: options.model,
     post: HttpChat.postOptions(
       provider,
