@@ -47,7 +47,8 @@
  *   (`elicit`, `createMessage`); read it with
  *   `Effect.serviceOption(McpServe.Client)` (absent outside MCP serving, so
  *   it never enters a tool's requirements).
- * - Capabilities: `tools`, `logging`, `resources` (the artifacts), and
+ * - Capabilities: `tools`, `logging`, `resources` (the artifacts;
+ *   `subscribe` only when a served resource has `changes`), and
  *   `completions` only when a registered prompt or resource template has a
  *   completion.
  * - HTTP: DNS-rebinding protection (a loopback server accepts only a
@@ -202,9 +203,15 @@ const offered = [
  * Effect's `McpServer` advertises `completions` whatever is registered (and answers
  * `completion/complete` for an unknown reference with -32602): it is advertised here only when a
  * registered prompt or resource template has a completion, as the registrations report through
- * {@link seeingCompletions}.
+ * {@link seeingCompletions}. On stdio it also advertises `resources.subscribe` always: here only
+ * when a served resource has `changes` (`subscribable`; over HTTP `internal/serveSubscriptions.ts`
+ * then answers the subscriptions).
  */
-const advertisingCompletions = <P extends McpProtocol.AnyProtocolAdapter>(protocol: P, served: () => boolean): P => ({
+const advertisingCompletions = <P extends McpProtocol.AnyProtocolAdapter>(
+  protocol: P,
+  served: () => boolean,
+  subscribable: boolean
+): P => ({
   ...protocol,
   installHandlers: (core, lifecycle, target) =>
     protocol.installHandlers(
@@ -214,9 +221,15 @@ const advertisingCompletions = <P extends McpProtocol.AnyProtocolAdapter>(protoc
         initialize: (...args: ReadonlyArray<unknown>) =>
           Effect.map(
             lifecycle.initialize(...args),
-            (result: { readonly capabilities: object }) => ({
+            (result: { readonly capabilities: { readonly resources?: object } }) => ({
               ...result,
-              capabilities: { ...result.capabilities, completions: served() }
+              capabilities: {
+                ...result.capabilities,
+                completions: served(),
+                ...(result.capabilities.resources === undefined
+                  ? {}
+                  : { resources: { ...result.capabilities.resources, subscribe: subscribable } })
+              }
             })
           )
       },
@@ -251,11 +264,17 @@ const seeingCompletions = <E>(
   )
 }
 
-/** The protocols a server offers, and its registrations, advertising `completions` only when served. */
-const protocolsFor = <E>(registrations: Layer.Layer<never, E, McpServer.McpServer>) => {
+/**
+ * The protocols a server offers, and its registrations, advertising `completions` only when served
+ * and `resources.subscribe` only when one of `options.resources` can change.
+ */
+const protocolsFor = <E, MR>(registrations: Layer.Layer<never, E, McpServer.McpServer>, options: Options<MR>) => {
   const seen = { completions: false }
+  const subscribable = options.resources?.some((resource) => resource.changes !== undefined) === true
   return {
-    protocols: offered.map((protocol) => advertisingCompletions(protocol, () => seen.completions)) as unknown as typeof offered,
+    protocols: offered.map((protocol) =>
+      advertisingCompletions(protocol, () => seen.completions, subscribable)
+    ) as unknown as typeof offered,
     registrations: seeingCompletions(registrations, seen)
   }
 }
@@ -347,7 +366,7 @@ export const serveStdio = <R, MR = never>(
     const tools = yield* prepare(registry, options)
     const server = McpServer.layerStdio({
       ...serverInfo(options),
-      ...protocolsFor(tools)
+      ...protocolsFor(tools, options)
     }).pipe(Layer.provide(NodeStdio.layer))
     // Effect's stdio protocol interrupts the fiber that built it when its output ends (made for
     // `Layer.launch`): build it in a fiber of its own, so closing the scope never interrupts the caller.
@@ -415,7 +434,7 @@ export const serveHttp = <R, MR = never>(
       ...serverInfo(options),
       path,
       allowSessionTermination: options.allowSessionTermination ?? true,
-      ...protocolsFor(tools)
+      ...protocolsFor(tools, options)
     })
     const node = createServer()
     const middleware = guard({

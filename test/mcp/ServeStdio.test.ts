@@ -93,6 +93,8 @@ describe("McpServe.runStdio in a subprocess, with the official SDK client", () =
 
   it("lists the registry with explicit annotations and server info", async () => {
     expect(server.client.getServerVersion()).toMatchObject({ name: "fixture", version: "1.2.3" })
+    // the artifacts are resources, none of which changes: no subscriptions advertised
+    expect(server.client.getServerCapabilities()?.resources).toEqual({ listChanged: true, subscribe: false })
     const { tools } = await server.client.listTools()
     expect(tools.map((tool) => tool.name)).toEqual(["echo", "jam", "wipe", "fetch_rate", "slow", "big", "noisy", "crash", "stop_run"])
     expect(tools.find((tool) => tool.name === "wipe")!.annotations).toEqual({
