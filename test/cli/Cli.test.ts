@@ -21,6 +21,14 @@ const ansi = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g")
 const lines = (entries: ReadonlyArray<unknown>) => entries.map((line) => String(line).replace(ansi, "")).join("\n")
 
 /** Runs the command line on `args`: the exit code, stdout and stderr. */
+/** Runs `effect` with TINYAGENTS_MCP_CLIENT_SECRET set. */
+const withSecret = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => (process.env["TINYAGENTS_MCP_CLIENT_SECRET"] = "cli-secret-value")),
+    () => effect,
+    () => Effect.sync(() => delete process.env["TINYAGENTS_MCP_CLIENT_SECRET"])
+  )
+
 const cli = (...args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const exit = yield* Effect.exit(Cli.run(args, { version: "1.2.3" }))
@@ -512,6 +520,22 @@ describe("tinyagents (the command line)", () => {
         const bad = yield* cli("mcp", "tools", "--url", "nope")
         assert.strictEqual(bad.code, 2)
         assert.include(bad.stderr, "--url: not a URL: nope")
+        const portWithCredentials = yield* cli(
+          "mcp",
+          "tools",
+          "--url",
+          "http://127.0.0.1:1/mcp",
+          "--client-id",
+          "service",
+          "--client-credentials",
+          "--oauth-port",
+          "8976"
+        ).pipe(withSecret)
+        assert.strictEqual(portWithCredentials.code, 2)
+        assert.include(portWithCredentials.stderr, "--oauth-port does not go with --client-credentials")
+        const secretWithoutId = yield* cli("mcp", "tools", "--url", "http://127.0.0.1:1/mcp").pipe(withSecret)
+        assert.strictEqual(secretWithoutId.code, 2)
+        assert.include(secretWithoutId.stderr, "TINYAGENTS_MCP_CLIENT_SECRET is the secret of a pre-registered client")
         const unreachable = yield* cli("mcp", "tools", "--", join(repo, "no-such-server"))
         assert.strictEqual(unreachable.code, 1)
         assert.include(unreachable.stderr, "mcp tools: cannot connect to the MCP server \"no-such-server\"")

@@ -184,7 +184,15 @@ const oauthFor = (options: {
       if (Option.isNone(options.clientId) || clientSecret === undefined) {
         return yield* new UsageError({ detail: `--client-credentials needs --client-id and ${clientSecretVariable}` })
       }
+      if (Option.isSome(options.port)) {
+        return yield* new UsageError({ detail: "--oauth-port does not go with --client-credentials: that grant has no browser redirect" })
+      }
       return McpAuth.clientCredentials({ clientId: options.clientId.value, clientSecret })
+    }
+    if (clientSecret !== undefined && Option.isNone(options.clientId)) {
+      return yield* new UsageError({
+        detail: `${clientSecretVariable} is the secret of a pre-registered client: name it with --client-id (or unset ${clientSecretVariable})`
+      })
     }
     if (Option.isSome(options.port) && !(options.port.value >= 0 && options.port.value <= 65535)) {
       return yield* new UsageError({ detail: `--oauth-port takes a port from 0 to 65535, not ${options.port.value}` })
