@@ -89,6 +89,7 @@ import type * as ToolRegistry from "../contract/ToolRegistry.ts"
 import * as ToolError from "../contract/ToolError.ts"
 import type * as ToolEvent from "../contract/ToolEvent.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
+import * as ToolSchema from "../contract/ToolSchema.ts"
 import * as Approval from "../governance/Approval.ts"
 import { redactArguments } from "../internal/redact/policy.ts"
 import { EventSink } from "../runtime/EventSink.ts"
@@ -97,11 +98,16 @@ import { RunContext } from "../runtime/RunContext.ts"
 import * as Journal from "./Journal.ts"
 import * as Tables from "./internal/tables.ts"
 
-/** What a finished durable run returns: an `Agent.AgentResult` (decoded from the journal). */
-export type DurableResult = Agent.AgentResult<unknown>
+/**
+ * What a finished durable run returns: an `Agent.AgentResult` (decoded from the journal; its typed
+ * `output`, journaled as JSON, decoded again by the run's `output` schema).
+ */
+export type DurableResult<Output = unknown> = Agent.AgentResult<Output>
 
 /** Options of {@link make}: the agent's `RunOptions` without the messages (given per run) and `cancelWhen`. */
-export interface Options<R, MR = never> extends Omit<Agent.RunOptions<R, MR>, "messages" | "cancelWhen" | "name"> {
+export interface Options<R, MR = never, S extends Agent.OutputSchema = never>
+  extends Omit<Agent.RunOptions<R, MR, S>, "messages" | "cancelWhen" | "name">
+{
   /** The workflow's name (unique per application; part of every run's execution id). */
   readonly name: string
   /** Which calls wait for a durable approval before they run (default: none). */
@@ -196,7 +202,7 @@ type ClientServices = WorkflowEngine.WorkflowEngine | SqlClient.SqlClient
  * and the client operations (start a run, wait for or poll its end, read its events, list and decide
  * its pending approvals), which work from any process connected to the same journal.
  */
-export interface DurableAgent<R, MR> {
+export interface DurableAgent<R, MR, S extends Agent.OutputSchema = never> {
   /** The `effect/workflow` Workflow. */
   readonly workflow: DurableWorkflow
   /**
@@ -223,11 +229,17 @@ export interface DurableAgent<R, MR> {
    * Waits for run `runId` to finish (polling the engine); it resumes nothing itself. Fails with
    * `AgentFailed` as `Agent.run` does, or `RunCancelled` when the run was cancelled.
    */
-  readonly result: (runId: string) => Effect.Effect<DurableResult, Agent.AgentFailed | RunCancelled, WorkflowEngine.WorkflowEngine>
+  readonly result: (
+    runId: string
+  ) => Effect.Effect<DurableResult<S["Type"]>, Agent.AgentFailed | RunCancelled, WorkflowEngine.WorkflowEngine>
   /** The run's end: `Option.none()` while the run is unfinished (or unknown). */
   readonly poll: (
     runId: string
-  ) => Effect.Effect<Option.Option<Exit.Exit<DurableResult, Agent.AgentFailed | RunCancelled>>, never, WorkflowEngine.WorkflowEngine>
+  ) => Effect.Effect<
+    Option.Option<Exit.Exit<DurableResult<S["Type"]>, Agent.AgentFailed | RunCancelled>>,
+    never,
+    WorkflowEngine.WorkflowEngine
+  >
   /**
    * The run's journaled events with a sequence number above `since` (default: all), then new ones
    * as they are journaled, until `agent.finished` (or the run ends without one). See the module comment.
@@ -304,7 +316,9 @@ const freshness = (options: { readonly pollInterval?: Duration.Input }): number 
 export const cancelDeferred = DurableDeferred.make("cancel", { success: Schema.String })
 
 /** Makes a durable agent (see the module comment). */
-export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR> => {
+export const make = <R, MR = never, S extends Agent.OutputSchema = never>(
+  options: Options<R, MR, S>
+): DurableAgent<R, MR, S> => {
   const workflow: DurableWorkflow = Workflow.make(`tinyagents/${options.name}`, {
     payload: Journal.Payload,
     success: Journal.Outcome,
@@ -318,20 +332,22 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
   // the runner's cancellation watcher is running (and has read every cancellation) before any run resumes
   const layer = workflow.toLayer((payload) => body(options, workflow._tag, payload)).pipe(
     Layer.provide(Layer.effectDiscard(watchCancels(freshness(options))))
-  ) as DurableAgent<R, MR>["layer"]
+  ) as DurableAgent<R, MR, S>["layer"]
 
-  const poll: DurableAgent<R, MR>["poll"] = (runId) =>
+  const poll: DurableAgent<R, MR, S>["poll"] = (runId) =>
     Effect.flatMap(executionId(runId), (id) => workflow.poll(id)).pipe(
       Effect.map(Option.flatMap((result) =>
-        result._tag === "Complete" ? Option.some(exitOf(runId, result.exit)) : Option.none()
+        result._tag === "Complete"
+          ? Option.some(exitOf(runId, result.exit, outputCodec(options)) as Exit.Exit<DurableResult<S["Type"]>, Agent.AgentFailed | RunCancelled>)
+          : Option.none()
       ))
     )
 
-  const result: DurableAgent<R, MR>["result"] = (runId) =>
+  const result: DurableAgent<R, MR, S>["result"] = (runId) =>
     Effect.flatMap(poll(runId), (done) =>
       Option.isSome(done) ? done.value : Effect.andThen(Effect.sleep(pollEvery), result(runId)))
 
-  const events: DurableAgent<R, MR>["events"] = (runId, eventOptions) =>
+  const events: DurableAgent<R, MR, S>["events"] = (runId, eventOptions) =>
     Stream.paginate(
       { since: eventOptions?.since ?? -1, wait: false },
       (state): Effect.Effect<
@@ -355,7 +371,7 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
         })
     )
 
-  const start: DurableAgent<R, MR>["start"] = (runId, messages, startOptions) =>
+  const start: DurableAgent<R, MR, S>["start"] = (runId, messages, startOptions) =>
     Effect.asVoid(workflow.execute({
       runId,
       messages,
@@ -363,7 +379,7 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
       ...(startOptions?.user === undefined ? {} : { user: startOptions.user })
     }, { discard: true }))
 
-  const pending: DurableAgent<R, MR>["pending"] = (runId) =>
+  const pending: DurableAgent<R, MR, S>["pending"] = (runId) =>
     Effect.gen(function*() {
       if (Option.isSome(yield* poll(runId))) return []
       if ((yield* Tables.cancelReason(runKey(runId))) !== undefined) return []
@@ -377,7 +393,7 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
       }))
     })
 
-  const approve: DurableAgent<R, MR>["approve"] = (runId, callId, decision) =>
+  const approve: DurableAgent<R, MR, S>["approve"] = (runId, callId, decision) =>
     Effect.gen(function*() {
       const run = runKey(runId)
       const notPending = (reason: ApprovalNotPending["reason"]) =>
@@ -398,7 +414,7 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
       yield* DurableDeferred.succeed(deferred, { token, value: decision as typeof Journal.Decision.Type })
     })
 
-  const cancel: DurableAgent<R, MR>["cancel"] = (runId, cancelOptions) =>
+  const cancel: DurableAgent<R, MR, S>["cancel"] = (runId, cancelOptions) =>
     Effect.gen(function*() {
       const run = runKey(runId)
       const done = yield* poll(runId)
@@ -423,10 +439,15 @@ export const make = <R, MR = never>(options: Options<R, MR>): DurableAgent<R, MR
   return { workflow, layer, start, result, poll, events, pending, approve, cancel }
 }
 
-/** A journaled outcome as the run's exit. */
+/** The run's `output` schema as the JSON codec its answer is journaled with (`undefined`: no output). */
+const outputCodec = (options: { readonly output?: Agent.OutputSchema }) =>
+  options.output === undefined ? undefined : ToolSchema.toModelCodec(options.output as unknown as Schema.Top)
+
+/** A journaled outcome as the run's exit (its output decoded again by `codec`). */
 const exitOf = (
   runId: string,
-  exit: Exit.Exit<typeof Journal.Outcome.Type, never>
+  exit: Exit.Exit<typeof Journal.Outcome.Type, never>,
+  codec: Schema.Codec<unknown, unknown> | undefined
 ): Exit.Exit<DurableResult, Agent.AgentFailed | RunCancelled> => {
   if (exit._tag === "Failure") return Exit.failCause(exit.cause as Cause.Cause<never>)
   const outcome = exit.value
@@ -434,7 +455,12 @@ const exitOf = (
     const { transcript, results, turns } = outcome.result
     return Exit.fail(new RunCancelled({ runId, reason: outcome.cancelled, turns, transcript, results }))
   }
-  if (outcome._tag === "Finished") return Exit.succeed(outcome.result)
+  if (outcome._tag === "Finished") {
+    const { output, ...result } = outcome.result
+    return Exit.succeed(
+      output === undefined || codec === undefined ? result : { ...result, output: Schema.decodeUnknownSync(codec)(output) }
+    )
+  }
   return Exit.fail(
     new Agent.AgentFailed({
       reason: outcome.reason,
@@ -447,8 +473,8 @@ const exitOf = (
 }
 
 /** The workflow body: the agent loop with journaled steps, its events into the event journal. */
-const body = <R, MR>(
-  options: Options<R, MR>,
+const body = <R, MR, S extends Agent.OutputSchema>(
+  options: Options<R, MR, S>,
   workflowName: string,
   payload: typeof Journal.Payload.Type
 ) =>
@@ -475,7 +501,8 @@ const body = <R, MR>(
         cancelledBy ??= reason
         return executor.runCancel.cancel(reason)
       })
-    const runOptions: Agent.RunOptions<R, MR> = { ...options, messages: payload.messages }
+    const runOptions: Agent.RunOptions<R, MR, S> = { ...options, messages: payload.messages }
+    const codec = outputCodec(options)
     const exit = yield* Effect.exit(
       Agent.loopWith(runOptions, (executor) => durableSteps(options, run, executor, (reason) => onCancelled(executor, reason))).pipe(
         Effect.provideService(EventSink, journal),
@@ -488,10 +515,14 @@ const body = <R, MR>(
       )
     )
     if (Exit.isSuccess(exit)) {
-      const { reason, ...rest } = exit.value
+      const { output, reason, ...rest } = exit.value
       return {
         _tag: "Finished",
-        result: { ...rest, reason },
+        result: {
+          ...rest,
+          reason,
+          ...(output === undefined || codec === undefined ? {} : { output: Schema.encodeUnknownSync(codec)(output) })
+        },
         ...(reason === "cancelled" && cancelledBy !== undefined ? { cancelled: cancelledBy } : {})
       } satisfies typeof Journal.Outcome.Type
     }
@@ -509,8 +540,8 @@ const body = <R, MR>(
   })
 
 /** The loop's steps as activities (see the module comment). */
-const durableSteps = <R, MR>(
-  options: Options<R, MR>,
+const durableSteps = <R, MR, S extends Agent.OutputSchema>(
+  options: Options<R, MR, S>,
   run: Tables.RunKey,
   executor: Executor.Executor<R | MR>,
   onCancelled: (reason: string) => Effect.Effect<void>
@@ -618,13 +649,14 @@ const durableSteps = <R, MR>(
         if (errors.length > 0) return yield* Effect.fail(new Executor.BatchFailed({ results, errors }))
         return results
       })
-    const steps: Agent.Steps<StepServices<R, MR>> = { ask, batch }
+    // a model with structured output is asked through it inside the turn's activity (the answer is journaled)
+    const steps: Agent.Steps<StepServices<R, MR>> = { ask, batch, structuredOutput: model.structuredOutput === true }
     return steps
   })
 
 /** Call `index` of its turn as the activity `tool/<turn>/<index>`. */
-const callActivity = <R, MR>(
-  options: Options<R, MR>,
+const callActivity = <R, MR, S extends Agent.OutputSchema>(
+  options: Options<R, MR, S>,
   run: Tables.RunKey,
   executor: Executor.Executor<R | MR>,
   call: ToolCall,
