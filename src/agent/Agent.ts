@@ -333,7 +333,7 @@ export const loopWith = <R, MR, X, Y, S extends OutputSchema = never>(
           ? { messages: transcript, tools: advertised.specs }
           : step.structuredOutput === true
           ? { messages: transcript, tools: advertised.specs, output: output.format }
-          : { messages: transcript, tools: [...advertised.specs, output.tool] }
+          : { messages: transcript, tools: [...advertised.specs, output.tool], answerTool: output.name }
         const response = yield* Effect.result(Tracing.chat(inTurn(step.ask(request, turn))))
         if (response._tag === "Failure") return yield* inTurn(fail("model", response.failure, turn + 1))
         // cancelled while the model answered: the answer is not acted on (its calls never start)

@@ -55,6 +55,12 @@ export interface Request {
   readonly tools: ReadonlyArray<ToolSpec>
   /** The structured final answer asked for, if any (see {@link OutputFormat}). */
   readonly output?: OutputFormat
+  /**
+   * The final-answer tool among `tools`, when the answer is asked for as a tool call (a model without
+   * `structuredOutput`): every turn ends in a tool call, so an adapter may require one (Anthropic
+   * `tool_choice: any`, Gemini `mode: ANY`).
+   */
+  readonly answerTool?: string
 }
 
 /** Why the model stopped: `stop` (a final answer), `tool_calls`, `length` (output token limit), `content_filter`, or `other`. */

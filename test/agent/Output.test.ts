@@ -48,6 +48,7 @@ describe("Agent.run with output", () => {
       assert.deepStrictEqual(requests[0]!.tools.map((t) => t.name), ["lookup", "final_answer"])
       assert.strictEqual(requests[0]!.tools[1]!.description, "The weather report.")
       assert.isUndefined(requests[0]!.output)
+      assert.strictEqual(requests[0]!.answerTool, "final_answer")
       // the transcript answers the final call; results hold only the tools that ran
       const last = result.transcript.at(-1)!
       assert.deepStrictEqual(last.role === "tool" ? last.results.map((r) => [r.toolCallId, r.isError]) : [], [["f", false]])
@@ -70,6 +71,7 @@ describe("Agent.run with output", () => {
       const result = yield* Agent.run({ messages: [user("weather?")], tools: registry, output: Weather, outputName: "weather" })
       assert.deepStrictEqual(result.output, good)
       assert.deepStrictEqual(requests[0]!.tools.map((t) => t.name), ["lookup"])
+      assert.isUndefined(requests[0]!.answerTool)
       const format = requests[0]!.output!
       assert.strictEqual(format.name, "weather")
       assert.deepStrictEqual(format.schema.required, ["city", "celsius", "tags"])

@@ -139,6 +139,20 @@ describe("structured output over each adapter's wire", () => {
       const schema = body.generationConfig.responseJsonSchema as Record<string, unknown>
       assert.deepStrictEqual(schema["required"], ["sum"])
       assert.strictEqual(schema["description"], "The sum and an optional note.")
+      assert.isUndefined((server.requests[0]!.json as { readonly toolConfig?: unknown }).toolConfig)
+
+      // without structured output: the final-answer function, and a function call forced every turn
+      const called = {
+        candidates: [{ content: { role: "model", parts: [{ functionCall: { id: "fc1", name: "sum_answer", args: answer } }] } }]
+      }
+      const tooled = yield* serve([{ json: called }])
+      const viaTool = yield* run.pipe(Effect.provide(http(
+        GeminiModel.layer({ apiKey: key, model: "gemini-2.5-flash", baseUrl: tooled.origin, structuredOutput: false })
+      )))
+      assert.deepStrictEqual(viaTool.output, answer)
+      const toolBody = tooled.requests[0]!.json as { readonly toolConfig: Genai.ToolConfig; readonly generationConfig?: unknown }
+      assert.strictEqual(toolBody.toolConfig.functionCallingConfig?.mode, "ANY")
+      assert.isUndefined(toolBody.generationConfig)
     }).pipe(Effect.scoped))
 
   it.live("Anthropic: output_config.format json_schema; structuredOutput: false gives the final-answer tool instead", () =>
@@ -169,9 +183,15 @@ describe("structured output over each adapter's wire", () => {
         AnthropicModel.layer({ apiKey: key, model: "claude-3-5-haiku", baseUrl: tooled.origin, structuredOutput: false })
       )))
       assert.deepStrictEqual(viaTool.output, answer)
-      const toolBody = tooled.requests[0]!.json as { readonly output_config?: unknown; readonly tools: ReadonlyArray<{ readonly name: string }> }
+      const toolBody = tooled.requests[0]!.json as {
+        readonly output_config?: unknown
+        readonly tools: ReadonlyArray<{ readonly name: string }>
+        readonly tool_choice: Anthropic.ToolChoice
+      }
       assert.isUndefined(toolBody.output_config)
       assert.deepStrictEqual(toolBody.tools.map((t) => t.name), ["add", "sum_answer"])
+      // the answer is a tool call: a tool call is forced every turn
+      assert.deepStrictEqual(toolBody.tool_choice, { type: "any" })
     }).pipe(Effect.scoped))
 
   it.live("effect/ai bridge (no structured output): the final-answer tool goes out as a toolkit tool and its call is the answer", () =>

@@ -60,7 +60,8 @@ export interface Options extends HttpChat.ConnectionOptions {
   readonly parameters?: Readonly<Record<string, unknown>>
   /**
    * Whether the model offers structured outputs (`output_config.format`): default `true`. With
-   * `false`, an agent asking for typed output gives the model a final-answer tool instead.
+   * `false`, an agent asking for typed output gives the model a final-answer tool instead, and every
+   * turn forces a tool call (`tool_choice: any`, unless `parameters` set `tool_choice`).
    */
   readonly structuredOutput?: boolean
 }
@@ -154,7 +155,11 @@ export const encodeRequest = (
     ...(system === undefined ? {} : { system }),
     messages,
     ...(tools.success.length === 0 ? {} : { tools: tools.success }),
-    ...(format === undefined ? {} : { output_config: { ...(outputConfig as object | undefined), format } })
+    ...(format === undefined ? {} : { output_config: { ...(outputConfig as object | undefined), format } }),
+    // the answer is a tool call: a tool is forced every turn (unless the caller chose tool_choice)
+    ...(request.answerTool === undefined || options.parameters?.["tool_choice"] !== undefined
+      ? {}
+      : { tool_choice: { type: "any" } })
   })
 }
 

@@ -52,7 +52,8 @@ export interface Options extends HttpChat.ConnectionOptions {
   readonly parameters?: Readonly<Record<string, unknown>>
   /**
    * Whether the model answers in JSON under `responseJsonSchema` while it may call tools (Gemini 3
-   * does): default `true`. With `false`, an agent asking for typed output gives it a final-answer tool.
+   * does): default `true`. With `false`, an agent asking for typed output gives it a final-answer tool
+   * and every turn forces a function call (`toolConfig` mode `ANY`, unless `parameters` set `toolConfig`).
    */
   readonly structuredOutput?: boolean
 }
@@ -139,7 +140,11 @@ export const encodeRequest = (
     contents,
     ...(system === undefined ? {} : { systemInstruction: { parts: [{ text: system }] } }),
     ...(tools.success.length === 0 ? {} : { tools: tools.success }),
-    ...(format === undefined ? {} : { generationConfig: { ...(generationConfig as object | undefined), ...format } })
+    ...(format === undefined ? {} : { generationConfig: { ...(generationConfig as object | undefined), ...format } }),
+    // the answer is a function call: one is forced every turn (unless the caller chose a toolConfig)
+    ...(request.answerTool === undefined || options.parameters?.["toolConfig"] !== undefined
+      ? {}
+      : { toolConfig: { functionCallingConfig: { mode: "ANY" } } })
   })
 }
 
