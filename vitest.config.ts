@@ -6,8 +6,8 @@ import { defineConfig } from "vitest/config"
 const conditions = ["tinyagents-source", "module", "node", "development|production"]
 
 // Two tiers (test/support/tier.ts). `npm test` leaves out the files below: they start real
-// servers (Postgres, Redis), kill processes, pack and install the package, or spawn a process
-// per case. `npm run test:full` (TINYAGENTS_TEST_TIER=full) runs every file, and the fuzz and
+// servers (Postgres, Redis, the official MCP reference servers), kill processes, pack and install
+// the package, or spawn a process per case. `npm run test:full` (TINYAGENTS_TEST_TIER=full) runs every file, and the fuzz and
 // property tests at larger counts. `.ci/run` runs both.
 const fullOnly = [
   "test/Package.test.ts",
@@ -18,6 +18,9 @@ const fullOnly = [
   "test/durable/CrashCancel.test.ts",
   "test/durable/DurablePostgres.test.ts",
   "test/durable/MultiRunner.test.ts",
+  "test/mcp/ConnectEverything.test.ts",
+  "test/mcp/ConnectEverythingRequests.test.ts",
+  "test/mcp/ConnectFilesystem.test.ts",
   "test/mcp/Inspector.test.ts",
   "test/mcp/PromptsResourcesStdio.test.ts",
   "test/mcp/ConformanceAuth.test.ts",
