@@ -176,6 +176,8 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
       return `${at}  model calls ${event.toolName} ${event.toolCallId}`
     case "agent.approval_requested":
       return `${at}  approval needed for ${event.toolName} ${event.toolCallId}`
+    case "agent.state":
+      return `${at}  state after ${event.toolName} ${event.toolCallId}: ${JSON.stringify(event.state)}`
     case "agent.handoff":
       return `${at}  ${event.toolName} ${event.toolCallId} hands over to ${event.target}: ${event.task}`
     case "tool.started":

@@ -12,6 +12,7 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import {
   Agent,
+  AgentState,
   Cancellation,
   ChatModel,
   EventSink,
@@ -133,6 +134,22 @@ const produceEvents = Effect.gen(function*() {
   yield* executor.emit({ _tag: "agent.approval_requested", turn: 0, toolCallId: "a2", toolName: "add", arguments: { a: 1, b: 2 } })
   // A handoff to another agent (`Handoff.run`), as the loop emits it.
   yield* executor.emit({ _tag: "agent.handoff", turn: 0, toolCallId: "h1", toolName: "escalate", target: "billing", task: "refund" })
+  // A state update (Agent.run's state), applied by the loop after its batch.
+  const Count = AgentState.make({
+    schema: Schema.Struct({ n: Schema.Int }),
+    update: Schema.Struct({ by: Schema.Int }),
+    initial: { n: 0 },
+    reduce: (state, update) => ({ n: state.n + update.by })
+  })
+  const bump = Tool.make("bump", {
+    description: "Counts.",
+    input: Schema.Struct({}),
+    services: [AgentState.AgentState],
+    handler: () => Count.update({ by: 2 })
+  })
+  yield* Agent.run({ messages: [{ role: "user", content: "count" }], tools: yield* ToolRegistry.make([bump]), state: Count }).pipe(
+    Effect.provide(ChatModel.scripted([ChatModel.callTools([["s1", "bump", {}]]), ChatModel.answer("2")]))
+  )
   return yield* EventSink.EventLog.use((log) => log.all)
 }).pipe(Effect.provide(ToolServices.layerTest({ runId: "run-1", threadId: "thread-1" })))
 

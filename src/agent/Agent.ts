@@ -41,21 +41,26 @@ import * as ToolResult from "../contract/ToolResult.ts"
 import { UsageMeter } from "./internal/usage.ts"
 import * as Handoffs from "./internal/handoff.ts"
 import * as AgentTool from "./AgentTool.ts"
+import * as AgentState from "./AgentState.ts"
+import * as ToolErrors from "../contract/ToolError.ts"
 
 /** What `selectTools` sees each turn. */
-export interface TurnView<R> {
+export interface TurnView<R, St = unknown> {
   readonly turn: number
   readonly transcript: ReadonlyArray<ChatModel.Message>
   readonly registry: ToolRegistry.ToolRegistry<R>
+  /** The run's state (`RunOptions.state`) as the previous turns' updates left it; `undefined` without one. */
+  readonly state: St
 }
 
 /** What `output` accepts: a schema decoding without services, with an object (`Schema.Struct`) at the root. */
 export type OutputSchema = Schema.ConstraintDecoder<unknown>
 
-export interface RunOptions<R, MR = never, S extends OutputSchema = never> extends Executor.Options<MR> {
+export interface RunOptions<R, MR = never, S extends OutputSchema = never, St = unknown> extends Executor.Options<MR> {
   /** The agent's name: `gen_ai.agent.name` on the run's `invoke_agent` span. */
   readonly name?: string
-  readonly system?: string
+  /** The system prompt; a function of the run's state (`state`) is asked again each turn. */
+  readonly system?: string | ((state: St) => string)
   /** The conversation so far (usually one user message). */
   readonly messages: ReadonlyArray<ChatModel.Message>
   readonly tools: ToolRegistry.ToolRegistry<R>
@@ -65,7 +70,7 @@ export interface RunOptions<R, MR = never, S extends OutputSchema = never> exten
    * The tools advertised each turn: names (canonical or original), or an `Advertised` view. Default: all.
    * A name the registry lacks is a bug: the run dies with `ToolRegistry.UnknownToolNames` naming it.
    */
-  readonly selectTools?: (view: TurnView<R>) => ReadonlyArray<string> | ToolRegistry.Advertised<R>
+  readonly selectTools?: (view: TurnView<R, St>) => ReadonlyArray<string> | ToolRegistry.Advertised<R>
   /** Completing this effect cancels the run (calls in flight are cancelled and answered). */
   readonly cancelWhen?: Effect.Effect<unknown>
   /**
@@ -86,6 +91,13 @@ export interface RunOptions<R, MR = never, S extends OutputSchema = never> exten
   readonly outputName?: string
   /** Rejected final answers sent back for repair before the run fails. Default 2. */
   readonly outputRetries?: number
+  /**
+   * The run's state (`AgentState.make`): tools read it and record updates (listing `AgentState` in
+   * their `services`); after each turn's batch the updates of the calls that succeeded apply in call
+   * order (`agent.state` events), a refused one answers its call with a repairable error. The next
+   * turn's `selectTools`, `system`, middleware and tools see the new state; `AgentResult.state` is the last.
+   */
+  readonly state?: AgentState.Definition<St, any>
 }
 
 export type StopReason = "final_answer" | "max_turns" | "return_direct" | "cancelled" | "handoff"
@@ -100,6 +112,8 @@ export interface AgentResult<Output = never> {
   readonly usage: ChatModel.Usage
   /** The decoded final answer: present when the run asked for `output` and ended with `final_answer`. */
   readonly output?: Output
+  /** The run's state as its last applied update left it: present when the run declared `state`. */
+  readonly state?: unknown
 }
 
 /**
@@ -183,8 +197,8 @@ export interface Steps<X> {
  * The plain steps: the model's answer read from its stream (with `live`, reporting its text deltas
  * and each decided call as they arrive), and the executor's `runBatch`.
  */
-export const directSteps = <R, MR, S extends OutputSchema = never>(
-  options: RunOptions<R, MR, S>,
+export const directSteps = <R, MR, S extends OutputSchema = never, St = unknown>(
+  options: RunOptions<R, MR, S, St>,
   executor: Executor.Executor<R | MR>,
   live: boolean
 ): Effect.Effect<Steps<Executor.Requirements<R | MR>>, never, ChatModel.ChatModel> =>
@@ -258,17 +272,35 @@ export const directSteps = <R, MR, S extends OutputSchema = never>(
  * {@link run}, {@link stream} (both with {@link directSteps}) and the durable agent. It reports the
  * lifecycle events itself; whatever else is reported (text deltas, decided calls) is up to the steps.
  */
-export const loopWith = <R, MR, X, Y, S extends OutputSchema = never>(
-  options: RunOptions<R, MR, S>,
+export const loopWith = <R, MR, X, Y, S extends OutputSchema = never, St = unknown>(
+  options: RunOptions<R, MR, S, St>,
   steps: (executor: Executor.Executor<R | MR>) => Effect.Effect<Steps<X>, never, Y>
+): Effect.Effect<
+  AgentResult<S["Type"]>,
+  AgentFailed,
+  Exclude<Executor.Requirements<R | MR> | X | Y, AgentState.AgentState>
+> =>
+  Effect.suspend(() => {
+    // the run's state: tools read it through the AgentState service; updates apply after each batch
+    const state = AgentState.cell(options.state)
+    return Effect.provideService(loopBody(options, steps, state), AgentState.AgentState, state.service)
+  }) as any
+
+const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
+  options: RunOptions<R, MR, S, St>,
+  steps: (executor: Executor.Executor<R | MR>) => Effect.Effect<Steps<X>, never, Y>,
+  state: AgentState.Cell
 ): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, Executor.Requirements<R | MR> | X | Y> =>
   Effect.gen(function*() {
     const base = yield* RunContext
     yield* Effect.annotateCurrentSpan({ "gen_ai.conversation.id": base.threadId, "tinyagents.run.id": base.runId })
     const executor = yield* Executor.make(options.tools, options)
     const maxTurns = options.maxTurns ?? 10
+    const systemPrompt = (): string | undefined =>
+      typeof options.system === "function" ? options.system(state.get() as St) : options.system
+    const firstSystem = systemPrompt()
     const transcript: Array<ChatModel.Message> = [
-      ...(options.system === undefined ? [] : [{ role: "system" as const, content: options.system }]),
+      ...(firstSystem === undefined ? [] : [{ role: "system" as const, content: firstSystem }]),
       ...options.messages
     ]
     const results: Array<ToolResult.ToolResult> = []
@@ -302,7 +334,8 @@ export const loopWith = <R, MR, X, Y, S extends OutputSchema = never>(
             transcript,
             results,
             usage,
-            ...(answer === undefined ? {} : { output: answer.value })
+            ...(answer === undefined ? {} : { output: answer.value }),
+            ...(options.state === undefined ? {} : { state: state.get() })
           } satisfies AgentResult<S["Type"]>
         )
       )
@@ -317,10 +350,41 @@ export const loopWith = <R, MR, X, Y, S extends OutputSchema = never>(
 
     const step = yield* steps(executor)
 
+    // the updates the batch's successful calls recorded, applied in call order (all of a call's, or
+    // none: a refused one turns its call's result into a repairable error); a failed call's are dropped
+    const settle = (answered: ReadonlyArray<ToolResult.ToolResult>, turn: number) =>
+      Effect.gen(function*() {
+        const settled: Array<ToolResult.ToolResult> = []
+        for (const result of answered) {
+          const applied = result.isError ? (state.forget(result.toolCallId), Result.succeed([])) : state.apply(result.toolCallId)
+          if (Result.isFailure(applied)) {
+            const call = { id: result.toolCallId, name: result.name, ...(result.provider === undefined ? {} : { provider: result.provider }) }
+            const refused = ToolErrors.repairable(`the state update was refused: ${applied.failure.message}`)
+            settled.push(ToolResult.fromError(call, refused, result.elapsed))
+            continue
+          }
+          for (const update of applied.success) {
+            yield* executor.emit({
+              _tag: "agent.state",
+              turn,
+              toolCallId: result.toolCallId,
+              toolName: result.name,
+              update: update.update,
+              state: update.stateJson
+            })
+          }
+          settled.push(result)
+        }
+        return settled
+      })
+
     for (let turn = 0; turn < maxTurns; turn++) {
       if (yield* executor.runCancel.isCancelled) return yield* finish("cancelled", turn, "")
       const done = yield* Tracing.turn(turn, Effect.gen(function*() {
-        const selected = options.selectTools?.({ turn, transcript, registry: options.tools })
+        if (typeof options.system === "function" && transcript[0]?.role === "system") {
+          transcript[0] = { role: "system", content: systemPrompt() ?? "" }
+        }
+        const selected = options.selectTools?.({ turn, transcript, registry: options.tools, state: state.get() as St })
         const advertised = selected === undefined
           ? ToolRegistry.all(options.tools)
           : Array.isArray(selected)
@@ -394,7 +458,9 @@ export const loopWith = <R, MR, X, Y, S extends OutputSchema = never>(
         usage = ChatModel.addUsage(usage, nested)
         outer.add(nested)
         nested = ChatModel.noUsage
-        const answered = batch._tag === "Success" ? batch.success : batch.failure.results
+        const answered = batch._tag === "Success"
+          ? yield* inTurn(settle(batch.success, turn))
+          : batch.failure.results
         results.push(...answered)
         const ran = answered[Symbol.iterator]()
         transcript.push({
@@ -438,23 +504,25 @@ export const loopWith = <R, MR, X, Y, S extends OutputSchema = never>(
   >
 
 /** The plain loop (see {@link loopWith}). */
-const loop = <R, MR, S extends OutputSchema = never>(
-  options: RunOptions<R, MR, S>,
+const loop = <R, MR, S extends OutputSchema = never, St = unknown>(
+  options: RunOptions<R, MR, S, St>,
   live: boolean
-): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
+): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, ChatModel.ChatModel | Requirements<R | MR>> =>
   loopWith(options, (executor) => directSteps(options, executor, live))
 
 /**
  * Runs the loop to the end. Requires a `ChatModel`, the run's `RunContext`, an `EventSink`, stores, and the tools' services.
  * With `output`, `AgentResult.output` is the decoded final answer, typed by the schema.
  */
-export const run = <R, MR = never, S extends OutputSchema = never>(
-  options: RunOptions<R, MR, S>
-): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
+export const run = <R, MR = never, S extends OutputSchema = never, St = unknown>(
+  options: RunOptions<R, MR, S, St>
+): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, ChatModel.ChatModel | Requirements<R | MR>> =>
   loop(options, false)
 
 /** Options of {@link stream}. */
-export interface StreamOptions<R, MR = never, S extends OutputSchema = never> extends RunOptions<R, MR, S> {
+export interface StreamOptions<R, MR = never, S extends OutputSchema = never, St = unknown>
+  extends RunOptions<R, MR, S, St>
+{
   /** Events buffered between the loop and the consumer before the loop waits. Default 64. */
   readonly bufferSize?: number
 }
@@ -469,9 +537,9 @@ export interface StreamOptions<R, MR = never, S extends OutputSchema = never> ex
  * stops the loop: the model's stream is closed and running tools are cancelled, each still
  * reporting its terminal event to the `EventSink`; the stream's scope closes only after they have.
  */
-export const stream = <R, MR = never, S extends OutputSchema = never>(
-  options: StreamOptions<R, MR, S>
-): Stream.Stream<ToolEvent.Event, AgentFailed, ChatModel.ChatModel | Executor.Requirements<R | MR>> =>
+export const stream = <R, MR = never, S extends OutputSchema = never, St = unknown>(
+  options: StreamOptions<R, MR, S, St>
+): Stream.Stream<ToolEvent.Event, AgentFailed, ChatModel.ChatModel | Requirements<R | MR>> =>
   Stream.unwrap(Effect.gen(function*() {
     const sink = yield* EventSink
     const queue = yield* Queue.bounded<ToolEvent.Event, AgentFailed | Cause.Done>(Math.max(1, options.bufferSize ?? 64))
@@ -497,6 +565,9 @@ export const stream = <R, MR = never, S extends OutputSchema = never>(
     yield* Effect.addFinalizer(() => Effect.andThen(Queue.shutdown(queue), Fiber.interrupt(fiber)))
     return Stream.fromQueue(queue)
   }))
+
+/** What a run of tools `R` requires: the executor's requirements, less the `AgentState` the loop provides. */
+export type Requirements<R> = Exclude<Executor.Requirements<R>, AgentState.AgentState>
 
 /** The services an agent run needs besides the model and the tools' own: for typing layers. */
 export type Services = RunContext | EventSink

@@ -216,6 +216,19 @@ export interface AgentHandoff extends Stamp {
   readonly source?: string
 }
 
+/**
+ * An update to the run's state (`Agent.run`'s `state`) applied after its turn's batch: the call that
+ * recorded it, the update and the new state, both encoded as JSON. Updates apply in call order.
+ */
+export interface AgentState extends Stamp {
+  readonly _tag: "agent.state"
+  readonly turn: number
+  readonly toolCallId: string
+  readonly toolName: string
+  readonly update: unknown
+  readonly state: unknown
+}
+
 export interface AgentFinished extends Stamp {
   readonly _tag: "agent.finished"
   readonly turns: number
@@ -245,6 +258,7 @@ export type AgentEvent =
   | AgentHandoff
   | AgentOutputDelta
   | AgentOutput
+  | AgentState
   | AgentFinished
 
 /** Everything that goes through an `EventSink`. */
@@ -398,6 +412,15 @@ export const AgentHandoff = Schema.TaggedStruct("agent.handoff", {
   source: Schema.optionalKey(Schema.String)
 })
 
+export const AgentState = Schema.TaggedStruct("agent.state", {
+  ...stamp,
+  turn: Schema.Number,
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  update: JsonData,
+  state: JsonData
+})
+
 export const AgentFinished = Schema.TaggedStruct("agent.finished", {
   ...stamp,
   turns: Schema.Number,
@@ -428,6 +451,7 @@ export const AgentEvent = Schema.Union([
   AgentHandoff,
   AgentOutputDelta,
   AgentOutput,
+  AgentState,
   AgentFinished
 ]).pipe(
   Schema.toTaggedUnion("_tag")

@@ -59,6 +59,8 @@ export const formatEvent = (event: ToolEvent.Event): string => {
       return event._tag
     case "agent.output":
       return `output    ${JSON.stringify(event.output)}`
+    case "agent.state":
+      return `state     ${event.toolName} ${event.toolCallId} ${JSON.stringify(event.update)} -> ${JSON.stringify(event.state)}`
     case "agent.handoff":
       return `handoff   ${event.toolName} ${event.toolCallId} to ${event.target}: ${event.task}`
     case "agent.approval_requested":

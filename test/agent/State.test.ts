@@ -1,0 +1,200 @@
+/**
+ * Agent state (`Agent.run`'s `state`, `AgentState`): tools read the state as the turn's batch started
+ * and record updates; after the batch the updates of the calls that succeeded apply in call order
+ * (whatever order the calls finished in), each an `agent.state` event; a failed call's updates are
+ * dropped; a refused update is a repairable error for the model; the next turn's `selectTools` and
+ * system prompt see the new state.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Schema, Stream } from "effect"
+import { Agent, AgentState, ChatModel, EventSink, Tool, ToolError, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
+import type { ToolEvent } from "../../src/index.ts"
+
+const Notes = AgentState.make({
+  schema: Schema.Struct({ items: Schema.Array(Schema.String).check(Schema.isMaxLength(6)) }),
+  update: Schema.Struct({ add: Schema.String.check(Schema.isMinLength(1)) }),
+  initial: { items: [] as ReadonlyArray<string> },
+  reduce: (state, update) => ({ items: [...state.items, update.add] })
+})
+
+/** Adds `text` to the notes after a random delay (0 to 3 ms); answers with how many notes it saw. */
+const note = Tool.make("note", {
+  description: "Adds a note.",
+  input: Schema.Struct({ text: Schema.String }),
+  services: [AgentState.AgentState],
+  handler: ({ text }) =>
+    Effect.gen(function*() {
+      const seen = yield* Notes.get
+      yield* Effect.sleep(`${Math.floor(Math.random() * 4)} millis`)
+      yield* Notes.update({ add: text })
+      return `saw ${seen.items.length}`
+    })
+})
+
+/** Records two updates: `first`, then `second`. */
+const twice = Tool.make("twice", {
+  description: "Adds two notes.",
+  input: Schema.Struct({ first: Schema.String, second: Schema.String }),
+  services: [AgentState.AgentState],
+  handler: ({ first, second }) => Effect.andThen(Notes.update({ add: first }), Notes.update({ add: second }))
+})
+
+/** Records an update, then fails. */
+const broken = Tool.make("broken", {
+  description: "Adds a note, then fails.",
+  input: Schema.Struct({ text: Schema.String }),
+  services: [AgentState.AgentState],
+  handler: ({ text }) => Effect.andThen(Notes.update({ add: text }), Effect.fail(ToolError.repairable("disk full")))
+})
+
+const tools = ToolRegistry.makeResult([note, twice, broken])
+const registry = tools._tag === "Success" ? tools.success : (() => {
+  throw tools.failure
+})()
+
+const user = (content: string): ChatModel.Message => ({ role: "user", content })
+const events = EventSink.EventLog.use((log) => log.all)
+const stateEvents = (log: ReadonlyArray<ToolEvent.Event>) =>
+  log.flatMap((e) => e._tag === "agent.state" ? [e] : [])
+
+describe("Agent state", () => {
+  it.live("a batch of concurrent calls applies its updates in call order, whatever order they finish in", () =>
+    Effect.gen(function*() {
+      const texts = ["a", "b", "c", "d", "e", "f"]
+      for (let round = 0; round < 25; round++) {
+        const result = yield* Agent.run({
+          messages: [user("take notes")],
+          tools: registry,
+          state: Notes,
+          concurrency: 6
+        }).pipe(
+          Effect.provide(ChatModel.scripted([
+            ChatModel.callTools(texts.map((text, i) => [`n${i}`, "note", { text }] as const)),
+            ChatModel.answer("done")
+          ])),
+          Effect.provide(ToolServices.layerTest())
+        )
+        assert.deepStrictEqual(result.state, { items: texts })
+        // every call read the state as the batch started
+        assert.deepStrictEqual(result.results.map(ToolResult.textOf), texts.map(() => "saw 0"))
+      }
+    }))
+
+  it.live("each applied update is an agent.state event, in call order, with the update and the new state", () =>
+    Effect.gen(function*() {
+      yield* Agent.run({ messages: [user("notes")], tools: registry, state: Notes }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([["n1", "note", { text: "x" }], ["t1", "twice", { first: "y", second: "z" }]]),
+          ChatModel.answer("done")
+        ]))
+      )
+      const applied = stateEvents(yield* events)
+      assert.deepStrictEqual(
+        applied.map((e) => [e.turn, e.toolCallId, e.toolName, e.update, e.state]),
+        [
+          [0, "n1", "note", { add: "x" }, { items: ["x"] }],
+          [0, "t1", "twice", { add: "y" }, { items: ["x", "y"] }],
+          [0, "t1", "twice", { add: "z" }, { items: ["x", "y", "z"] }]
+        ]
+      )
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("a call that fails does not update; the others in its batch do", () =>
+    Effect.gen(function*() {
+      const result = yield* Agent.run({ messages: [user("notes")], tools: registry, state: Notes }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([["b1", "broken", { text: "lost" }], ["n1", "note", { text: "kept" }]]),
+          ChatModel.answer("done")
+        ]))
+      )
+      assert.deepStrictEqual(result.state, { items: ["kept"] })
+      assert.isTrue(result.results[0]!.isError)
+      assert.deepStrictEqual(stateEvents(yield* events).map((e) => e.toolCallId), ["n1"])
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("a refused update is a repairable error for the model, and none of its call's updates apply", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const result = yield* Agent.run({ messages: [user("notes")], tools: registry, state: Notes }).pipe(
+        Effect.provide(ChatModel.scripted([
+          // the second update does not decode (an empty note): neither of the call's two applies
+          ChatModel.callTools([["t1", "twice", { first: "ok", second: "" }], ["n1", "note", { text: "n" }]]),
+          (request: ChatModel.Request) => {
+            const last = request.messages.at(-1)
+            if (last?.role === "tool") seen.push(...last.results.map((r) => `${r.isError}:${ToolResult.textOf(r)}`))
+            // the second call's new state does not match the state's schema (at most 6 notes)
+            return ChatModel.callTools([
+              ["t2", "twice", { first: "1", second: "2" }],
+              ["t3", "twice", { first: "3", second: "4" }],
+              ["t4", "twice", { first: "5", second: "6" }]
+            ])
+          },
+          (request: ChatModel.Request) => {
+            const last = request.messages.at(-1)
+            if (last?.role === "tool") seen.push(...last.results.map((r) => `${r.isError}:${ToolResult.textOf(r)}`))
+            return ChatModel.answer("done")
+          }
+        ]))
+      )
+      assert.strictEqual(result.reason, "final_answer")
+      assert.deepStrictEqual(result.state, { items: ["n", "1", "2", "3", "4"] })
+      assert.match(seen[0]!, /^true:the state update was refused: the update does not match its schema/)
+      assert.strictEqual(seen[1], "false:saw 0")
+      assert.strictEqual(seen[2], "false:")
+      assert.strictEqual(seen[3], "false:")
+      assert.match(seen[4]!, /^true:the state update was refused: the new state does not match the state's schema/)
+      const refused = result.results.find((r) => r.toolCallId === "t1")!
+      assert.strictEqual(refused.error?._tag, "ToolFailure")
+      assert.strictEqual(refused.error?.disposition, "repair")
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("the next turn's selectTools and system prompt see the new state", () =>
+    Effect.gen(function*() {
+      const selections: Array<ReadonlyArray<string>> = []
+      const prompts: Array<string> = []
+      const ask = (response: ChatModel.Response) => (request: ChatModel.Request) => {
+        const first = request.messages[0]
+        prompts.push(first?.role === "system" ? first.content : "?")
+        return response
+      }
+      yield* Agent.run({
+        messages: [user("notes")],
+        tools: registry,
+        state: Notes,
+        system: (state) => `You have ${state.items.length} notes.`,
+        selectTools: ({ state }) => {
+          selections.push(state.items)
+          return state.items.length === 0 ? ["note"] : ["note", "twice"]
+        }
+      }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ask(ChatModel.callTools([["n1", "note", { text: "x" }]])),
+          ask(ChatModel.callTools([["t1", "twice", { first: "y", second: "z" }]])),
+          ask(ChatModel.answer("done"))
+        ]))
+      )
+      assert.deepStrictEqual(selections, [[], ["x"], ["x", "y", "z"]])
+      assert.deepStrictEqual(prompts, ["You have 0 notes.", "You have 1 notes.", "You have 3 notes."])
+      const turns = (yield* events).flatMap((e) => e._tag === "agent.turn_started" ? [e.advertised] : [])
+      assert.deepStrictEqual(turns, [["note"], ["note", "twice"], ["note", "twice"]])
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("Agent.stream reports the updates as agent.state events", () =>
+    Effect.gen(function*() {
+      const streamed = yield* Agent.stream({ messages: [user("notes")], tools: registry, state: Notes }).pipe(
+        Stream.runCollect,
+        Effect.provide(ChatModel.scripted([ChatModel.callTools([["n1", "note", { text: "x" }]]), ChatModel.answer("done")]))
+      )
+      assert.deepStrictEqual(stateEvents(Array.from(streamed)).map((e) => e.state), [{ items: ["x"] }])
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("a tool reading a state its run does not declare is a defect naming the state option", () =>
+    Effect.gen(function*() {
+      const failed = yield* Effect.flip(Agent.run({ messages: [user("notes")], tools: registry }).pipe(
+        Effect.provide(ChatModel.scripted([ChatModel.callTools([["n1", "note", { text: "x" }]]), ChatModel.answer("done")]))
+      ))
+      assert.strictEqual(failed.reason, "tool")
+      assert.strictEqual(failed.error._tag, "ToolDefect")
+      assert.include(String(failed.error._tag === "ToolDefect" ? failed.error.cause : ""), "declares no state")
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+})
