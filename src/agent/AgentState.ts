@@ -54,6 +54,10 @@ export interface Service {
   readonly definition: Definition<any, any> | undefined
   readonly current: Effect.Effect<unknown>
   readonly record: (definition: Definition<any, any>, update: unknown) => Effect.Effect<void>
+  /** The updates recorded for a call (encoded): a durable run journals them with the call. */
+  readonly recorded: (toolCallId: string) => ReadonlyArray<Recorded> | undefined
+  /** Puts back the updates journaled with a call (a durable run's replayed call). */
+  readonly restore: (toolCallId: string, updates: ReadonlyArray<Recorded>) => void
 }
 
 /** The run's state (provided by the agent loop to its tools and middleware). */
@@ -109,10 +113,6 @@ export interface Applied {
 export interface Cell {
   readonly service: Service
   readonly get: () => unknown
-  /** The updates recorded for a call (encoded), to journal with it. */
-  readonly recorded: (toolCallId: string) => ReadonlyArray<Recorded> | undefined
-  /** Puts back the updates journaled with a call (a durable run's replayed call). */
-  readonly restore: (toolCallId: string, updates: ReadonlyArray<Recorded>) => void
   /** Drops the recorded updates of a call. */
   readonly forget: (toolCallId: string) => void
   /**
@@ -148,13 +148,13 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
             ? { json: encoded.success as Schema.Json }
             : { refused: `the update does not match its schema: ${encoded.failure.message}` }
         )
-      })
+      }),
+    recorded: (id) => pending.get(id)?.updates,
+    restore: (id, updates) => void pending.set(id, { attempt: 0, updates: [...updates] })
   }
   return {
     service,
     get: () => state,
-    recorded: (id) => pending.get(id)?.updates,
-    restore: (id, updates) => void pending.set(id, { attempt: 0, updates: [...updates] }),
     forget: (id) => void pending.delete(id),
     apply: (id) => {
       const entry = pending.get(id)

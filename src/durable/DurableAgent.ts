@@ -9,8 +9,9 @@
  * it answered.
  *
  * Activities: `turn/<n>` (the model's whole answer to turn n, from 0) and `tool/<n>/<i>` (call i
- * of turn n, from 0: its `ToolResult` and the events it emitted; named by position, so two calls
- * with the same id both run, as in `Agent.run`). The call in flight when a runner dies
+ * of turn n, from 0: its `ToolResult`, the events it emitted and the state updates it recorded
+ * (`AgentState`: a replayed call's are applied again, so a resumed run has the state it had); named
+ * by position, so two calls with the same id both run, as in `Agent.run`). The call in flight when a runner dies
  * (after its side effect, before its journal write) is re-run by the engine (at least once), so:
  *
  * | tool (`Tool.retrySafety`) | a re-run after a crash |
@@ -82,6 +83,7 @@ import { Duration } from "effect"
 import type { SqlClient } from "effect/sql"
 import { Activity, DurableDeferred, Workflow, type WorkflowEngine } from "effect/workflow"
 import * as Agent from "../agent/Agent.ts"
+import * as AgentState from "../agent/AgentState.ts"
 import * as ChatModel from "../agent/ChatModel.ts"
 import * as Tool from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
@@ -105,8 +107,8 @@ import * as Tables from "./internal/tables.ts"
 export type DurableResult<Output = unknown> = Agent.AgentResult<Output>
 
 /** Options of {@link make}: the agent's `RunOptions` without the messages (given per run) and `cancelWhen`. */
-export interface Options<R, MR = never, S extends Agent.OutputSchema = never>
-  extends Omit<Agent.RunOptions<R, MR, S>, "messages" | "cancelWhen" | "name">
+export interface Options<R, MR = never, S extends Agent.OutputSchema = never, St = unknown>
+  extends Omit<Agent.RunOptions<R, MR, S, St>, "messages" | "cancelWhen" | "name">
 {
   /** The workflow's name (unique per application; part of every run's execution id). */
   readonly name: string
@@ -189,10 +191,11 @@ type StepServices<R, MR> =
   | WorkflowEngine.WorkflowEngine
   | WorkflowEngine.WorkflowInstance
   | SqlClient.SqlClient
+  | AgentState.AgentState
   | Executor.Requirements<R | MR>
 
 /** What the workflow body needs besides what `layer` leaves to the caller. */
-type BodyServices<R, MR> = Exclude<Executor.Requirements<R | MR>, RunContext | EventSink>
+type BodyServices<R, MR> = Exclude<Executor.Requirements<R | MR>, RunContext | EventSink | AgentState.AgentState>
 
 /** What a client needs: the engine and the SQL client it journals to (what every `Runner` layer provides). */
 type ClientServices = WorkflowEngine.WorkflowEngine | SqlClient.SqlClient
@@ -316,8 +319,8 @@ const freshness = (options: { readonly pollInterval?: Duration.Input }): number 
 export const cancelDeferred = DurableDeferred.make("cancel", { success: Schema.String })
 
 /** Makes a durable agent (see the module comment). */
-export const make = <R, MR = never, S extends Agent.OutputSchema = never>(
-  options: Options<R, MR, S>
+export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = unknown>(
+  options: Options<R, MR, S, St>
 ): DurableAgent<R, MR, S> => {
   const workflow: DurableWorkflow = Workflow.make(`tinyagents/${options.name}`, {
     payload: Journal.Payload,
@@ -338,7 +341,7 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never>(
     Effect.flatMap(executionId(runId), (id) => workflow.poll(id)).pipe(
       Effect.map(Option.flatMap((result) =>
         result._tag === "Complete"
-          ? Option.some(exitOf(runId, result.exit, outputCodec(options)) as Exit.Exit<DurableResult<S["Type"]>, Agent.AgentFailed | RunCancelled>)
+          ? Option.some(exitOf(runId, result.exit, outputCodec(options), options.state?.schema) as Exit.Exit<DurableResult<S["Type"]>, Agent.AgentFailed | RunCancelled>)
           : Option.none()
       ))
     )
@@ -447,7 +450,8 @@ const outputCodec = (options: { readonly output?: Agent.OutputSchema }) =>
 const exitOf = (
   runId: string,
   exit: Exit.Exit<typeof Journal.Outcome.Type, never>,
-  codec: Schema.Codec<unknown, unknown> | undefined
+  codec: Schema.Codec<unknown, unknown> | undefined,
+  stateSchema?: AgentState.StateSchema<unknown>
 ): Exit.Exit<DurableResult, Agent.AgentFailed | RunCancelled> => {
   if (exit._tag === "Failure") return Exit.failCause(exit.cause as Cause.Cause<never>)
   const outcome = exit.value
@@ -456,10 +460,14 @@ const exitOf = (
     return Exit.fail(new RunCancelled({ runId, reason: outcome.cancelled, turns, transcript, results }))
   }
   if (outcome._tag === "Finished") {
-    const { output, ...result } = outcome.result
-    return Exit.succeed(
-      output === undefined || codec === undefined ? result : { ...result, output: Schema.decodeUnknownSync(codec)(output) }
-    )
+    const { output, state, ...result } = outcome.result
+    return Exit.succeed({
+      ...result,
+      ...(output === undefined || codec === undefined ? {} : { output: Schema.decodeUnknownSync(codec)(output) }),
+      ...(state === undefined
+        ? {}
+        : { state: stateSchema === undefined ? state : Schema.decodeUnknownSync(Schema.toCodecJson(stateSchema))(state) })
+    })
   }
   return Exit.fail(
     new Agent.AgentFailed({
@@ -473,8 +481,8 @@ const exitOf = (
 }
 
 /** The workflow body: the agent loop with journaled steps, its events into the event journal. */
-const body = <R, MR, S extends Agent.OutputSchema>(
-  options: Options<R, MR, S>,
+const body = <R, MR, S extends Agent.OutputSchema, St>(
+  options: Options<R, MR, S, St>,
   workflowName: string,
   payload: typeof Journal.Payload.Type
 ) =>
@@ -501,7 +509,7 @@ const body = <R, MR, S extends Agent.OutputSchema>(
         cancelledBy ??= reason
         return executor.runCancel.cancel(reason)
       })
-    const runOptions: Agent.RunOptions<R, MR, S> = { ...options, messages: payload.messages }
+    const runOptions: Agent.RunOptions<R, MR, S, St> = { ...options, messages: payload.messages }
     const codec = outputCodec(options)
     const exit = yield* Effect.exit(
       Agent.loopWith(runOptions, (executor) => durableSteps(options, run, executor, (reason) => onCancelled(executor, reason))).pipe(
@@ -515,13 +523,16 @@ const body = <R, MR, S extends Agent.OutputSchema>(
       )
     )
     if (Exit.isSuccess(exit)) {
-      const { output, reason, ...rest } = exit.value
+      const { output, reason, state, ...rest } = exit.value
       return {
         _tag: "Finished",
         result: {
           ...rest,
           reason,
-          ...(output === undefined || codec === undefined ? {} : { output: Schema.encodeUnknownSync(codec)(output) })
+          ...(output === undefined || codec === undefined ? {} : { output: Schema.encodeUnknownSync(codec)(output) }),
+          ...(state === undefined || options.state === undefined
+            ? {}
+            : { state: Schema.encodeUnknownSync(Schema.toCodecJson(options.state.schema))(state) as Schema.Json })
         },
         ...(reason === "cancelled" && cancelledBy !== undefined ? { cancelled: cancelledBy } : {})
       } satisfies typeof Journal.Outcome.Type
@@ -540,8 +551,8 @@ const body = <R, MR, S extends Agent.OutputSchema>(
   })
 
 /** The loop's steps as activities (see the module comment). */
-const durableSteps = <R, MR, S extends Agent.OutputSchema>(
-  options: Options<R, MR, S>,
+const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
+  options: Options<R, MR, S, St>,
   run: Tables.RunKey,
   executor: Executor.Executor<R | MR>,
   onCancelled: (reason: string) => Effect.Effect<void>
@@ -655,8 +666,8 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema>(
   })
 
 /** Call `index` of its turn as the activity `tool/<turn>/<index>`. */
-const callActivity = <R, MR, S extends Agent.OutputSchema>(
-  options: Options<R, MR, S>,
+const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
+  options: Options<R, MR, S, St>,
   run: Tables.RunKey,
   executor: Executor.Executor<R | MR>,
   call: ToolCall,
@@ -745,15 +756,19 @@ const callActivity = <R, MR, S extends Agent.OutputSchema>(
       const result = exit._tag === "Success" ? exit.success[0]! : exit.failure.results[0]!
       const fatal = exit._tag === "Failure" ? exit.failure.errors[0] : undefined
       const cancelRun = executor.runCancel.reasonUnsafe()
+      const updates = (yield* AgentState.AgentState).recorded(call.id)
       return {
         result,
         events,
         ...(fatal === undefined ? {} : { fatal }),
-        ...(cancelRun === undefined ? {} : { cancelRun })
+        ...(cancelRun === undefined ? {} : { cancelRun }),
+        ...(updates === undefined || updates.length === 0 ? {} : { state: updates as ReadonlyArray<AgentState.Recorded> })
       }
     })
   }), (outcome) =>
-    Effect.suspend(() => {
+    Effect.flatMap(AgentState.AgentState, (state) => {
+      // replayed: the updates the call recorded, for the loop to apply as when it ran
+      if (!ranHere && outcome.state !== undefined) state.restore(call.id, outcome.state as ReadonlyArray<AgentState.Recorded>)
       if (outcome.cancelled !== undefined) return onCancelled(outcome.cancelled)
       if (ranHere) return Effect.void
       // replayed: count it if it was admitted, and cancel the run again if a handler cancelled it then

@@ -34,7 +34,15 @@ export const Call = Schema.Struct({
   /** The run was cancelled (`DurableAgent.cancel`) before the call started: the reason (the call did not run). */
   cancelled: Schema.optionalKey(Schema.String),
   /** The run was cancelled (`Cancellation.cancelRun`) when the call ended: the reason, replayed after a restart. */
-  cancelRun: Schema.optionalKey(Schema.String)
+  cancelRun: Schema.optionalKey(Schema.String),
+  /**
+   * The state updates the call recorded (`AgentState`), as JSON, or why one could not be encoded:
+   * replayed after a restart, applied by the loop as when the call ran (older rows have none).
+   */
+  state: Schema.optionalKey(Schema.Array(Schema.Struct({
+    json: Schema.optionalKey(ToolError.JsonData),
+    refused: Schema.optionalKey(Schema.String)
+  })))
 })
 
 /** An `Approval.Decision` (an edit's arguments as JSON). */
@@ -56,7 +64,9 @@ export const RunResult = Schema.Struct({
   results: Schema.Array(ToolResult.ToolResult),
   usage: ChatModel.Usage,
   /** The typed final answer, as JSON (runs with `output`; older rows have none). */
-  output: Schema.optionalKey(ToolError.JsonData)
+  output: Schema.optionalKey(ToolError.JsonData),
+  /** The run's state at its end, as JSON (runs with `state`; older rows have none). */
+  state: Schema.optionalKey(ToolError.JsonData)
 })
 
 /** How a durable run ended: its result, or the fields of its `Agent.AgentFailed`. */

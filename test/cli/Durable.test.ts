@@ -3,7 +3,8 @@
  * a journal, and the refusals and listings it reads from a real SQLite journal. The journal is made
  * once by a runner in this process (`Runner.layerSqlite`, stopped before any command runs): run
  * `run-1` of workflow `mailer` waits for the approval of two `send` calls (`c1`, `c2`; `to` is
- * redacted), and run `done-1` of workflow `plain` has finished. The command approving a run whose
+ * redacted), run `done-1` of workflow `plain` has finished, and run `state-1` of workflow `counting`
+ * (with a state) has finished. The command approving a run whose
  * runner was killed, from another process, is tested end to end in `test/durable/Approve.test.ts`.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -13,6 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import * as AgentState from "../../src/agent/AgentState.ts"
 import * as ChatModel from "../../src/agent/ChatModel.ts"
 import * as Cli from "../../src/cli/Cli.ts"
 import * as Tool from "../../src/contract/Tool.ts"
@@ -54,9 +56,28 @@ const db = join(dir, "journal.db")
 
 const mailer = DurableAgent.make({ name: "mailer", tools: registry, approval: () => true, pollInterval: "20 millis" })
 const plain = DurableAgent.make({ name: "plain", tools: registry, pollInterval: "20 millis" })
+/** Counts the sends its runs make (Agent.run's state): run `state-1` finishes with `{ sent: 2 }`. */
+const Sent = AgentState.make({
+  schema: Schema.Struct({ sent: Schema.Int }),
+  update: Schema.Struct({ one: Schema.Literal(true) }),
+  initial: { sent: 0 },
+  reduce: (state) => ({ sent: state.sent + 1 })
+})
+const counted = Tool.make("send", {
+  description: "Sends a message.",
+  input: Schema.Struct({ to: Schema.String, body: Schema.String }),
+  services: [AgentState.AgentState],
+  handler: ({ body }) => Effect.as(Sent.update({ one: true }), `sent ${body}`)
+})
+const counting = DurableAgent.make({
+  name: "counting",
+  tools: Result.getOrThrow(ToolRegistry.makeResult([counted])),
+  state: Sent,
+  pollInterval: "20 millis"
+})
 /** A runner on the journal with both agents (stopped when the effect it is provided to ends). */
 const live = () =>
-  Layer.mergeAll(mailer.layer, plain.layer).pipe(
+  Layer.mergeAll(mailer.layer, plain.layer, counting.layer).pipe(
     Layer.provide([model, Stores.layerSqlite({ filename: join(dir, "stores.db") })]),
     Layer.provideMerge(
       Runner.layerSqlite({ filename: db, pollInterval: "20 millis", lockExpiration: "2 seconds", shutdownTimeout: "1 second" })
@@ -68,6 +89,8 @@ beforeAll(async () => {
     Effect.gen(function*() {
       yield* plain.start("done-1", [{ role: "user", content: "finish" }])
       yield* plain.result("done-1")
+      yield* counting.start("state-1", [{ role: "user", content: "mail them" }])
+      yield* counting.result("state-1")
       for (const runId of ["run-1", "cancel-1"]) {
         yield* mailer.start(runId, [{ role: "user", content: "mail them" }])
         yield* mailer.pending(runId).pipe(
@@ -125,6 +148,11 @@ describe("tinyagents durable", () => {
       const finished = yield* cli("durable", "status", "done-1", ...journal("plain"))
       assert.strictEqual(finished.code, 0, finished.stderr)
       assert.include(finished.stdout, "done-1: finished (final_answer, 1 turns): done")
+      assert.notInclude(finished.stdout, "state:")
+      const stateful = yield* cli("durable", "status", "state-1", ...journal("counting"))
+      assert.strictEqual(stateful.code, 0, stateful.stderr)
+      assert.include(stateful.stdout, "state-1: finished (final_answer, 2 turns): done")
+      assert.include(stateful.stdout, `state: {"sent":2}`)
     }))
 
   it.live("status and approve exit 1 in one line for an unknown run or workflow, and send nothing", () =>
@@ -133,7 +161,7 @@ describe("tinyagents durable", () => {
       const before = files.map((file) => readFileSync(file))
       const cases = [
         [["durable", "status", "nope", ...journal()], `no run "nope" of workflow "mailer"`],
-        [["durable", "status", "run-1", ...journal("mailr")], `no workflow "mailr" in the journal ${db} (its workflows: mailer, plain)`],
+        [["durable", "status", "run-1", ...journal("mailr")], `no workflow "mailr" in the journal ${db} (its workflows: counting, mailer, plain)`],
         [["durable", "approve", "nope", "c1", ...journal()], `no run "nope" of workflow "mailer"`],
         [["durable", "approve", "run-1", "c1", ...journal("mailr")], `no workflow "mailr"`]
       ] as const

@@ -199,6 +199,9 @@ const durableStatusCommand = Command.make("status", {
   Effect.gen(function*() {
     const { state } = yield* inspectRun(flags, runId)
     yield* Console.log(`${runId}: ${endText(state)}`)
+    if ((state._tag === "Running" || state._tag === "Finished") && state.agentState !== undefined) {
+      yield* Console.log(`  state: ${JSON.stringify(state.agentState.value)}`)
+    }
     if (state._tag === "Running") {
       for (const p of state.pending) {
         yield* Console.log(`  waiting for approval: ${p.callId} ${p.toolName} ${JSON.stringify(p.arguments)}`)
@@ -206,7 +209,7 @@ const durableStatusCommand = Command.make("status", {
     }
   })).pipe(
     Command.withDescription(
-      "Print whether a durable run is running (with the calls waiting for approval: call id, tool, redacted arguments), finished (with its answer) or failed. Reads the journal only (never writes to it); exit 1 for an unknown run or workflow."
+      "Print whether a durable run is running (with the calls waiting for approval: call id, tool, redacted arguments), finished (with its answer) or failed, and its state (Agent.run's state, as its last update left it) when it has one. Reads the journal only (never writes to it); exit 1 for an unknown run or workflow."
     ),
     Command.withExamples([
       { command: "tinyagents durable status run-1 --db journal.db --workflow mailer", description: "A run on a SQLite journal" }

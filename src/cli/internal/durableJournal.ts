@@ -45,9 +45,16 @@ export type RunState =
     readonly pending: ReadonlyArray<PendingApproval>
     /** The reason of a `cancel` the run has not yet acted on. */
     readonly cancelling: string | undefined
+    /** The run's state (`AgentState`, as JSON) as its last `agent.state` event left it; absent without one. */
+    readonly agentState?: { readonly value: unknown }
   }
   | { readonly _tag: "Cancelled"; readonly reason: string }
-  | { readonly _tag: "Finished"; readonly outcome: typeof Journal.Outcome.Type }
+  | {
+    readonly _tag: "Finished"
+    readonly outcome: typeof Journal.Outcome.Type
+    /** As for a running run. */
+    readonly agentState?: { readonly value: unknown }
+  }
   | { readonly _tag: "Ended"; readonly detail: string }
 
 /** The location for messages: the file as given, or the URL without its password. */
@@ -213,11 +220,21 @@ export const runState = (options: {
     }
     for (const row of runs) {
       const end = row.payload === null ? undefined : endOf(row.payload)
+      if (end?._tag === "Finished") {
+        const agentState = yield* stateOf(options)
+        return agentState === undefined ? end : { ...end, agentState }
+      }
       if (end !== undefined) return end
     }
     // a cancelled run waits for no approval any more
     const cancelling = yield* cancelReasonOf(options)
-    return { _tag: "Running", pending: cancelling === undefined ? yield* pendingOf(options) : [], cancelling }
+    const agentState = yield* stateOf(options)
+    return {
+      _tag: "Running",
+      pending: cancelling === undefined ? yield* pendingOf(options) : [],
+      cancelling,
+      ...(agentState === undefined ? {} : { agentState })
+    }
   })
 
 /**
@@ -230,6 +247,19 @@ const pendingOf = (options: { readonly workflow: string; readonly runId: string 
     if (!(yield* tablesOf).has("tinyagents_durable_approvals")) return []
     const rows = yield* sql<{ readonly call_id: string; readonly tool: string; readonly arguments: string }>`SELECT call_id, tool, arguments FROM tinyagents_durable_approvals WHERE workflow = ${options.workflow} AND run_id = ${options.runId} AND decision IS NULL ORDER BY turn, call_index`
     return rows.map((row): PendingApproval => ({ callId: row.call_id, toolName: row.tool, arguments: json(row.arguments) }))
+  })
+
+/** The run's state as its last journaled `agent.state` event has it (none: the run has no such event). */
+const stateOf = (options: { readonly workflow: string; readonly runId: string }) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (!(yield* tablesOf).has("tinyagents_durable_run_events")) return undefined
+    const rows = yield* sql<{ readonly event: string }>`SELECT event FROM tinyagents_durable_run_events WHERE workflow = ${options.workflow} AND run_id = ${options.runId} AND event LIKE ${"%agent.state%"} ORDER BY seq DESC`
+    for (const row of rows) {
+      const event = json(row.event) as { readonly _tag?: unknown; readonly state?: unknown } | undefined
+      if (event?._tag === "agent.state") return { value: event.state }
+    }
+    return undefined
   })
 
 /** The reason of the run's `cancel`, if one was made (none when the table is not there). */
