@@ -102,8 +102,11 @@ export interface RunOptions<R, MR = never, S extends OutputSchema = never, St = 
 
 export type StopReason = "final_answer" | "max_turns" | "return_direct" | "cancelled" | "handoff"
 
-/** How a run ended. `Output`: the type of the typed final answer (`never`: the run asked for none). */
-export interface AgentResult<Output = never> {
+/**
+ * How a run ended. `Output`: the type of the typed final answer (`never`: the run asked for none);
+ * `State`: the type of the run's state (`RunOptions.state`).
+ */
+export interface AgentResult<Output = never, State = unknown> {
   readonly text: string
   readonly reason: StopReason
   readonly turns: number
@@ -113,7 +116,7 @@ export interface AgentResult<Output = never> {
   /** The decoded final answer: present when the run asked for `output` and ended with `final_answer`. */
   readonly output?: Output
   /** The run's state as its last applied update left it: present when the run declared `state`. */
-  readonly state?: unknown
+  readonly state?: State
 }
 
 /**
@@ -276,7 +279,7 @@ export const loopWith = <R, MR, X, Y, S extends OutputSchema = never, St = unkno
   options: RunOptions<R, MR, S, St>,
   steps: (executor: Executor.Executor<R | MR>) => Effect.Effect<Steps<X>, never, Y>
 ): Effect.Effect<
-  AgentResult<S["Type"]>,
+  AgentResult<S["Type"], St>,
   AgentFailed,
   Exclude<Executor.Requirements<R | MR> | X | Y, AgentState.AgentState>
 > =>
@@ -290,7 +293,7 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
   options: RunOptions<R, MR, S, St>,
   steps: (executor: Executor.Executor<R | MR>) => Effect.Effect<Steps<X>, never, Y>,
   state: AgentState.Cell
-): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, Executor.Requirements<R | MR> | X | Y> =>
+): Effect.Effect<AgentResult<S["Type"], St>, AgentFailed, Executor.Requirements<R | MR> | X | Y> =>
   Effect.gen(function*() {
     const base = yield* RunContext
     yield* Effect.annotateCurrentSpan({ "gen_ai.conversation.id": base.threadId, "tinyagents.run.id": base.runId })
@@ -335,8 +338,8 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
             results,
             usage,
             ...(answer === undefined ? {} : { output: answer.value }),
-            ...(options.state === undefined ? {} : { state: state.get() })
-          } satisfies AgentResult<S["Type"]>
+            ...(options.state === undefined ? {} : { state: state.get() as St })
+          } satisfies AgentResult<S["Type"], St>
         )
       )
     const fail = (
@@ -498,7 +501,7 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
     }
     return yield* Effect.provideService(finish("max_turns", maxTurns, ""), RunContext, { ...base, turn: maxTurns })
   }).pipe(Effect.scoped, (effect) => Tracing.agent(options.name, effect)) as Effect.Effect<
-    AgentResult<S["Type"]>,
+    AgentResult<S["Type"], St>,
     AgentFailed,
     Executor.Requirements<R | MR> | X | Y
   >
@@ -507,7 +510,7 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
 const loop = <R, MR, S extends OutputSchema = never, St = unknown>(
   options: RunOptions<R, MR, S, St>,
   live: boolean
-): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, ChatModel.ChatModel | Requirements<R | MR>> =>
+): Effect.Effect<AgentResult<S["Type"], St>, AgentFailed, ChatModel.ChatModel | Requirements<R | MR>> =>
   loopWith(options, (executor) => directSteps(options, executor, live))
 
 /**
@@ -516,7 +519,7 @@ const loop = <R, MR, S extends OutputSchema = never, St = unknown>(
  */
 export const run = <R, MR = never, S extends OutputSchema = never, St = unknown>(
   options: RunOptions<R, MR, S, St>
-): Effect.Effect<AgentResult<S["Type"]>, AgentFailed, ChatModel.ChatModel | Requirements<R | MR>> =>
+): Effect.Effect<AgentResult<S["Type"], St>, AgentFailed, ChatModel.ChatModel | Requirements<R | MR>> =>
   loop(options, false)
 
 /** Options of {@link stream}. */

@@ -74,7 +74,8 @@ describe("Agent state", () => {
           ])),
           Effect.provide(ToolServices.layerTest())
         )
-        assert.deepStrictEqual(result.state, { items: texts })
+        const state: { readonly items: ReadonlyArray<string> } | undefined = result.state
+        assert.deepStrictEqual(state, { items: texts })
         // every call read the state as the batch started
         assert.deepStrictEqual(result.results.map(ToolResult.textOf), texts.map(() => "saw 0"))
       }
