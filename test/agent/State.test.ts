@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema, Stream } from "effect"
-import { Agent, AgentState, ChatModel, EventSink, Tool, ToolError, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
+import { Agent, AgentState, ChatModel, EventSink, Middleware, Tool, ToolError, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 
 const Notes = AgentState.make({
@@ -178,6 +178,23 @@ describe("Agent state", () => {
       assert.deepStrictEqual(prompts, ["You have 0 notes.", "You have 1 notes.", "You have 3 notes."])
       const turns = (yield* events).flatMap((e) => e._tag === "agent.turn_started" ? [e.advertised] : [])
       assert.deepStrictEqual(turns, [["note"], ["note", "twice"], ["note", "twice"]])
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("middleware read the state as tools do: the next turn's see the new state", () =>
+    Effect.gen(function*() {
+      const seen: Array<ReadonlyArray<string>> = []
+      const watch = Middleware.make({
+        name: "watch",
+        before: (invocation) => Effect.as(Effect.map(Notes.get, (state) => void seen.push(state.items)), invocation)
+      })
+      yield* Agent.run({ messages: [user("notes")], tools: registry, state: Notes, middleware: [watch] }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([["n1", "note", { text: "a" }]]),
+          ChatModel.callTools([["n2", "note", { text: "b" }]]),
+          ChatModel.answer("done")
+        ]))
+      )
+      assert.deepStrictEqual(seen, [[], ["a"]])
     }).pipe(Effect.provide(ToolServices.layerTest())))
 
   it.live("Agent.stream reports the updates as agent.state events", () =>
