@@ -4,13 +4,15 @@
  * and a scripted model that exercises the runtime end to end (a parallel batch
  * of reads and indexing, an artifact, an invalid call repaired next turn, a
  * transient failure retried, `calc`, `write_file`, and a final answer), its
- * text streamed word by word. Also the event printer and the summary table.
+ * text streamed word by word. Also the event printer and the summary table, and the second part
+ * (offline only, {@link review}): a reviewer agent with a state its tools update, a nested checker
+ * agent as a tool, and a typed final answer.
  */
-import { Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Layer, Result, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { ChatModel, Executor, Tool, ToolError, ToolProgress, ToolResult } from "../src/index.ts"
+import { Agent, AgentState, ChatModel, EventSink, Executor, Tool, ToolError, ToolProgress, ToolRegistry, ToolResult } from "../src/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { calc, readFile, writeFile } from "../src/tools/index.ts"
 
@@ -140,6 +142,93 @@ export const script: ReadonlyArray<ChatModel.ScriptedTurn> = [
   },
   ChatModel.answer("Q3 revenue was 1245 kEUR (1344.6 kUSD at 1.08), above the 1200 kEUR target. Report written to report.md.")
 ]
+
+// ---------------------------------------------------------------------------
+// the second part: a typed final answer, agent state, a nested agent
+// ---------------------------------------------------------------------------
+
+/** The reviewer's state: the facts its tools have established (updates apply in call order after each batch). */
+export const Findings = AgentState.make({
+  schema: Schema.Struct({ facts: Schema.Array(Schema.String) }),
+  update: Schema.Struct({ fact: Schema.String }),
+  initial: { facts: [] as ReadonlyArray<string> },
+  reduce: (state, update) => ({ facts: [...state.facts, update.fact] })
+})
+
+/** Records a fact in the reviewer's state (it reads the state; it changes it only by an update). */
+export const noteFact = Tool.make("note_fact", {
+  description: "Records an established fact for the review.",
+  input: Schema.Struct({ fact: Schema.String }),
+  services: [AgentState.AgentState],
+  handler: ({ fact }) =>
+    Effect.gen(function*() {
+      const { facts } = yield* Findings.get
+      yield* Findings.update({ fact })
+      return `noted (fact ${facts.length + 1})`
+    })
+})
+
+/** A nested agent as a tool: a checker with its own model and `calc`, run inside the reviewer's call. */
+export const checkFigures = Agent.asTool({
+  system: "You check arithmetic with calc and answer in one line.",
+  tools: Result.getOrThrow(ToolRegistry.makeResult([calc])),
+  model: ChatModel.scripted([
+    ChatModel.callTools([["check_sum", "calc", { expression: "380 + 410 + 455" }]]),
+    (request) => {
+      const sum = (lastResults(request)[0]?.value as { readonly result: number } | undefined)?.result
+      return ChatModel.answer(`July to September sum to ${sum} kEUR: the figure is correct.`)
+    }
+  ])
+}, {
+  name: "check_figures",
+  description: "Asks a checker agent to verify a figure.",
+  input: Schema.Struct({ task: Schema.String })
+})
+
+/** The reviewer's typed final answer. */
+export const Verdict = Schema.Struct({ revenueKeur: Schema.Int, targetMet: Schema.Boolean, facts: Schema.Array(Schema.String) })
+
+/** The reviewer's scripted model: a fact and a check in one batch, then the typed answer (the final-answer tool). */
+export const reviewScript: ReadonlyArray<ChatModel.ScriptedTurn> = [
+  ChatModel.callTools([
+    ["call_fact", "note_fact", { fact: "Q3 revenue 1245 kEUR, target 1200 kEUR" }],
+    ["call_check", "check_figures", { task: "Check that 380 + 410 + 455 kEUR is 1245 kEUR." }]
+  ]),
+  (request) => {
+    const checked = lastResults(request).find((r) => r.toolCallId === "call_check")
+    return ChatModel.callTools([["call_verdict", "final_answer", {
+      revenueKeur: 1245,
+      targetMet: true,
+      facts: [checked === undefined ? "unchecked" : ToolResult.textOf(checked)]
+    }]])
+  }
+]
+
+/**
+ * The demo's second part: the reviewer agent (scripted) with its state, its nested checker and its
+ * typed answer. Prints its events (a nested run's indented by its depth), the answer and the state.
+ */
+export const review = Effect.gen(function*() {
+  const tools = yield* ToolRegistry.make([noteFact, checkFigures])
+  let start: number | undefined
+  const print = EventSink.EventSink.of({
+    emit: (event) =>
+      Effect.sync(() => {
+        start ??= event.timestamp
+        console.log(formatEvent(event, start).replace(/^(\n?)/, `$1${"    ".repeat(event.depth ?? 0)}`))
+      })
+  })
+  const result = yield* Agent.run({
+    name: "reviewer",
+    system: (findings) => `You review the Q3 report. Established so far: ${findings.facts.join("; ") || "nothing"}.`,
+    messages: [{ role: "user", content: "Review the Q3 figures and give a verdict." }],
+    tools,
+    state: Findings,
+    output: Verdict
+  }).pipe(Effect.provide(ChatModel.scripted(reviewScript)), Effect.provideService(EventSink.EventSink, print))
+  console.log(`\nTyped answer: ${JSON.stringify(result.output)}`)
+  console.log(`State: ${JSON.stringify(result.state)}`)
+})
 
 const pad = (s: string, n: number) => s.length >= n ? s : s + " ".repeat(n - s.length)
 

@@ -4,7 +4,8 @@
  * (`Agent.stream`): the model's text prints as it arrives, the tool lifecycle
  * prints live, and a long-running tool's progress is one line rewritten in
  * place at a terminal (a plain line per update otherwise, as in CI); then a
- * summary table. `npm start -- --live` runs the same agent against a real model:
+ * summary table. Offline, a second scripted run follows: a typed final answer, an agent state
+ * update and a nested agent (`Agent.asTool`). `npm start -- --live` runs the same agent against a real model:
  * OpenAI (or any OpenAI-compatible server) when `OPENAI_API_KEY` is set, else
  * Anthropic when `ANTHROPIC_API_KEY` is set. Configuration is read with `Config`
  * through the adapters' `layerConfig`: `OPENAI_MODEL` (default gpt-4o-mini),
@@ -28,7 +29,7 @@ import { TerminalApproval } from "../src/governance/middleware/index.ts"
 import { AnthropicModel, ModelConfigError, OpenAiChatModel } from "../src/agent/models/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { Workspace } from "../src/tools/index.ts"
-import { demoTools, elapsedOf, formatEvent, formatSummary, makeWorkspace, script, summarize, wordByWord } from "./demo.ts"
+import { demoTools, review, elapsedOf, formatEvent, formatSummary, makeWorkspace, script, summarize, wordByWord } from "./demo.ts"
 
 const live = process.argv.includes("--live")
 const root = makeWorkspace()
@@ -192,6 +193,10 @@ const program = Effect.gen(function*() {
   )
   console.log(formatSummary(summarize(events)))
   if (Result.isFailure(run)) return yield* run.failure
+  if (!live) {
+    console.log("\n── part 2: a typed final answer, agent state and a nested agent (scripted)")
+    yield* review
+  }
 })
 
 /** Ends with one line on stderr and the documented exit code on every failure (never a stack trace). */

@@ -58,6 +58,15 @@ describe("npm start (the demo agent)", () => {
     expect(out).toMatch(/audit +write_file +call_write audit_log:ok consent:ok/)
     expect(out).toMatch(/audit log: 8 receipts in demo-run\.jsonl/)
     expect(out).toMatch(/"argumentsSha256":"[0-9a-f]{64}"/)
+    // the second part: a nested agent (its events indented), a state update, a typed final answer
+    expect(out).toContain("── part 2: a typed final answer, agent state and a nested agent")
+    expect(out).toMatch(/\n {4}\+ +\d+ms {4}started {3}calc {7}check_sum \{"expression":"380 \+ 410 \+ 455"\}/)
+    expect(out).toMatch(/completed check_figures call_check in \d+ ms/)
+    expect(out).toMatch(/state after note_fact call_fact: \{"facts":\["Q3 revenue 1245 kEUR, target 1200 kEUR"\]\}/)
+    expect(out).toContain(
+      `Typed answer: {"revenueKeur":1245,"targetMet":true,"facts":["July to September sum to 1245 kEUR: the figure is correct."]}`
+    )
+    expect(out).toContain(`State: {"facts":["Q3 revenue 1245 kEUR, target 1200 kEUR"]}`)
   })
 })
 
