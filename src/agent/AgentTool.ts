@@ -35,8 +35,8 @@ import { ToolCallContext } from "../runtime/ToolCallContext.ts"
  * An agent to run as a tool (or to hand a conversation to, `Handoff`): the options of `Agent.run`
  * without the conversation, and its own model.
  */
-export interface Definition<R, MR = never, S extends Agent.OutputSchema = never>
-  extends Omit<Agent.RunOptions<R, MR, S>, "messages" | "cancelWhen">
+export interface Definition<R, MR = never, S extends Agent.OutputSchema = never, St = unknown>
+  extends Omit<Agent.RunOptions<R, MR, S, St>, "messages" | "cancelWhen">
 {
   /** The agent's model: a `ChatModel` (a layer is built per call). Default: the calling run's model. */
   readonly model?: ChatModel.ChatModelShape | Layer.Layer<ChatModel.ChatModel>
@@ -90,8 +90,15 @@ const defaultPrompt = (input: unknown): string => {
 }
 
 /** Makes `agent` a tool: each call runs it, nested, on the prompt its input makes (see the module comment). */
-export const make = <const Name extends string, Input extends Schema.Top, R, MR = never, S extends Agent.OutputSchema = never>(
-  agent: Definition<R, MR, S>,
+export const make = <
+  const Name extends string,
+  Input extends Schema.Top,
+  R,
+  MR = never,
+  S extends Agent.OutputSchema = never,
+  St = unknown
+>(
+  agent: Definition<R, MR, S, St>,
   options: Options<Name, Input>
 ): AgentTool<Name, Input, R, MR, S> => {
   const maxDepth = options.maxDepth ?? defaultMaxDepth
@@ -120,7 +127,7 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR 
       const runId = `${context.runId}/${call.toolCallId}${call.attempt > 1 ? `#${call.attempt}` : ""}`
       // read when called, so that an agent may list itself among its tools (a getter)
       const { model, ...runOptions } = agent
-      const exit = yield* Agent.run({ ...runOptions, name: agentName, messages } as Agent.RunOptions<R, MR, S>).pipe(
+      const exit = yield* Agent.run({ ...runOptions, name: agentName, messages } as Agent.RunOptions<R, MR, S, St>).pipe(
         (effect) => provideModel(effect, model),
         Effect.provideService(RunContext, {
           ...context,

@@ -6,7 +6,7 @@
  * system prompt see the new state.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema, Stream } from "effect"
+import { Effect, Result, Schema, Stream } from "effect"
 import { Agent, AgentState, ChatModel, EventSink, Middleware, Tool, ToolError, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 
@@ -195,6 +195,43 @@ describe("Agent state", () => {
         ]))
       )
       assert.deepStrictEqual(seen, [[], ["a"]])
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("a nested agent (Agent.asTool) has its own state: its updates never reach the parent's", () =>
+    Effect.gen(function*() {
+      const Count = AgentState.make({
+        schema: Schema.Struct({ n: Schema.Int }),
+        update: Schema.Struct({ by: Schema.Int }),
+        initial: { n: 0 },
+        reduce: (state, update) => ({ n: state.n + update.by })
+      })
+      const bump = Tool.make("bump", {
+        description: "Counts.",
+        input: Schema.Struct({}),
+        services: [AgentState.AgentState],
+        handler: () => Count.update({ by: 1 })
+      })
+      const counter = Agent.asTool({
+        tools: Result.getOrThrow(ToolRegistry.makeResult([bump])),
+        state: Count,
+        model: ChatModel.scripted([ChatModel.callTools([["b1", "bump", {}], ["b2", "bump", {}]]), ChatModel.answer("counted")])
+      }, { name: "counter", description: "Counts twice.", input: Schema.Struct({ task: Schema.String }) })
+      const result = yield* Agent.run({
+        messages: [user("notes")],
+        tools: Result.getOrThrow(ToolRegistry.makeResult([note, counter])),
+        state: Notes
+      }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([["n1", "note", { text: "x" }], ["c1", "counter", { task: "count" }]]),
+          ChatModel.answer("done")
+        ]))
+      )
+      assert.deepStrictEqual(result.state, { items: ["x"] })
+      const applied = stateEvents(yield* events)
+      assert.deepStrictEqual(
+        applied.map((e) => [e.toolCallId, e.depth ?? 0, e.state]),
+        [["b1", 1, { n: 1 }], ["b2", 1, { n: 2 }], ["n1", 0, { items: ["x"] }]]
+      )
     }).pipe(Effect.provide(ToolServices.layerTest())))
 
   it.live("Agent.stream reports the updates as agent.state events", () =>
