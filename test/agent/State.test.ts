@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema, Stream } from "effect"
-import { Agent, AgentState, ChatModel, EventSink, Middleware, Tool, ToolError, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
+import { Agent, AgentState, ChatModel, EventSink, Executor, Middleware, Tool, ToolError, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 
 const Notes = AgentState.make({
@@ -232,6 +232,32 @@ describe("Agent state", () => {
         applied.map((e) => [e.toolCallId, e.depth ?? 0, e.state]),
         [["b1", 1, { n: 1 }], ["b2", 1, { n: 2 }], ["n1", 0, { items: ["x"] }]]
       )
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("a retried call counts only the updates of the attempt that ended it", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const flaky = Tool.make("flaky_note", {
+        description: "Adds a note; its first attempt fails transiently.",
+        input: Schema.Struct({ text: Schema.String }),
+        services: [AgentState.AgentState],
+        safety: { idempotent: true },
+        retry: Executor.backoff({ base: "1 millis", maxAttempts: 2, jitter: false }),
+        handler: ({ text }) =>
+          Effect.andThen(
+            Notes.update({ add: `${text}${++attempts}` }),
+            attempts === 1 ? Effect.fail(ToolError.retryable("busy")) : Effect.succeed("ok")
+          )
+      })
+      const result = yield* Agent.run({
+        messages: [user("notes")],
+        tools: Result.getOrThrow(ToolRegistry.makeResult([flaky])),
+        state: Notes
+      }).pipe(
+        Effect.provide(ChatModel.scripted([ChatModel.callTools([["f1", "flaky_note", { text: "try" }]]), ChatModel.answer("done")]))
+      )
+      assert.strictEqual(attempts, 2)
+      assert.deepStrictEqual(result.state, { items: ["try2"] })
     }).pipe(Effect.provide(ToolServices.layerTest())))
 
   it.live("Agent.stream reports the updates as agent.state events", () =>
