@@ -570,7 +570,7 @@ export const stream = <R, MR = never, S extends OutputSchema = never, St = unkno
   }))
 
 /** What a run of tools `R` requires: the executor's requirements, less the `AgentState` the loop provides. */
-export type Requirements<R> = Exclude<Executor.Requirements<R>, AgentState.AgentState>
+export type Requirements<R> = [Exclude<Executor.Requirements<R>, AgentState.AgentState>][0]
 
 /** The services an agent run needs besides the model and the tools' own: for typing layers. */
 export type Services = RunContext | EventSink
