@@ -127,7 +127,9 @@ const message = (error: unknown): string => error instanceof Error ? error.messa
 /** A cell for `definition`, or one that refuses every use (a run without state). @internal */
 export const cell = (definition: Definition<any, any> | undefined): Cell => {
   let state: unknown = definition?.initial
-  const pending = new Map<string, { attempt: number; updates: Array<Recorded> }>()
+  // `call` is the call's live context: its `attempt` is the attempt running now, so at `apply` (after
+  // the call ended) a record whose `attempt` differs belongs to a failed attempt and is dropped.
+  const pending = new Map<string, { attempt: number; call?: { readonly attempt: number }; updates: Array<Recorded> }>()
   const updateCodec = definition === undefined ? undefined : Schema.toCodecJson(definition.updateSchema)
   const stateCodec = definition === undefined ? undefined : Schema.toCodecJson(definition.schema)
   const service: Service = {
@@ -139,7 +141,7 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
         const { toolCallId, attempt } = call.value
         let entry = pending.get(toolCallId)
         if (entry === undefined || entry.attempt !== attempt) {
-          entry = { attempt, updates: [] }
+          entry = { attempt, call: call.value, updates: [] }
           pending.set(toolCallId, entry)
         }
         const encoded = Schema.encodeUnknownResult(updateCodec!)(update)
@@ -160,6 +162,8 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
       const entry = pending.get(id)
       pending.delete(id)
       if (entry === undefined || definition === undefined) return Result.succeed([])
+      // Recorded by an attempt that failed and was retried, the attempt that ended the call recording nothing.
+      if (entry.call !== undefined && entry.call.attempt !== entry.attempt) return Result.succeed([])
       let next = state
       const applied: Array<Applied> = []
       for (const recorded of entry.updates) {

@@ -260,6 +260,31 @@ describe("Agent state", () => {
       assert.deepStrictEqual(result.state, { items: ["try2"] })
     }).pipe(Effect.provide(ToolServices.layerTest())))
 
+  it.live("a retried call whose failed attempt recorded an update, and whose last attempt recorded none, updates nothing", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const flaky = Tool.make("flaky_note", {
+        description: "Adds a note on its first attempt, which fails transiently; the retry adds nothing.",
+        input: Schema.Struct({ text: Schema.String }),
+        services: [AgentState.AgentState],
+        safety: { idempotent: true },
+        retry: Executor.backoff({ base: "1 millis", maxAttempts: 2, jitter: false }),
+        handler: ({ text }) =>
+          ++attempts === 1
+            ? Effect.andThen(Notes.update({ add: text }), Effect.fail(ToolError.retryable("busy")))
+            : Effect.succeed("ok")
+      })
+      const result = yield* Agent.run({
+        messages: [user("notes")],
+        tools: Result.getOrThrow(ToolRegistry.makeResult([flaky])),
+        state: Notes
+      }).pipe(
+        Effect.provide(ChatModel.scripted([ChatModel.callTools([["f1", "flaky_note", { text: "stale" }]]), ChatModel.answer("done")]))
+      )
+      assert.strictEqual(attempts, 2)
+      assert.deepStrictEqual(result.state, Notes.initial)
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
   it.live("Agent.stream reports the updates as agent.state events", () =>
     Effect.gen(function*() {
       const streamed = yield* Agent.stream({ messages: [user("notes")], tools: registry, state: Notes }).pipe(
