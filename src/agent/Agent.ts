@@ -22,9 +22,10 @@
  * ({@link loopWith}, {@link Steps}): `tinyagents/durable` runs the same loop with steps that
  * journal each model turn and each call as workflow activities.
  */
-import { type Cause, Data, Effect, Fiber, Queue, Result, Schema, Stream } from "effect"
+import { Data, Effect, Result, Schema, Stream } from "effect"
 import * as ChatModel from "./ChatModel.ts"
 import * as Output from "./internal/output.ts"
+import { eventStream } from "./internal/eventStream.ts"
 import { parsePartial } from "./internal/partialJson.ts"
 import { InvalidArguments, MalformedArguments } from "../contract/ToolError.ts"
 import { stringify } from "../internal/json.ts"
@@ -543,31 +544,7 @@ export interface StreamOptions<R, MR = never, S extends OutputSchema = never, St
 export const stream = <R, MR = never, S extends OutputSchema = never, St = unknown>(
   options: StreamOptions<R, MR, S, St>
 ): Stream.Stream<ToolEvent.Event, AgentFailed, ChatModel.ChatModel | Requirements<R | MR>> =>
-  Stream.unwrap(Effect.gen(function*() {
-    const sink = yield* EventSink
-    const queue = yield* Queue.bounded<ToolEvent.Event, AgentFailed | Cause.Done>(Math.max(1, options.bufferSize ?? 64))
-    // Every event goes to the application's sink, then to the consumer (waiting while the buffer is
-    // full, never once the consumer is gone). The sink's own failure is passed on, for the executor to log.
-    const tee = EventSink.of({
-      emit: (event) =>
-        Effect.flatMap(
-          Effect.exit(Effect.suspend(() => sink.emit(event))),
-          (exit) => Effect.andThen(Queue.offer(queue, event), exit)
-        )
-    })
-    const fiber = yield* loop(options, true).pipe(
-      Effect.provideService(EventSink, tee),
-      Effect.matchCauseEffect({
-        onSuccess: () => Queue.end(queue),
-        onFailure: (cause) => Queue.failCause(queue, cause)
-      }),
-      Effect.forkScoped
-    )
-    // The consumer is gone (or done): stop taking events first, so that the cancelled calls'
-    // terminal events never wait for it, then stop the loop and wait for it to end.
-    yield* Effect.addFinalizer(() => Effect.andThen(Queue.shutdown(queue), Fiber.interrupt(fiber)))
-    return Stream.fromQueue(queue)
-  }))
+  eventStream(loop(options, true), options.bufferSize)
 
 /** What a run of tools `R` requires: the executor's requirements, less the `AgentState` the loop provides. */
 export type Requirements<R> = [Exclude<Executor.Requirements<R>, AgentState.AgentState>][0]

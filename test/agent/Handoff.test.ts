@@ -160,4 +160,87 @@ describe("Handoff.run", () => {
       })
       assert.deepStrictEqual(custom[0]!.messages.at(-1), user("triage -> billing: refund order 42"))
     }).pipe(Effect.provide([ToolServices.layerTest({ runId: "run" }), ChatModel.scripted([])])))
+
+  it.effect("a `handoff` field that is not a handoff payload is a plain result: neither refused nor handed over", () =>
+    Effect.gen(function*() {
+      // a ticketing tool whose output legitimately has a field named `handoff`
+      const ticket = Tool.make("ticket", {
+        description: "Opens a ticket.",
+        input: Schema.Struct({ title: Schema.String }),
+        handler: ({ title }) => Effect.succeed({ id: 7, title, handoff: { status: "queued", team: "support" } })
+      })
+      const flag = Tool.make("flag", {
+        description: "Flags a ticket.",
+        input: Schema.Struct({ id: Schema.Int }),
+        handler: ({ id }) => Effect.succeed({ id, handoff: "pending" })
+      })
+      const result = yield* Handoff.run({
+        agents: {
+          triage: {
+            tools: registryOf([ticket, flag]),
+            model: ChatModel.scripted([
+              ChatModel.callTools([["c1", "ticket", { title: "broken" }], ["c2", "flag", { id: 7 }]]),
+              (request: ChatModel.Request) => {
+                const last = request.messages.at(-1)
+                return ChatModel.answer(last?.role === "tool" ? last.results.map(ToolResult.textOf).join(" | ") : "?")
+              }
+            ])
+          },
+          billing: billing([])
+        },
+        start: "triage",
+        messages: [user("open a ticket")]
+      })
+      assert.strictEqual(result.agent, "triage")
+      assert.strictEqual(result.reason, "final_answer")
+      assert.deepStrictEqual(result.transfers, [])
+      assert.deepStrictEqual(result.results.map((r) => [r.isError, r.value]), [
+        [false, { id: 7, title: "broken", handoff: { status: "queued", team: "support" } }],
+        [false, { id: 7, handoff: "pending" }]
+      ])
+      assert.notMatch(result.text, /refused/)
+      assert.isFalse((yield* events).some((e) => e._tag === "agent.handoff"))
+    }).pipe(Effect.provide([ToolServices.layerTest({ runId: "run" }), ChatModel.scripted([])])))
+
+  it.effect("a well-formed payload under `handoff` hands over; a malformed one under the `__handoff` marker is refused", () =>
+    Effect.gen(function*() {
+      const route = Tool.make("route", {
+        description: "Routes the conversation.",
+        input: Schema.Struct({ to: Schema.String }),
+        handler: ({ to }) => Effect.succeed({ handoff: { target: to, task: "refund order 42" } })
+      })
+      const named = yield* Handoff.run({
+        agents: {
+          triage: { tools: registryOf([route]), model: ChatModel.scripted([ChatModel.callTools([["r1", "route", { to: "billing" }]])]) },
+          billing: billing([])
+        },
+        start: "triage",
+        messages: [user("refund please")]
+      })
+      assert.deepStrictEqual(named.transfers, [{ from: "triage", to: "billing", task: "refund order 42", toolCallId: "r1" }])
+      assert.strictEqual(named.text, "billing: order 42 refunded")
+
+      const broken = Tool.make("broken", {
+        description: "Hands over without a target.",
+        input: Schema.Struct({}),
+        handler: () => Effect.succeed({ __handoff: { task: "refund order 42" } })
+      })
+      const marker = yield* Handoff.run({
+        agents: {
+          triage: {
+            tools: registryOf([broken]),
+            model: ChatModel.scripted([
+              ChatModel.callTools([["x1", "broken", {}]]),
+              (request: ChatModel.Request) => ChatModel.answer(lastResult(request))
+            ])
+          },
+          billing: billing([])
+        },
+        start: "triage",
+        messages: [user("refund please")]
+      })
+      assert.deepStrictEqual(marker.transfers, [])
+      assert.strictEqual(marker.results[0]?.error?.disposition, "repair")
+      assert.match(marker.text, /^broken: handoff refused: malformed \(.*target.*\); nothing was handed over$/)
+    }).pipe(Effect.provide([ToolServices.layerTest({ runId: "run" }), ChatModel.scripted([])])))
 })
