@@ -2,7 +2,9 @@
  * An agent as a tool (`Agent.asTool`, or {@link make}): calling the tool runs a nested agent loop
  * (its own model, tools, system prompt and limits) on a prompt made from the call's input, and the
  * nested run's final answer is the tool's output. It owns the nesting: the nested run's `RunContext`
- * (its run id is `<parent run>/<call id>`, `nesting` names the parent run, call and depth, so every
+ * (its run id is `<parent run>/<turn>/<call id>`, the turn the parent's call is in, so that call ids a
+ * provider repeats from turn to turn (Gemini's `call_0`) name distinct runs; a retried attempt adds
+ * `#<attempt>`; `nesting` names the parent run, call and depth, so every
  * event it reports carries `parentRunId`, `parentCallId` and `depth` and one run's events form a tree),
  * the depth limit, and how the nested run's end becomes the call's outcome. It does not own the loop
  * (`Agent`), nor handing a conversation over to another agent (`Handoff`).
@@ -124,7 +126,7 @@ export const make = <
       const messages: ReadonlyArray<ChatModel.Message> = typeof given === "string"
         ? [{ role: "user", content: given }]
         : given
-      const runId = `${context.runId}/${call.toolCallId}${call.attempt > 1 ? `#${call.attempt}` : ""}`
+      const runId = `${context.runId}/${call.turn}/${call.toolCallId}${call.attempt > 1 ? `#${call.attempt}` : ""}`
       // read when called, so that an agent may list itself among its tools (a getter)
       const { model, ...runOptions } = agent
       const exit = yield* Agent.run({ ...runOptions, name: agentName, messages } as Agent.RunOptions<R, MR, S, St>).pipe(

@@ -46,7 +46,7 @@ describe("Agent.asTool", () => {
       assert.deepStrictEqual(result.usage, usage(118, 59))
 
       const log = yield* events
-      const nested = log.filter((e) => e.runId === "run/c1")
+      const nested = log.filter((e) => e.runId === "run/0/c1")
       const top = log.filter((e) => e.runId === "run")
       assert.deepStrictEqual(nested.map((e) => e._tag), [
         "agent.turn_started",
@@ -185,7 +185,7 @@ describe("Agent.asTool", () => {
         "ToolFailure",
         "repair",
         1,
-        "run/c1"
+        "run/0/c1"
       ])
       assert.isFalse(log.some((e) => e.depth === 2))
     }).pipe(Effect.provide(Layer.merge(
@@ -275,6 +275,31 @@ describe("Agent.asTool", () => {
       assert.strictEqual(result.results[0]!.error?._tag, "ToolCancelled")
     }).pipe(Effect.provide(Layer.merge(
       ChatModel.scripted([ChatModel.callTools([["c1", "slow", { task: "x" }]])]),
+      services
+    ))))
+
+  it.effect("a call id the provider repeats every turn (Gemini's call_0) names a distinct nested run each turn", () =>
+    Effect.gen(function*() {
+      const answering = Agent.asTool({
+        tools: registryOf([]),
+        model: ChatModel.fromFunction(() => Effect.succeed(ChatModel.answer("done")))
+      }, { name: "helper", description: "Helps.", input: Task })
+      yield* Agent.run({ messages: [user("go")], tools: registryOf([answering]) })
+      const log = yield* events
+      const nestedRuns = [...new Set(log.filter((e) => e.depth === 1).map((e) => e.runId))]
+      assert.deepStrictEqual(nestedRuns, ["run/0/call_0", "run/1/call_0"])
+      // each nested run's sequence is its own, gap-free (one shared run id would interleave two runs)
+      for (const runId of nestedRuns) {
+        const own = log.filter((e) => e.runId === runId)
+        assert.deepStrictEqual(own.map((e) => e.sequence), own.map((_, i) => i))
+        assert.deepStrictEqual(own.map((e) => e._tag), ["agent.turn_started", "agent.model_responded", "agent.finished"])
+      }
+    }).pipe(Effect.provide(Layer.merge(
+      ChatModel.scripted([
+        ChatModel.callTools([["call_0", "helper", { task: "one" }]]),
+        ChatModel.callTools([["call_0", "helper", { task: "two" }]]),
+        ChatModel.answer("ok")
+      ]),
       services
     ))))
 
