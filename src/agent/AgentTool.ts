@@ -17,16 +17,20 @@
  *
  * The nested run's failure is the call's repairable `ToolFailure` (the calling model reads what went
  * wrong and may answer otherwise): a fatal error in the nested run (`AgentFailed`), a run that ended
- * without an answer (`max_turns`, `cancelled`), or a depth over the limit (nothing runs). A parent that
- * wants these fatal runs with `repair: false`.
+ * without an answer (`max_turns`, `cancelled`), an agent with `output` that ended without its typed
+ * answer (`return_direct`, `handoff`) with a text its output schema does not decode (a text it decodes
+ * is the output), or a depth over the limit (nothing runs). A parent that wants these fatal runs with
+ * `repair: false`.
  */
-import { type Duration, Effect, type Layer, type Schema } from "effect"
+import { type Duration, Effect, type Layer, Result, type Schema } from "effect"
 import * as Agent from "./Agent.ts"
 import * as ChatModel from "./ChatModel.ts"
 import { provideModel } from "./internal/model.ts"
+import * as Output from "./internal/output.ts"
 import type { Safety } from "../contract/Safety.ts"
 import * as Tool from "../contract/Tool.ts"
 import * as ToolError from "../contract/ToolError.ts"
+import * as ToolInput from "../contract/ToolInput.ts"
 import { EventSink } from "../runtime/EventSink.ts"
 import type * as Executor from "../runtime/Executor.ts"
 import { RunContext } from "../runtime/RunContext.ts"
@@ -108,6 +112,7 @@ export const make = <
   const prompt = options.prompt ?? defaultPrompt
   // A typed final output, when the agent declares one (`RunOptions.output`): the tool's output schema.
   const output = agent.output as Schema.Top | undefined
+  const decodeText = agent.output === undefined ? undefined : ToolInput.decoder(options.name, agent.output)
   const failure = (message: string, detail: Record<string, unknown>) =>
     Effect.fail(ToolError.repairable(message, { agent: agentName, ...detail }))
 
@@ -155,7 +160,17 @@ export const make = <
           { reason: result.reason }
         )
       }
-      return output !== undefined && result.output !== undefined ? result.output : result.text
+      if (decodeText === undefined) return result.text
+      if (result.output !== undefined) return result.output
+      // ended without its typed answer (`return_direct`, `handoff`): the text it ended with, if the schema takes it
+      const decoded = decodeText(result.text)
+      if (Result.isSuccess(decoded)) return decoded.success
+      return yield* failure(
+        `agent ${agentName} ended (${result.reason}) without its typed answer, and the text it ended with is not one (${
+          Output.issuesText(decoded.failure)
+        }); answer without it or ask again`,
+        { reason: result.reason }
+      )
     })
 
   return Tool.make(options.name, {

@@ -121,6 +121,42 @@ describe("Agent.asTool", () => {
       services
     ))))
 
+  it.effect("a nested agent with a typed output that ends by return_direct: its text is the output when it decodes, else a repairable failure", () =>
+    Effect.gen(function*() {
+      const lookup = Tool.make("lookup", {
+        description: "Looks up; its answer ends the run.",
+        input: Schema.Struct({ json: Schema.Boolean }),
+        returnDirect: true,
+        handler: ({ json }) => Effect.succeed(json ? "{\"sum\":5}" : "the sum is five")
+      })
+      const summer = Agent.asTool({
+        tools: registryOf([lookup]),
+        output: Schema.Struct({ sum: Schema.Int }),
+        model: ChatModel.fromFunction((request) => {
+          const user = request.messages.find((m) => m.role === "user")
+          return Effect.succeed(ChatModel.callTools([["l1", "lookup", { json: user?.content === "json" }]]))
+        })
+      }, { name: "summer", description: "Sums.", input: Task })
+      const result = yield* Agent.run({ messages: [user("go")], tools: registryOf([summer]) })
+      assert.strictEqual(result.reason, "final_answer")
+      const [text, json] = result.results
+      assert.isTrue(text!.isError)
+      assert.strictEqual(text!.error?._tag, "ToolFailure")
+      assert.strictEqual(text!.error?.disposition, "repair")
+      assert.match(
+        ToolResult.textOf(text!),
+        /^agent summer ended \(return_direct\) without its typed answer, and the text it ended with is not one \(malformed answer: /
+      )
+      assert.deepStrictEqual([json!.isError, json!.value], [false, { sum: 5 }])
+    }).pipe(Effect.provide(Layer.merge(
+      ChatModel.scripted([
+        ChatModel.callTools([["c1", "summer", { task: "text" }]]),
+        ChatModel.callTools([["c2", "summer", { task: "json" }]]),
+        ChatModel.answer("ok")
+      ]),
+      services
+    ))))
+
   it.effect("the nested agent's failure is the call's repairable ToolFailure; the parent goes on", () =>
     Effect.gen(function*() {
       const broken = Agent.asTool({ tools: registryOf([]), model: ChatModel.scripted([]) }, {

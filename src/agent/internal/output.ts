@@ -62,7 +62,7 @@ export const plan = <S extends Schema.ConstraintDecoder<unknown>>(
 }
 
 /** The issues of a rejected answer, as the tool repair messages word them (without the tool's name). */
-const issuesText = (error: MalformedArguments | InvalidArguments): string =>
+export const issuesText = (error: MalformedArguments | InvalidArguments): string =>
   error._tag === "MalformedArguments"
     ? `malformed answer: ${error.reason}`
     : `invalid answer: ${error.message.slice(`${error.toolName}: invalid arguments: `.length)}`
