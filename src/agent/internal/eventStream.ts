@@ -2,8 +2,7 @@
  * A run as the `Stream` of the events it reports (`Agent.stream`, `Handoff.stream`): every event the
  * application's `EventSink` receives goes there first, then through a bounded buffer to the consumer
  * (a slow consumer slows the run, nothing is dropped). The stream ends when the run ends, or fails
- * as it fails. Ending the stream early stops the run: the buffer stops taking events first, so the
- * cancelled calls' terminal events never wait for the consumer, then the run is interrupted and awaited.
+ * as it fails. Ending the stream early stops the run (interrupted, then awaited).
  */
 import { type Cause, Effect, Fiber, Queue, Stream } from "effect"
 import { EventSink } from "../../runtime/EventSink.ts"
@@ -32,6 +31,15 @@ export const eventStream = <A, E, R>(
       }),
       Effect.forkScoped
     )
-    yield* Effect.addFinalizer(() => Effect.andThen(Queue.shutdown(queue), Fiber.interrupt(fiber)))
+    // The consumer is gone (or done). The run is told to stop before the buffer stops taking events:
+    // once shut down, offers return at once, and a run of synchronous steps (a next agent's whole run)
+    // would go on to its end before an interruption requested after it. The buffer then stops taking
+    // events, so that the cancelled calls' terminal events never wait for the consumer; then the run is awaited.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        fiber.interruptUnsafe()
+        return Effect.andThen(Queue.shutdown(queue), Fiber.await(fiber))
+      })
+    )
     return Stream.fromQueue(queue)
   }))
