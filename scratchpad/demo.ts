@@ -269,6 +269,8 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
       return `${at}  state after ${event.toolName} ${event.toolCallId}: ${JSON.stringify(event.state)}`
     case "agent.handoff":
       return `${at}  ${event.toolName} ${event.toolCallId} hands over to ${event.target}: ${event.task}`
+    case "agent.tools_revealed":
+      return `${at}  ${event.toolName} ${event.toolCallId} revealed ${event.names.join(", ")} for ${JSON.stringify(event.query)}`
     case "tool.started":
       return `${at}    ${pad("started", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${JSON.stringify(event.arguments)}`
     case "tool.completed":

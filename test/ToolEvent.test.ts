@@ -134,6 +134,10 @@ const produceEvents = Effect.gen(function*() {
   yield* executor.emit({ _tag: "agent.approval_requested", turn: 0, toolCallId: "a2", toolName: "add", arguments: { a: 1, b: 2 } })
   // A handoff to another agent (`Handoff.run`), as the loop emits it.
   yield* executor.emit({ _tag: "agent.handoff", turn: 0, toolCallId: "h1", toolName: "escalate", target: "billing", task: "refund" })
+  // A tool search's finds (Agent.run's toolSearch), as the loop reports them after its batch.
+  yield* Agent.run({ messages: [{ role: "user", content: "add" }], tools, toolSearch: {} }).pipe(
+    Effect.provide(ChatModel.scripted([ChatModel.callTools([["s1", "search_tools", { query: "add numbers" }]]), ChatModel.answer("ok")]))
+  )
   // A state update (Agent.run's state), applied by the loop after its batch.
   const Count = AgentState.make({
     schema: Schema.Struct({ n: Schema.Int }),

@@ -38,8 +38,10 @@ import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolError } from "../contract/ToolError.ts"
 import { redactArguments } from "../internal/redact/policy.ts"
 import * as ToolRegistry from "../contract/ToolRegistry.ts"
+import * as ToolSearch from "./ToolSearch.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 import { UsageMeter } from "./internal/usage.ts"
+import type { Context } from "effect"
 import * as Handoffs from "./internal/handoff.ts"
 import * as AgentTool from "./AgentTool.ts"
 import * as AgentState from "./AgentState.ts"
@@ -99,6 +101,13 @@ export interface RunOptions<R, MR = never, S extends OutputSchema = never, St = 
    * turn's `selectTools`, `system`, middleware and tools see the new state; `AgentResult.state` is the last.
    */
   readonly state?: AgentState.Definition<St, any>
+  /**
+   * Tool search (`ToolSearch`): deferred tools are not advertised until the model finds them with
+   * the search tool this adds (`search_tools`); each search's finds are reported
+   * (`agent.tools_revealed`) and advertised from the next turn. Native where the model's provider
+   * has tool search (`ChatModel.toolSearch`), portable otherwise.
+   */
+  readonly toolSearch?: ToolSearch.Options
 }
 
 export type StopReason = "final_answer" | "max_turns" | "return_direct" | "cancelled" | "handoff"
@@ -195,6 +204,8 @@ export interface Steps<X> {
    * otherwise a run with `output` advertises the final-answer tool.
    */
   readonly structuredOutput?: boolean
+  /** `ask` sends `Request.toolSearch` to a model with tool search of its own (`ChatModel.toolSearch`). */
+  readonly toolSearch?: boolean
 }
 
 /**
@@ -208,6 +219,7 @@ export const directSteps = <R, MR, S extends OutputSchema = never, St = unknown>
 ): Effect.Effect<Steps<Executor.Requirements<R | MR>>, never, ChatModel.ChatModel> =>
   Effect.map(ChatModel.ChatModel, (model): Steps<Executor.Requirements<R | MR>> => ({
     structuredOutput: model.structuredOutput === true,
+    toolSearch: model.toolSearch === true,
     ask: (request, turn) => {
       let response: ChatModel.Response | undefined
       // the typed final answer as it arrives: the text (structured output) or the final-answer call's arguments
@@ -298,7 +310,12 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
   Effect.gen(function*() {
     const base = yield* RunContext
     yield* Effect.annotateCurrentSpan({ "gen_ai.conversation.id": base.threadId, "tinyagents.run.id": base.runId })
-    const executor = yield* Executor.make(options.tools, options)
+    // tool search: the run's tools and the search tool; what the transcript's searches revealed
+    const search = options.toolSearch === undefined
+      ? undefined
+      : yield* Effect.orDie(Effect.fromResult(ToolSearch.plan(options.tools, options.toolSearch)))
+    const revealed = search === undefined ? undefined : ToolSearch.revealedIn(options.messages, search.tool)
+    const executor = yield* Executor.make(search?.tools ?? options.tools, options)
     const maxTurns = options.maxTurns ?? 10
     const systemPrompt = (): string | undefined =>
       typeof options.system === "function" ? options.system(state.get() as St) : options.system
@@ -389,19 +406,25 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
           transcript[0] = { role: "system", content: systemPrompt() ?? "" }
         }
         const selected = options.selectTools?.({ turn, transcript, registry: options.tools, state: state.get() as St })
-        const advertised = selected === undefined
+        const chosen = selected === undefined
           ? ToolRegistry.all(options.tools)
           : Array.isArray(selected)
           ? yield* Effect.orDie(ToolRegistry.advertise(options.tools, selected as ReadonlyArray<string>))
           : selected as ToolRegistry.Advertised<R>
+        const searching = search === undefined
+          ? undefined
+          : ToolSearch.turnTools(search, chosen, revealed!, turn, step.toolSearch === true)
+        const advertised = searching?.advertised ?? chosen
+        const shown = searching?.shown ?? advertised.specs
+        const searchRequest = searching?.request === undefined ? {} : { toolSearch: searching.request }
         const inTurn = <A, E, R2>(effect: Effect.Effect<A, E, R2>) =>
           Effect.provideService(effect, RunContext, { ...base, turn })
         yield* inTurn(executor.emit({ _tag: "agent.turn_started", turn, advertised: advertised.names }))
         const request: ChatModel.Request = output === undefined
-          ? { messages: transcript, tools: advertised.specs }
+          ? { messages: transcript, tools: shown, ...searchRequest }
           : step.structuredOutput === true
-          ? { messages: transcript, tools: advertised.specs, output: output.format }
-          : { messages: transcript, tools: [...advertised.specs, output.tool], answerTool: output.name }
+          ? { messages: transcript, tools: shown, output: output.format, ...searchRequest }
+          : { messages: transcript, tools: [...shown, output.tool], answerTool: output.name, ...searchRequest }
         const response = yield* Effect.result(Tracing.chat(inTurn(step.ask(request, turn))))
         if (response._tag === "Failure") return yield* inTurn(fail("model", response.failure, turn + 1))
         // cancelled while the model answered: the answer is not acted on (its calls never start)
@@ -478,6 +501,21 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
             })
         })
         if (batch._tag === "Failure") return yield* inTurn(fail("tool", batch.failure.errors[0]!, turn + 1))
+        if (search !== undefined) {
+          for (const result of answered) {
+            const names = ToolSearch.revealedBy(result, search.tool)
+            if (names.length === 0) continue
+            for (const name of names) revealed!.set(name, turn)
+            yield* inTurn(executor.emit({
+              _tag: "agent.tools_revealed",
+              turn,
+              toolCallId: result.toolCallId,
+              toolName: result.name,
+              query: ToolSearch.queryOf(result),
+              names
+            }))
+          }
+        }
 
         const handoff = options.handoffs === undefined ? undefined : Handoffs.find(answered, options.handoffs)
         if (handoff !== undefined) {
@@ -557,3 +595,9 @@ export type Services = RunContext | EventSink
  * input; its final answer is the tool's output (see `AgentTool`, which this is).
  */
 export const asTool: typeof AgentTool.make = (agent, options) => AgentTool.make(agent, options)
+
+/**
+ * Where a run counts the token usage of runs nested in its tool calls (each batch gets its own): a
+ * runtime that runs a nested agent elsewhere (a durable child run) or replays a call adds its usage here.
+ */
+export const NestedUsage: Context.Reference<{ readonly add: (usage: ChatModel.Usage) => void }> = UsageMeter

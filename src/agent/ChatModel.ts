@@ -61,6 +61,21 @@ export interface Request {
    * `tool_choice: any`, Gemini `mode: ANY`).
    */
   readonly answerTool?: string
+  /**
+   * Tool search in the provider's own form (only for a model that declares `toolSearch`; see
+   * `ToolSearch`): `tool` names the search tool among `tools`, `deferred` lists every deferred tool
+   * (revealed or not, in registry order, the same every turn, so that the request's tools never
+   * change and prompt caching holds). The adapter sends the deferred tools with the provider's
+   * deferral marker and its search tool in place of `tool`, and answers a search call's result
+   * (`ToolSearch.revealedBy`) with the provider's references to the tools it found.
+   */
+  readonly toolSearch?: ToolSearchRequest
+}
+
+/** See {@link Request.toolSearch}. */
+export interface ToolSearchRequest {
+  readonly tool: string
+  readonly deferred: ReadonlyArray<ToolSpec>
 }
 
 /** Why the model stopped: `stop` (a final answer), `tool_calls`, `length` (output token limit), `content_filter`, or `other`. */
@@ -124,6 +139,13 @@ export interface ChatModelShape {
    * text. Without it, an agent asking for typed output gives the model a final-answer tool instead.
    */
   readonly structuredOutput?: boolean
+  /**
+   * The model's provider has tool search of its own (deferred tools and a search tool in its wire
+   * format: Anthropic Messages, OpenAI Responses): an agent with `toolSearch` sends it
+   * `Request.toolSearch`. Without it the agent's search is portable: the search tool is a plain tool
+   * and the tools it reveals are advertised from the next turn.
+   */
+  readonly toolSearch?: boolean
 }
 
 /**
@@ -172,12 +194,17 @@ export const make = (
   operations:
     | { readonly generate: ChatModelShape["generate"]; readonly stream?: ChatModelShape["stream"] }
     | { readonly generate?: ChatModelShape["generate"]; readonly stream: ChatModelShape["stream"] },
-  options: { readonly structuredOutput?: boolean } = {}
+  options: { readonly structuredOutput?: boolean; readonly toolSearch?: boolean } = {}
 ): ChatModelShape => {
   const generate = operations.generate ?? ((request: Request) => Effect.suspend(() => collect(operations.stream!(request))))
   const stream = operations.stream ??
     ((request: Request) => Stream.fromIterableEffect(Effect.map(Effect.suspend(() => generate(request)), partsOf)))
-  return options.structuredOutput === true ? { generate, stream, structuredOutput: true } : { generate, stream }
+  return {
+    generate,
+    stream,
+    ...(options.structuredOutput === true ? { structuredOutput: true } : {}),
+    ...(options.toolSearch === true ? { toolSearch: true } : {})
+  }
 }
 
 /** Zero usage. */
@@ -206,6 +233,11 @@ export interface ScriptedOptions {
    * with true, a turn answers with `answerJson(value)` and sees `request.output`).
    */
   readonly structuredOutput?: boolean
+  /**
+   * Whether the model declares tool search of its own (default false: an agent with `toolSearch`
+   * gives it the search tool as a plain tool; with true it sees `request.toolSearch`).
+   */
+  readonly toolSearch?: boolean
 }
 
 /** A turn that calls tools; `calls` are `[id, name, arguments]`. */

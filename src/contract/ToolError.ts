@@ -131,16 +131,22 @@ export class ToolNotFound extends Schema.TaggedError<ToolNotFound>()("ToolNotFou
   }
 }
 
-/** The tool exists but was not advertised to the model this turn. */
+/**
+ * The tool exists but was not advertised to the model this turn. `searchWith`: the tool is deferred
+ * (`ToolSearch`) and not revealed yet: the model should search with that tool first.
+ */
 export class ToolNotAllowed extends Schema.TaggedError<ToolNotAllowed>()("ToolNotAllowed", {
   toolName: Schema.String,
-  advertised: Schema.Array(Schema.String)
+  advertised: Schema.Array(Schema.String),
+  searchWith: Schema.optionalKey(Schema.String)
 }) {
   readonly disposition = "repair" as const
   override get message(): string {
-    return `tool ${JSON.stringify(this.toolName)} is not available this turn; available tools: ${
-      this.advertised.length === 0 ? "(none)" : this.advertised.join(", ")
-    }`
+    const available = this.advertised.length === 0 ? "(none)" : this.advertised.join(", ")
+    return this.searchWith === undefined
+      ? `tool ${JSON.stringify(this.toolName)} is not available this turn; available tools: ${available}`
+      : `tool ${JSON.stringify(this.toolName)} is not loaded yet: call ${this.searchWith} first with what you need, ` +
+        `then call a tool it returns; available tools: ${available}`
   }
 }
 

@@ -229,6 +229,21 @@ export interface AgentState extends Stamp {
   readonly state: unknown
 }
 
+/**
+ * A tool search (`ToolSearch`) revealed deferred tools: the search call, its query and the tools it
+ * found, in rank order. They are advertised to the model from the next turn (for the rest of the
+ * run, unless the search keeps them one turn).
+ */
+export interface AgentToolsRevealed extends Stamp {
+  readonly _tag: "agent.tools_revealed"
+  readonly turn: number
+  readonly toolCallId: string
+  /** The search tool's name. */
+  readonly toolName: string
+  readonly query: string
+  readonly names: ReadonlyArray<string>
+}
+
 export interface AgentFinished extends Stamp {
   readonly _tag: "agent.finished"
   readonly turns: number
@@ -259,6 +274,7 @@ export type AgentEvent =
   | AgentOutputDelta
   | AgentOutput
   | AgentState
+  | AgentToolsRevealed
   | AgentFinished
 
 /** Everything that goes through an `EventSink`. */
@@ -421,6 +437,15 @@ export const AgentState = Schema.TaggedStruct("agent.state", {
   state: JsonData
 })
 
+export const AgentToolsRevealed = Schema.TaggedStruct("agent.tools_revealed", {
+  ...stamp,
+  turn: Schema.Number,
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  query: Schema.String,
+  names: Schema.Array(Schema.String)
+})
+
 export const AgentFinished = Schema.TaggedStruct("agent.finished", {
   ...stamp,
   turns: Schema.Number,
@@ -452,6 +477,7 @@ export const AgentEvent = Schema.Union([
   AgentOutputDelta,
   AgentOutput,
   AgentState,
+  AgentToolsRevealed,
   AgentFinished
 ]).pipe(
   Schema.toTaggedUnion("_tag")

@@ -102,11 +102,27 @@ export const make = <const Tools extends ReadonlyArray<Tool.Any>>(
 export const makeResult = <const Tools extends ReadonlyArray<Tool.Any>>(
   tools: Tools,
   options: MakeOptions = {}
-): Result.Result<ToolRegistry<Tool.Services<Tools[number]>>, InvalidRegistry> => {
+): Result.Result<ToolRegistry<Tool.Services<Tools[number]>>, InvalidRegistry> => build([], tools, options)
+
+/**
+ * `registry` with `tools` added after its own, checked as {@link make} checks (a name already
+ * registered is a `DuplicateToolName`); the registry's entries are reused, not exported again.
+ */
+export const extendResult = <R, const Tools extends ReadonlyArray<Tool.Any>>(
+  registry: ToolRegistry<R>,
+  tools: Tools
+): Result.Result<ToolRegistry<R | Tool.Services<Tools[number]>>, InvalidRegistry> =>
+  build(registry.entries as ReadonlyArray<Entry<R | Tool.Services<Tools[number]>>>, tools, { limits: registry.limits })
+
+const build = <R>(
+  existing: ReadonlyArray<Entry<R>>,
+  tools: ReadonlyArray<Tool.Any>,
+  options: MakeOptions
+): Result.Result<ToolRegistry<R>, InvalidRegistry> => {
   const violations: Array<Violation> = []
-  const entries: Array<Entry<Tool.Services<Tools[number]>>> = []
-  const byName = new Map<string, Entry<Tool.Services<Tools[number]>>>()
-  const pairs: Array<readonly [string, ToolName.ToolName]> = []
+  const entries: Array<Entry<R>> = [...existing]
+  const byName = new Map<string, Entry<R>>(existing.map((entry) => [entry.spec.name, entry]))
+  const pairs: Array<readonly [string, ToolName.ToolName]> = existing.map((entry) => [entry.tool.name, entry.spec.name])
   for (const tool of tools) {
     const spec = Tool.spec(tool)
     if (Result.isFailure(spec)) {
@@ -127,8 +143,8 @@ export const makeResult = <const Tools extends ReadonlyArray<Tool.Any>>(
       )
       continue
     }
-    const entry: Entry<Tool.Services<Tools[number]>> = {
-      tool,
+    const entry: Entry<R> = {
+      tool: tool as Entry<R>["tool"],
       spec: spec.success,
       decode: ToolInput.decoder(name, tool.input, {
         allowUnknownKeys: tool.options.allowUnknownKeys === true,
@@ -170,6 +186,11 @@ export interface Advertised<out R = unknown> {
   readonly names: ReadonlyArray<ToolName.ToolName>
   readonly specs: ReadonlyArray<Tool.ToolSpec>
   readonly has: (canonical: string) => boolean
+  /**
+   * Tool search (`ToolSearch`): the search tool's name, and whether a tool that is not advertised
+   * is deferred (a call to it is refused with a `ToolNotAllowed` that says to search first).
+   */
+  readonly search?: { readonly tool: string; readonly deferred: (canonical: string) => boolean }
 }
 
 /** Selects by canonical (or original) names, or by a predicate over specs (`ToolTransform`'s `only` and `drop`). */
@@ -247,7 +268,14 @@ export const resolve = <R>(
   const entry = advertised.registry.get(call.name)
   if (entry === undefined) return Result.fail(new ToolNotFound({ toolName: call.name, advertised: advertised.names }))
   if (!advertised.has(entry.spec.name)) {
-    return Result.fail(new ToolNotAllowed({ toolName: entry.spec.name, advertised: advertised.names }))
+    const searchWith = advertised.search?.deferred(entry.spec.name) === true ? advertised.search.tool : undefined
+    return Result.fail(
+      new ToolNotAllowed({
+        toolName: entry.spec.name,
+        advertised: advertised.names,
+        ...(searchWith === undefined ? {} : { searchWith })
+      })
+    )
   }
   const input = entry.decode(call.arguments)
   // A rejection quotes what the model sent: never a value under one of the tool's redacted keys.

@@ -63,6 +63,8 @@ export const formatEvent = (event: ToolEvent.Event): string => {
       return `state     ${event.toolName} ${event.toolCallId} ${JSON.stringify(event.update)} -> ${JSON.stringify(event.state)}`
     case "agent.handoff":
       return `handoff   ${event.toolName} ${event.toolCallId} to ${event.target}: ${event.task}`
+    case "agent.tools_revealed":
+      return `revealed  ${event.names.length === 0 ? "(none)" : event.names.join(", ")} by ${event.toolName} ${event.toolCallId}: ${JSON.stringify(event.query)}`
     case "agent.approval_requested":
       return `approval  ${event.toolName} ${event.toolCallId} ${JSON.stringify(event.arguments)} waits for a decision`
   }

@@ -1,0 +1,323 @@
+/**
+ * Tool search: a catalogue of many tools of which each turn shows the model only the few it needs.
+ * The run's `toolSearch` option marks tools as deferred (all, by name, or by a predicate, and only
+ * once the catalogue passes a size); a deferred tool is not advertised until the model finds it
+ * with the search tool this module adds (`search_tools`, one `query` parameter), which ranks the
+ * deferred tools for the query (`lexical` by default: BM25 over names, descriptions and parameters;
+ * any {@link Searcher}) and answers the best {@link Options.maxResults}. It owns the deferral rule,
+ * the search tool, and reading what a search revealed ({@link revealedBy}); the loop (`Agent`)
+ * advertises what was revealed and reports it (`agent.tools_revealed`).
+ *
+ * Two forms, one behaviour. A model whose provider has tool search of its own
+ * (`ChatModel.toolSearch`: Anthropic Messages, OpenAI Responses) is sent every deferred tool
+ * with the provider's deferral marker and the search tool in the provider's form
+ * (`ChatModel.Request.toolSearch`), so that the request's tools never change and prompt caching
+ * holds; a search result goes back as the provider's references to the tools found. Any other
+ * model (Gemini, OpenAI Chat Completions and compatible servers, the effect/ai bridge) gets the
+ * search tool as a plain tool whose result lists the tools found with their parameters, and those
+ * tools are advertised from the next turn.
+ *
+ * Fail closed, still: the search tool is the only way in. A call to a deferred tool that no search
+ * has revealed is refused (a repairable `ToolNotAllowed` that tells the model to search first); a
+ * revealed tool stays allowed for the rest of the run ({@link Options.keep}: or only the turn after
+ * the search). What a run revealed is read from its transcript (the search calls' results), so a
+ * durable run resumed from its journal, or a conversation continued from its messages, has the
+ * same tools. `selectTools` still bounds everything: a tool it hides is not advertised, found or not.
+ */
+import { Effect, Result, Schema } from "effect"
+import * as Bm25 from "./internal/bm25.ts"
+import * as Tool from "../contract/Tool.ts"
+import type { ToolSpec } from "../contract/Tool.ts"
+import type { ToolName } from "../contract/ToolName.ts"
+import * as ToolRegistry from "../contract/ToolRegistry.ts"
+import type * as ToolResult from "../contract/ToolResult.ts"
+import { stringify } from "../internal/json.ts"
+
+/**
+ * Ranks `catalogue` (the deferred tools) for a query: at most `limit` names, best first. A name
+ * that is not in the catalogue is dropped.
+ */
+export type Searcher = (
+  query: string,
+  catalogue: ReadonlyArray<ToolSpec>,
+  limit: number
+) => Effect.Effect<ReadonlyArray<string>>
+
+/** Which tools are deferred: `"all"`, canonical (or original) names, or a predicate over specs. */
+export type Defer = "all" | ReadonlyArray<string> | ((spec: ToolSpec) => boolean)
+
+export interface Options {
+  /** Default `"all"`. The search tool never is. */
+  readonly defer?: Defer
+  /** Tools never deferred, whatever `defer` says (names the registry must hold). */
+  readonly loaded?: ReadonlyArray<string>
+  /**
+   * Defer only when the catalogue (the run's registry) holds more than this many tools; below it
+   * the run has no search tool and every tool is advertised. Default 0.
+   */
+  readonly minTools?: number
+  /** The search tool's name. Default `search_tools`. */
+  readonly name?: string
+  /** The search tool's description (what the model reads). */
+  readonly description?: string
+  /** At most this many tools per search. Default 5. */
+  readonly maxResults?: number
+  /** How the deferred tools are ranked. Default {@link lexical}. */
+  readonly searcher?: Searcher
+  /** How long a revealed tool stays advertised: the rest of the run (default), or the next turn only. */
+  readonly keep?: "run" | "turn"
+  /**
+   * Use the provider's own tool search where the model has it (`ChatModel.toolSearch`). Default
+   * true; false: always the portable form.
+   */
+  readonly native?: boolean
+}
+
+/** The search tool's default name. */
+export const defaultName = "search_tools"
+
+/** Tools per search unless {@link Options.maxResults} says otherwise. */
+export const defaultMaxResults = 5
+
+const defaultDescription = "Search the tool catalogue. Most tools are not loaded: describe what you need to do in a " +
+  "few words and this returns the tools that fit, which you can call from your next step. Search again with other " +
+  "words if none fits."
+
+/** What one search answered (the search tool's output). */
+export const Found = Schema.Struct({
+  query: Schema.String,
+  tools: Schema.Array(Schema.Struct({ name: Schema.String, description: Schema.String }))
+})
+export type Found = typeof Found.Type
+
+// ---------------------------------------------------------------------------
+// lexical search
+// ---------------------------------------------------------------------------
+
+const nameWeight = 3
+
+const propertyTerms = (spec: ToolSpec): Array<string> => {
+  const properties = spec.inputSchema.properties
+  if (typeof properties !== "object" || properties === null) return []
+  return Object.entries(properties as Record<string, unknown>).flatMap(([key, value]) => {
+    const description = typeof value === "object" && value !== null
+      ? (value as { readonly description?: unknown }).description
+      : undefined
+    return [...Bm25.tokenize(key), ...(typeof description === "string" ? Bm25.tokenize(description) : [])]
+  })
+}
+
+const indexes = new WeakMap<ReadonlyArray<ToolSpec>, Bm25.Index>()
+
+const indexOf = (catalogue: ReadonlyArray<ToolSpec>): Bm25.Index => {
+  let index = indexes.get(catalogue)
+  if (index === undefined) {
+    index = Bm25.index(catalogue.map((spec) => {
+      const name = Bm25.tokenize(`${spec.name} ${spec.originalName ?? ""}`)
+      return [
+        ...Array.from({ length: nameWeight }, () => name).flat(),
+        ...Bm25.tokenize(spec.description),
+        ...propertyTerms(spec)
+      ]
+    }))
+    indexes.set(catalogue, index)
+  }
+  return index
+}
+
+/**
+ * BM25 over each tool's name (weighted), description, parameter names and parameter descriptions;
+ * a tool sharing no term with the query is never found. The index is built once per catalogue.
+ */
+export const lexical: Searcher = (query, catalogue, limit) =>
+  Effect.sync(() => {
+    const scores = Bm25.score(indexOf(catalogue), Bm25.tokenize(query))
+    return catalogue
+      .map((spec, i) => ({ name: spec.name as string, score: scores[i] ?? 0, i }))
+      .filter((r) => r.score > 0)
+      .sort((a, b) => b.score - a.score || a.i - b.i)
+      .slice(0, Math.max(0, limit))
+      .map((r) => r.name)
+  })
+
+// ---------------------------------------------------------------------------
+// the plan of a run
+// ---------------------------------------------------------------------------
+
+/** A run's tool search: its registry (the run's tools and the search tool) and its deferred tools. */
+export interface Plan<R> {
+  /** The run's registry with the search tool added. */
+  readonly tools: ToolRegistry.ToolRegistry<R>
+  /** The search tool's canonical name. */
+  readonly tool: ToolName
+  /** The deferred tools, in registry order. */
+  readonly deferred: ReadonlyArray<ToolSpec>
+  readonly isDeferred: (canonical: string) => boolean
+  readonly keep: "run" | "turn"
+  readonly native: boolean
+}
+
+/** The run's tool search options are wrong: a name the registry lacks, or a search tool name already taken. */
+export class InvalidToolSearch extends Schema.TaggedError<InvalidToolSearch>()("InvalidToolSearch", {
+  message: Schema.String
+}) {}
+
+/**
+ * The plan for a run over `registry`: `undefined` when nothing is deferred (the catalogue is at most
+ * `minTools`, or the rule defers no tool).
+ */
+export const plan = <R>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  options: Options
+): Result.Result<Plan<R> | undefined, InvalidToolSearch> => {
+  if (registry.names.length <= (options.minTools ?? 0)) return Result.succeed(undefined)
+  const loaded = new Set<string>()
+  const unknown: Array<string> = []
+  const canonical = (names: ReadonlyArray<string>, into: Set<string>) => {
+    for (const name of names) {
+      const found = registry.aliases.toCanonical(name)
+      if (found === undefined) unknown.push(name)
+      else into.add(found)
+    }
+  }
+  canonical(options.loaded ?? [], loaded)
+  const defer = options.defer ?? "all"
+  const listed = new Set<string>()
+  if (Array.isArray(defer)) canonical(defer, listed)
+  if (unknown.length > 0) {
+    return Result.fail(
+      new InvalidToolSearch({ message: `tool search names tools the registry lacks: ${unknown.join(", ")}` })
+    )
+  }
+  const rule = defer === "all"
+    ? () => true
+    : typeof defer === "function"
+    ? defer
+    : (spec: ToolSpec) => listed.has(spec.name)
+  const deferred = registry.specs.filter((spec) => !loaded.has(spec.name) && rule(spec))
+  if (deferred.length === 0) return Result.succeed(undefined)
+  const deferredNames = new Set<string>(deferred.map((spec) => spec.name))
+
+  const maxResults = options.maxResults ?? defaultMaxResults
+  const searcher = options.searcher ?? lexical
+  const byName = new Map(deferred.map((spec) => [spec.name as string, spec]))
+  const search = Tool.make(options.name ?? defaultName, {
+    description: options.description ?? defaultDescription,
+    input: Schema.Struct({
+      query: Schema.String.annotate({ description: "What you need to do, in a few words." })
+    }),
+    output: Found,
+    safety: { access: "read", idempotent: true },
+    handler: ({ query }) =>
+      Effect.map(searcher(query, deferred, maxResults), (names) => ({
+        query,
+        tools: names.flatMap((name) => {
+          const spec = byName.get(name)
+          return spec === undefined ? [] : [{ name: spec.name as string, description: spec.description }]
+        }).slice(0, maxResults)
+      })),
+    // what a model without native tool search reads: each tool found with its parameters
+    toModelOutput: ({ query, tools }) =>
+      tools.length === 0
+        ? `No tool matched ${JSON.stringify(query)}. Search again with other words.`
+        : `Found ${tools.length} tool${tools.length === 1 ? "" : "s"}; you can call ${
+          tools.length === 1 ? "it" : "them"
+        } from your next step:\n` +
+          (stringify(tools.map(({ name }) => {
+            const spec = byName.get(name)!
+            return { name, description: spec.description, parameters: spec.inputSchema }
+          })) ?? "[]")
+  })
+  const extended = ToolRegistry.extendResult(registry, [search])
+  if (Result.isFailure(extended)) {
+    return Result.fail(
+      new InvalidToolSearch({
+        message: `the search tool ${JSON.stringify(search.name)} cannot be added: ${extended.failure.message}`
+      })
+    )
+  }
+  const tools = extended.success as ToolRegistry.ToolRegistry<R>
+  return Result.succeed({
+    tools,
+    tool: tools.names[tools.names.length - 1]!,
+    deferred,
+    isDeferred: (name) => deferredNames.has(name),
+    keep: options.keep ?? "run",
+    native: options.native ?? true
+  })
+}
+
+/** The canonical names a result of the search tool `tool` revealed (none for another tool's, or an error). */
+export const revealedBy = (result: ToolResult.ToolResult, tool: string): ReadonlyArray<string> => {
+  if (result.name !== tool || result.isError) return []
+  const found = Schema.decodeUnknownOption(Found)(result.value)
+  return found._tag === "Some" ? found.value.tools.map((t) => t.name) : []
+}
+
+/** The query of a result of the search tool (empty when it has none). */
+export const queryOf = (result: ToolResult.ToolResult): string => {
+  const found = Schema.decodeUnknownOption(Found)(result.value)
+  return found._tag === "Some" ? found.value.query : ""
+}
+
+// ---------------------------------------------------------------------------
+// a turn
+// ---------------------------------------------------------------------------
+
+/** What a run revealed: each tool found and the last turn whose search found it (-1: the run's given messages). */
+export type Revealed = Map<string, number>
+
+/** The tools the searches among `messages` (a conversation given to a run) revealed, as of turn -1. */
+export const revealedIn = (
+  messages: ReadonlyArray<{ readonly role: string; readonly results?: ReadonlyArray<ToolResult.ToolResult> }>,
+  tool: string
+): Revealed => {
+  const revealed: Revealed = new Map()
+  for (const message of messages) {
+    for (const result of message.role === "tool" ? message.results ?? [] : []) {
+      for (const name of revealedBy(result, tool)) revealed.set(name, -1)
+    }
+  }
+  return revealed
+}
+
+/** A turn under tool search: what is allowed, what the model is shown, and the request's `toolSearch`. */
+export interface TurnTools<R> {
+  /** The allowlist: the selected tools that are loaded or revealed, and the search tool. */
+  readonly advertised: ToolRegistry.Advertised<R>
+  /** The tools in the request: the allowlist (portable), or its loaded tools and the search tool (native). */
+  readonly shown: ReadonlyArray<ToolSpec>
+  /** The request's `toolSearch` (native only): the search tool and every selected deferred tool. */
+  readonly request?: { readonly tool: string; readonly deferred: ReadonlyArray<ToolSpec> }
+}
+
+/**
+ * The tools of turn `turn` under `plan`: `selected` (the turn's selection over the run's own tools)
+ * bounds them; a deferred tool is allowed once revealed (for the rest of the run, or with
+ * `keep: "turn"` the turn after its search only); `native`: the model has tool search of its own.
+ */
+export const turnTools = <R>(
+  plan: Plan<R>,
+  selected: ToolRegistry.Advertised<unknown>,
+  revealed: Revealed,
+  turn: number,
+  native: boolean
+): TurnTools<R> => {
+  const visible = (name: string): boolean => {
+    if (!plan.isDeferred(name)) return true
+    const at = revealed.get(name)
+    return at !== undefined && (plan.keep === "run" || at === turn - 1)
+  }
+  const allowed = new Set<string>(selected.specs.filter((spec) => visible(spec.name)).map((spec) => spec.name))
+  allowed.add(plan.tool)
+  const advertised: ToolRegistry.Advertised<R> = {
+    ...ToolRegistry.filter(plan.tools, (spec) => allowed.has(spec.name)),
+    search: { tool: plan.tool, deferred: plan.isDeferred }
+  }
+  if (!(native && plan.native)) return { advertised, shown: advertised.specs }
+  return {
+    advertised,
+    shown: advertised.specs.filter((spec) => !plan.isDeferred(spec.name)),
+    request: { tool: plan.tool, deferred: selected.specs.filter((spec) => plan.isDeferred(spec.name)) }
+  }
+}
