@@ -73,6 +73,13 @@ export interface Options {
   readonly native?: boolean
 }
 
+/** Tools imported from MCP servers (`McpConnect`: tagged `mcp`): the usual rule for an MCP-heavy agent. */
+export const mcpTools = (spec: ToolSpec): boolean => (spec.safety.tags ?? []).includes("mcp")
+
+/** Tools imported from the MCP server labelled `server` (`McpConnect`'s `name`: tagged `mcp:<server>`). */
+export const mcpServer = (server: string) => (spec: ToolSpec): boolean =>
+  (spec.safety.tags ?? []).includes(`mcp:${server}`)
+
 /** The search tool's default name. */
 export const defaultName = "search_tools"
 

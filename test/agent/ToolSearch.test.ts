@@ -6,7 +6,7 @@
  * in `request.toolSearch` and an unchanging tool list.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Effect, Schema, Stream } from "effect"
 import { Agent, ChatModel, EventSink, Tool, ToolRegistry, ToolSearch, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 
@@ -153,6 +153,40 @@ describe("Agent toolSearch", () => {
           "find_restaurant"
         ])
       }
+    }).pipe(Effect.provide(ToolServices.layerTest({ runId: "ts" }))))
+
+  it.effect("Agent.stream reports the finds in its stream; mcpServer defers one MCP server's tools", () =>
+    Effect.gen(function*() {
+      const imported = (name: string, server: string) =>
+        Tool.make(name, {
+          description: `${name} from ${server}`,
+          input: Schema.Struct({ path: Schema.String }),
+          safety: { tags: ["mcp", `mcp:${server}`] },
+          handler: ({ path }) => Effect.succeed(path)
+        })
+      const mixed = ToolRegistry.makeResult([imported("read_file", "fs"), imported("list_issues", "github"), tool("get_weather", "Weather.")])
+      assert.strictEqual(mixed._tag, "Success")
+      if (mixed._tag !== "Success") return
+      const seen: Array<ReadonlyArray<string>> = []
+      const turns: ReadonlyArray<ChatModel.ScriptedTurn> = [
+        (request) => (seen.push(names(request)), ChatModel.callTools([["c1", "search_tools", { query: "read a file" }]])),
+        (request) => (seen.push(names(request)), ChatModel.answer("ok"))
+      ]
+      const streamed = yield* Agent.stream({
+        messages: [user("read it")],
+        tools: mixed.success,
+        toolSearch: { defer: ToolSearch.mcpServer("fs") }
+      }).pipe(Stream.runCollect, Effect.provide(ChatModel.scripted(turns)))
+      assert.deepStrictEqual(seen, [["list_issues", "get_weather", "search_tools"], [
+        "read_file",
+        "list_issues",
+        "get_weather",
+        "search_tools"
+      ]])
+      const revealed = Array.from(streamed).flatMap((e) => e._tag === "agent.tools_revealed" ? [e.names] : [])
+      assert.deepStrictEqual(revealed, [["read_file"]])
+      assert.isTrue(ToolSearch.mcpTools(mixed.success.specs[1]!))
+      assert.isFalse(ToolSearch.mcpTools(mixed.success.specs[2]!))
     }).pipe(Effect.provide(ToolServices.layerTest({ runId: "ts" }))))
 
   it("a search tool name the registry already holds, or a deferred name it lacks, is refused", () => {
