@@ -36,7 +36,8 @@ import * as Tracing from "./internal/tracing.ts"
 import { RunContext } from "../runtime/RunContext.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type { ToolError } from "../contract/ToolError.ts"
-import { redactArguments } from "../internal/redact/policy.ts"
+import { redactError } from "../internal/redact/errors.ts"
+import { redactArguments, redactStoredText } from "../internal/redact/policy.ts"
 import * as ToolRegistry from "../contract/ToolRegistry.ts"
 import * as ToolSearch from "./ToolSearch.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
@@ -372,15 +373,32 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
     const step = yield* steps(executor)
 
     // the updates the batch's successful calls recorded, applied in call order (all of a call's, or
-    // none: a refused one turns its call's result into a repairable error); a failed call's are dropped
-    const settle = (answered: ReadonlyArray<ToolResult.ToolResult>, turn: number) =>
+    // none: a refused one turns its call's result into a repairable error, redacted as the tool's
+    // errors are, and is reported as an `agent.state` event with `refused`); a failed call's are dropped
+    const settle = (answered: ReadonlyArray<ToolResult.ToolResult>, calls: ReadonlyArray<ToolCall>, turn: number) =>
       Effect.gen(function*() {
         const settled: Array<ToolResult.ToolResult> = []
-        for (const result of answered) {
+        for (const [i, result] of answered.entries()) {
           const applied = result.isError ? (state.forget(result.toolCallId), Result.succeed([])) : state.apply(result.toolCallId)
           if (Result.isFailure(applied)) {
+            const { message, update, thrown } = applied.failure
             const call = { id: result.toolCallId, name: result.name, ...(result.provider === undefined ? {} : { provider: result.provider }) }
-            const refused = ToolErrors.repairable(`the state update was refused: ${applied.failure.message}`)
+            const policy = options.tools.get(result.name)?.spec.safety.redact
+            const refused = redactError(
+              ToolErrors.repairable(`the state update was refused: ${message}`),
+              policy,
+              calls[i]?.arguments
+            )
+            yield* executor.emit({
+              _tag: "agent.state",
+              turn,
+              toolCallId: result.toolCallId,
+              toolName: result.name,
+              state: state.json(),
+              refused: refused.message,
+              ...(update === undefined ? {} : { update }),
+              ...(thrown === undefined ? {} : { thrown: redactStoredText(thrown, policy, calls[i]?.arguments) })
+            })
             settled.push(ToolResult.fromError(call, refused, result.elapsed))
             continue
           }
@@ -486,7 +504,7 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
         outer.add(nested)
         nested = ChatModel.noUsage
         const answered = batch._tag === "Success"
-          ? yield* inTurn(settle(batch.success, turn))
+          ? yield* inTurn(settle(batch.success, calls, turn))
           : batch.failure.results
         results.push(...answered)
         const ran = answered[Symbol.iterator]()

@@ -13,12 +13,28 @@
  * becomes a repairable error for the model and none of that call's updates apply. The next turn's
  * `selectTools`, system prompt (`system` as a function of the state), middleware and tools see the
  * new state; `AgentResult.state` is the last one.
+ *
+ * The state tools, middleware and reducers read is a copy made by the state's Schema (encoded and
+ * decoded), deeply frozen (its plain objects and arrays), as is the update a reducer gets: a tool
+ * cannot change the state in place, nor a reducer the state it was given (it returns a new one).
+ * A refusal's text, which the model reads, names paths and what was expected there, never a value
+ * of the state or the update (the events carry those), except what a reducer says by throwing
+ * {@link UpdateRefused}.
  */
-import { Context, Effect, Option, Result, Schema } from "effect"
+import { Context, Data, Effect, Option, Result, Schema } from "effect"
+import { formatPath } from "../contract/ToolError.ts"
+import * as ToolInput from "../contract/ToolInput.ts"
 import { ToolCallContext } from "../runtime/ToolCallContext.ts"
 
 /** A schema that encodes to JSON and decodes without services. */
 export type StateSchema<A> = Schema.Codec<A, any, never, never>
+
+/**
+ * Thrown by a reducer to refuse an update: the model reads `message` (word it as a repair, without
+ * hidden values). Any other exception thrown by a reducer refuses the update too, but the model reads
+ * only its name (`TypeError`), never its message.
+ */
+export class UpdateRefused extends Data.TaggedError("UpdateRefused")<{ readonly message: string }> {}
 
 /** What an update recorded for a call holds: the update as JSON, or why it could not be encoded. */
 export interface Recorded {
@@ -92,10 +108,15 @@ export const make = <S, U>(options: MakeOptions<S, U>): Definition<S, U> => {
 // the loop's side (internal to the package)
 // ---------------------------------------------------------------------------
 
-/** An update refused by the reducer: why (the model reads it). */
+/**
+ * An update refused: why, in words the model may read (paths and expectations, no values), the
+ * refused update's JSON when it encoded, and what a reducer's exception said (for the application).
+ */
 export interface Refused {
   readonly _tag: "Refused"
   readonly message: string
+  readonly update?: Schema.Json
+  readonly thrown?: string
 }
 
 /** One applied update: its JSON, the new state and its JSON. */
@@ -112,7 +133,10 @@ export interface Applied {
  */
 export interface Cell {
   readonly service: Service
+  /** The current state (frozen). */
   readonly get: () => unknown
+  /** The current state as JSON (`undefined` without a state). */
+  readonly json: () => Schema.Json | undefined
   /** Drops the recorded updates of a call. */
   readonly forget: (toolCallId: string) => void
   /**
@@ -122,16 +146,58 @@ export interface Cell {
   readonly apply: (toolCallId: string) => Result.Result<ReadonlyArray<Applied>, Refused>
 }
 
-const message = (error: unknown): string => error instanceof Error ? error.message : String(error)
+/** A schema error as the model may read it: each issue's path and what was expected there, never the value. */
+const issuesText = (error: Schema.SchemaError): string =>
+  ToolInput.issuesOf(error).map((issue) => `at ${formatPath(issue.path)}: ${issue.message}`).join("; ")
+
+/** What the model reads of a reducer's exception: an `UpdateRefused`'s message, else the exception's name. */
+const reducerText = (error: unknown): string =>
+  error instanceof UpdateRefused
+    ? error.message
+    : `it threw ${error instanceof Error ? error.name : typeof error} (the reducer's own words stay with the application)`
+
+/**
+ * Freezes `value`'s plain objects and arrays, all the way down (iteratively: any depth). Values of
+ * other classes (a `Date`, a `Map`) are frozen as objects, not walked.
+ */
+export const deepFreeze = <A>(value: A): A => {
+  const pending: Array<unknown> = [value]
+  while (pending.length > 0) {
+    const next = pending.pop()
+    if (typeof next !== "object" || next === null || Object.isFrozen(next)) continue
+    Object.freeze(next)
+    const proto = Object.getPrototypeOf(next)
+    if (Array.isArray(next) || proto === Object.prototype || proto === null) {
+      for (const key of Object.keys(next)) pending.push((next as Record<string, unknown>)[key])
+    }
+  }
+  return value
+}
+
+const decodeOptions = { errors: "all" } as const
 
 /** A cell for `definition`, or one that refuses every use (a run without state). @internal */
 export const cell = (definition: Definition<any, any> | undefined): Cell => {
-  let state: unknown = definition?.initial
+  const updateCodec = definition === undefined ? undefined : Schema.toCodecJson(definition.updateSchema)
+  const stateCodec = definition === undefined ? undefined : Schema.toCodecJson(definition.schema)
+  /** `value` through the state's Schema: its JSON and a fresh, frozen copy; or why it does not match. */
+  const check = (value: unknown): Result.Result<{ readonly json: Schema.Json; readonly state: unknown }, string> => {
+    const json = Schema.encodeUnknownResult(stateCodec!, decodeOptions)(value)
+    const copy = Result.isSuccess(json) ? Schema.decodeUnknownResult(stateCodec!, decodeOptions)(json.success) : json
+    if (Result.isFailure(copy)) return Result.fail(issuesText(copy.failure))
+    return Result.succeed({ json: (json as Result.Success<unknown, never>).success as Schema.Json, state: deepFreeze(copy.success) })
+  }
+  let state: unknown = undefined
+  let stateJson: Schema.Json | undefined = undefined
+  if (definition !== undefined) {
+    const initial = check(definition.initial)
+    if (Result.isFailure(initial)) throw new Error(`the initial state does not match the state's schema: ${initial.failure}`)
+    state = initial.success.state
+    stateJson = initial.success.json
+  }
   // `call` is the call's live context: its `attempt` is the attempt running now, so at `apply` (after
   // the call ended) a record whose `attempt` differs belongs to a failed attempt and is dropped.
   const pending = new Map<string, { attempt: number; call?: { readonly attempt: number }; updates: Array<Recorded> }>()
-  const updateCodec = definition === undefined ? undefined : Schema.toCodecJson(definition.updateSchema)
-  const stateCodec = definition === undefined ? undefined : Schema.toCodecJson(definition.schema)
   const service: Service = {
     definition,
     current: Effect.sync(() => state),
@@ -144,11 +210,11 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
           entry = { attempt, call: call.value, updates: [] }
           pending.set(toolCallId, entry)
         }
-        const encoded = Schema.encodeUnknownResult(updateCodec!)(update)
+        const encoded = Schema.encodeUnknownResult(updateCodec!, decodeOptions)(update)
         entry.updates.push(
           Result.isSuccess(encoded)
             ? { json: encoded.success as Schema.Json }
-            : { refused: `the update does not match its schema: ${encoded.failure.message}` }
+            : { refused: `the update does not match its schema: ${issuesText(encoded.failure)}` }
         )
       }),
     recorded: (id) => pending.get(id)?.updates,
@@ -157,6 +223,7 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
   return {
     service,
     get: () => state,
+    json: () => stateJson,
     forget: (id) => void pending.delete(id),
     apply: (id) => {
       const entry = pending.get(id)
@@ -165,32 +232,36 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
       // Recorded by an attempt that failed and was retried, the attempt that ended the call recording nothing.
       if (entry.call !== undefined && entry.call.attempt !== entry.attempt) return Result.succeed([])
       let next = state
+      let nextJson = stateJson
       const applied: Array<Applied> = []
       for (const recorded of entry.updates) {
-        if (recorded.refused !== undefined) return Result.fail({ _tag: "Refused", message: recorded.refused })
-        const update = Schema.decodeUnknownResult(updateCodec!)(recorded.json)
-        if (Result.isFailure(update)) {
-          return Result.fail({ _tag: "Refused", message: `the update does not match its schema: ${update.failure.message}` })
-        }
+        const refuse = (message: string, thrown?: string): Result.Result<never, Refused> =>
+          Result.fail({
+            _tag: "Refused",
+            message,
+            ...(recorded.json === undefined ? {} : { update: recorded.json }),
+            ...(thrown === undefined ? {} : { thrown })
+          })
+        if (recorded.refused !== undefined) return refuse(recorded.refused)
+        const update = Schema.decodeUnknownResult(updateCodec!, decodeOptions)(recorded.json)
+        if (Result.isFailure(update)) return refuse(`the update does not match its schema: ${issuesText(update.failure)}`)
         let reduced: unknown
         try {
-          reduced = definition.reduce(next, update.success)
+          reduced = definition.reduce(next, deepFreeze(update.success))
         } catch (error) {
-          return Result.fail({ _tag: "Refused", message: `the reducer refused the update: ${message(error)}` })
+          return refuse(
+            `the reducer refused the update: ${reducerText(error)}`,
+            error instanceof UpdateRefused ? undefined : error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+          )
         }
-        const stateJson = Schema.encodeUnknownResult(stateCodec!)(reduced)
-        const checked = Result.isSuccess(stateJson) ? Schema.decodeUnknownResult(stateCodec!)(stateJson.success) : stateJson
-        if (Result.isFailure(stateJson) || Result.isFailure(checked)) {
-          const failure = Result.isFailure(checked) ? checked.failure : undefined
-          return Result.fail({
-            _tag: "Refused",
-            message: `the new state does not match the state's schema: ${failure?.message ?? "invalid"}`
-          })
-        }
-        next = checked.success
-        applied.push({ update: recorded.json as Schema.Json, state: next, stateJson: stateJson.success as Schema.Json })
+        const checked = check(reduced)
+        if (Result.isFailure(checked)) return refuse(`the new state does not match the state's schema: ${checked.failure}`)
+        next = checked.success.state
+        nextJson = checked.success.json
+        applied.push({ update: recorded.json as Schema.Json, state: next, stateJson: nextJson })
       }
       state = next
+      stateJson = nextJson
       return Result.succeed(applied)
     }
   }

@@ -219,14 +219,21 @@ export interface AgentHandoff extends Stamp {
 /**
  * An update to the run's state (`Agent.run`'s `state`) applied after its turn's batch: the call that
  * recorded it, the update and the new state, both encoded as JSON. Updates apply in call order.
+ * A refused update (`refused`) changed nothing: the call that recorded it, which had completed, is
+ * answered with that error instead of its result, `state` is the state as it stays, and `update` the
+ * refused update when it could be encoded.
  */
 export interface AgentState extends Stamp {
   readonly _tag: "agent.state"
   readonly turn: number
   readonly toolCallId: string
   readonly toolName: string
-  readonly update: unknown
+  readonly update?: unknown
   readonly state: unknown
+  /** Why the update was refused: the text the model reads (paths and expectations, no values). */
+  readonly refused?: string
+  /** What the reducer's exception said, when it threw something other than `AgentState.UpdateRefused`. */
+  readonly thrown?: string
 }
 
 /**
@@ -433,8 +440,10 @@ export const AgentState = Schema.TaggedStruct("agent.state", {
   turn: Schema.Number,
   toolCallId: Schema.String,
   toolName: Schema.String,
-  update: JsonData,
-  state: JsonData
+  update: Schema.optionalKey(JsonData),
+  state: JsonData,
+  refused: Schema.optionalKey(Schema.String),
+  thrown: Schema.optionalKey(Schema.String)
 })
 
 export const AgentToolsRevealed = Schema.TaggedStruct("agent.tools_revealed", {

@@ -139,14 +139,137 @@ describe("Agent state", () => {
       )
       assert.strictEqual(result.reason, "final_answer")
       assert.deepStrictEqual(result.state, { items: ["n", "1", "2", "3", "4"] })
-      assert.match(seen[0]!, /^true:the state update was refused: the update does not match its schema/)
+      assert.strictEqual(
+        seen[0],
+        "true:the state update was refused: the update does not match its schema: at \"add\": Expected a value with a length of at least 1"
+      )
       assert.strictEqual(seen[1], "false:saw 0")
       assert.strictEqual(seen[2], "false:")
       assert.strictEqual(seen[3], "false:")
-      assert.match(seen[4]!, /^true:the state update was refused: the new state does not match the state's schema/)
+      assert.strictEqual(
+        seen[4],
+        "true:the state update was refused: the new state does not match the state's schema: at \"items\": Expected a value with a length of at most 6"
+      )
       const refused = result.results.find((r) => r.toolCallId === "t1")!
       assert.strictEqual(refused.error?._tag, "ToolFailure")
       assert.strictEqual(refused.error?.disposition, "repair")
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("a refusal is reported: tool.completed once, then agent.state with refused and the state unchanged", () =>
+    Effect.gen(function*() {
+      const result = yield* Agent.run({ messages: [user("notes")], tools: registry, state: Notes }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([["n1", "note", { text: "kept" }], ["t1", "twice", { first: "ok", second: "" }]]),
+          ChatModel.answer("done")
+        ]))
+      )
+      assert.deepStrictEqual(result.state, { items: ["kept"] })
+      const log = (yield* events).filter((e) => "toolCallId" in e && e.toolCallId === "t1")
+      assert.deepStrictEqual(log.map((e) => e._tag), ["tool.started", "tool.completed", "agent.state"])
+      const refused = log[2] as ToolEvent.AgentState
+      assert.strictEqual(refused.refused, ToolResult.textOf(result.results[1]!))
+      assert.deepStrictEqual([refused.update, refused.state, refused.thrown], [undefined, { items: ["kept"] }, undefined])
+      // the model read the refusal: the result it got is the error, not the call's own answer
+      assert.isTrue(result.results[1]!.isError)
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("a refusal names paths and expectations, never values of the state; a reducer speaks to the model only through UpdateRefused", () =>
+    Effect.gen(function*() {
+      const Vault = AgentState.make({
+        schema: Schema.Struct({ owner: Schema.String, notes: Schema.Array(Schema.String) }),
+        update: Schema.Struct({ add: Schema.String, token: Schema.optionalKey(Schema.String) }),
+        initial: { owner: "owner-s3cret", notes: [] as ReadonlyArray<string> },
+        reduce: (state, update) => {
+          if (update.add === "throw") throw new Error(`cannot add to ${state.owner}'s notes`)
+          if (update.add === "refuse") throw new AgentState.UpdateRefused({ message: `one note at a time (token ${update.token})` })
+          return { ...state, notes: [...state.notes, update.add] }
+        }
+      })
+      const store = Tool.make("store", {
+        description: "Stores a note.",
+        input: Schema.Struct({ add: Schema.String, token: Schema.String }),
+        safety: { redact: { keys: ["token"] } },
+        services: [AgentState.AgentState],
+        handler: ({ add, token }) => Vault.update({ add, token })
+      })
+      const result = yield* Agent.run({
+        messages: [user("notes")],
+        tools: Result.getOrThrow(ToolRegistry.makeResult([store])),
+        state: Vault
+      }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([
+            ["s1", "store", { add: "throw", token: "tok-123456" }],
+            ["s2", "store", { add: "refuse", token: "tok-123456" }]
+          ]),
+          ChatModel.answer("done")
+        ]))
+      )
+      const [thrown, refused] = result.results.map(ToolResult.textOf)
+      assert.strictEqual(
+        thrown,
+        "the state update was refused: the reducer refused the update: it threw Error (the reducer's own words stay with the application)"
+      )
+      assert.notInclude(thrown!, "s3cret")
+      // the reducer's own message reaches the model, redacted as the tool's errors are
+      assert.strictEqual(refused, "the state update was refused: the reducer refused the update: one note at a time (token [redacted])")
+      const reported = stateEvents(yield* events)
+      assert.deepStrictEqual(reported.map((e) => [e.toolCallId, e.thrown]), [
+        ["s1", "Error: cannot add to owner-s3cret's notes"],
+        ["s2", undefined]
+      ])
+      assert.deepStrictEqual(result.state, Vault.initial)
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("tools and reducers get a frozen copy of the state: changing it in place throws, the state stays", () =>
+    Effect.gen(function*() {
+      const initial = { items: ["a"] as Array<string> }
+      const Mutable = AgentState.make({
+        schema: Schema.Struct({ items: Schema.Array(Schema.String) }),
+        update: Schema.Struct({ add: Schema.String }),
+        initial,
+        reduce: (state, update) => {
+          if (update.add === "in place") {
+            ;(state.items as Array<string>).push(update.add)
+            return state
+          }
+          return { items: [...state.items, update.add] }
+        }
+      })
+      const tried: Array<string> = []
+      const poke = Tool.make("poke", {
+        description: "Tries to change the state in place, then records an update.",
+        input: Schema.Struct({ add: Schema.String }),
+        services: [AgentState.AgentState],
+        handler: ({ add }) =>
+          Effect.gen(function*() {
+            const state = yield* Mutable.get
+            try {
+              ;(state.items as Array<string>).push("sneaked")
+              tried.push("changed")
+            } catch (error) {
+              tried.push((error as Error).name)
+            }
+            yield* Mutable.update({ add })
+          })
+      })
+      const result = yield* Agent.run({
+        messages: [user("poke")],
+        tools: Result.getOrThrow(ToolRegistry.makeResult([poke])),
+        state: Mutable
+      }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([["p1", "poke", { add: "b" }]]),
+          ChatModel.callTools([["p2", "poke", { add: "in place" }]]),
+          ChatModel.answer("done")
+        ]))
+      )
+      assert.deepStrictEqual(tried, ["TypeError", "TypeError"])
+      assert.deepStrictEqual(result.state, { items: ["a", "b"] })
+      assert.match(ToolResult.textOf(result.results[1]!), /the reducer refused the update: it threw TypeError/)
+      // the definition's own initial value is copied, not frozen
+      assert.isFalse(Object.isFrozen(initial.items))
+      assert.deepStrictEqual(initial, { items: ["a"] })
     }).pipe(Effect.provide(ToolServices.layerTest())))
 
   it.live("the next turn's selectTools and system prompt see the new state", () =>

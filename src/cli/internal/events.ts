@@ -60,7 +60,9 @@ export const formatEvent = (event: ToolEvent.Event): string => {
     case "agent.output":
       return `output    ${JSON.stringify(event.output)}`
     case "agent.state":
-      return `state     ${event.toolName} ${event.toolCallId} ${JSON.stringify(event.update)} -> ${JSON.stringify(event.state)}`
+      return event.refused === undefined
+        ? `state     ${event.toolName} ${event.toolCallId} ${JSON.stringify(event.update)} -> ${JSON.stringify(event.state)}`
+        : `state     ${event.toolName} ${event.toolCallId} refused: ${event.refused}`
     case "agent.handoff":
       return `handoff   ${event.toolName} ${event.toolCallId} to ${event.target}: ${event.task}`
     case "agent.tools_revealed":
