@@ -1,0 +1,197 @@
+/**
+ * Durable handoffs (`DurableAgent.make({ handoffs })`): the receiving agent's turns and calls are
+ * activities of the same run (named under `handoff-<k>/`), so a run resumed after its runner stopped
+ * goes on with the receiving agent without asking any answered turn again; the `agent.handoff` event
+ * is in the run's event journal, and `result`/`poll` answer the last agent's result.
+ */
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Option, Schema, Scope, Stream } from "effect"
+import { Approval, ChatModel, Tool, ToolRegistry, ToolResult } from "../../src/index.ts"
+import type { ToolEvent } from "../../src/index.ts"
+import * as Stores from "../../src/stores/Stores.ts"
+import { DurableAgent, Runner } from "../../src/durable/index.ts"
+import * as Core from "./support/core.ts"
+
+afterAll(Core.cleanup)
+
+const registryOf = <const T extends ReadonlyArray<Tool.Any>>(tools: T) => {
+  const r = ToolRegistry.makeResult(tools)
+  if (r._tag === "Failure") throw r.failure
+  return r.success
+}
+
+const applied: Array<string> = []
+const transfer = Tool.make("transfer", {
+  description: "Hands the conversation to another agent.",
+  input: Schema.Struct({ to: Schema.String, task: Schema.String }),
+  safety: { access: "read", idempotent: true },
+  handler: ({ task, to }) => Effect.sync(() => (applied.push("transfer"), { __handoff: { target: to, task } }))
+})
+const refund = Tool.make("refund", {
+  description: "Refunds an order.",
+  input: Schema.Struct({ order: Schema.Int }),
+  safety: { access: "mutate" },
+  handler: ({ order }) => Effect.sync(() => (applied.push(`refund ${order}`), `order ${order} refunded`))
+})
+
+const user = (content: string) => [{ role: "user" as const, content }]
+const asked = { triage: 0, billing: 0 }
+
+/** Triage: hands over to billing (its only turn when the handoff is accepted). */
+const triageModel = ChatModel.fromFunction((request) => {
+  asked.triage++
+  const last = request.messages.at(-1)
+  return Effect.succeed(
+    last?.role === "tool"
+      ? ChatModel.answer(`triage read: ${ToolResult.textOf(last.results[0]!)}`)
+      : { ...ChatModel.callTools([["t1", "transfer", { to: "billing", task: "refund order 42" }]]), usage: { inputTokens: 10, outputTokens: 2 } }
+  )
+})
+/** Billing: refunds, then answers (a function of the transcript: a resumed run replays it). */
+const billing = {
+  system: "You do billing.",
+  tools: registryOf([refund]),
+  model: ChatModel.make({
+    generate: (request) =>
+      Effect.sync(() => {
+        asked.billing++
+        const last = request.messages.at(-1)
+        return last?.role === "tool" && last.results[0]?.name === "refund"
+          ? { ...ChatModel.answer(`billing: ${ToolResult.textOf(last.results[0])}`), usage: { inputTokens: 30, outputTokens: 6 } }
+          : { ...ChatModel.callTools([["b1", "refund", { order: 42 }]]), usage: { inputTokens: 20, outputTokens: 4 } }
+      })
+  })
+}
+
+const reset = () => {
+  applied.length = 0
+  asked.triage = 0
+  asked.billing = 0
+}
+
+describe("DurableAgent with handoffs", () => {
+  it.live("the run hands over: the receiving agent's turns and calls are journaled under handoff-1/, a second start asks nothing again", () => {
+    reset()
+    const agent = DurableAgent.make({
+      name: "triage",
+      tools: registryOf([transfer]),
+      handoffs: { agents: { billing } },
+      pollInterval: "10 millis"
+    })
+    return Effect.gen(function*() {
+      yield* agent.start("h1", user("I want my money back for order 42"))
+      const result = yield* agent.result("h1")
+      assert.strictEqual(result.reason, "final_answer")
+      assert.strictEqual(result.text, "billing: order 42 refunded")
+      // the last agent's transcript: its system prompt, then the whole conversation
+      assert.deepStrictEqual(result.transcript[0], { role: "system", content: "You do billing." })
+      assert.deepStrictEqual(result.usage, { inputTokens: 60, outputTokens: 12 })
+      assert.deepStrictEqual(applied, ["transfer", "refund 42"])
+      assert.deepStrictEqual(asked, { triage: 1, billing: 2 })
+
+      const events = Array.from(yield* Stream.runCollect(agent.events("h1")))
+      const handoff = events.find((e): e is ToolEvent.AgentHandoff => e._tag === "agent.handoff")!
+      assert.deepStrictEqual([handoff.runId, handoff.target, handoff.task, handoff.source], ["h1", "billing", "refund order 42", "triage"])
+      // the stream goes on past the handing agent's end, to the receiving agent's
+      assert.deepStrictEqual(
+        events.filter((e) => e._tag === "agent.finished").map((e) => [e.runId, e._tag === "agent.finished" ? e.reason : ""]),
+        [["h1", "handoff"], ["h1/handoff-1", "final_answer"]]
+      )
+      assert.deepStrictEqual(events.map((e) => e.sequence), events.map((_, i) => i))
+
+      // the same run id again: nothing runs or is asked again
+      yield* agent.start("h1", user("I want my money back for order 42"))
+      assert.strictEqual((yield* agent.result("h1")).text, "billing: order 42 refunded")
+      assert.deepStrictEqual(asked, { triage: 1, billing: 2 })
+      assert.deepStrictEqual(applied, ["transfer", "refund 42"])
+    }).pipe(
+      Effect.provide(agent.layer.pipe(Layer.provide([triageModel, Stores.layerMemory]), Layer.provideMerge(Core.memoryEngine())))
+    )
+  })
+
+  it.live("a run stopped after the handoff resumes with the receiving agent: no answered turn is asked again, no call run again", () =>
+    Effect.gen(function*() {
+      reset()
+      const agent = DurableAgent.make({
+        name: "triage",
+        tools: registryOf([transfer]),
+        handoffs: { agents: { billing } },
+        // billing's refund waits for a person: the first runner stops while it waits
+        approval: (call) => call.name === "refund",
+        pollInterval: "20 millis"
+      })
+      const filename = Core.tempFile("handoff")
+      const runner = agent.layer.pipe(
+        Layer.provide([triageModel, Stores.layerMemory]),
+        Layer.provideMerge(Runner.layerSqlite({ filename, pollInterval: "50 millis", lockExpiration: "2 seconds", shutdownTimeout: "50 millis" }))
+      )
+      const client = Runner.layerSqliteClient({ filename, pollInterval: "50 millis" })
+      const scope = yield* Scope.make()
+      const first = yield* Layer.buildWithScope(runner, scope)
+      yield* Effect.provide(
+        Effect.andThen(
+          agent.start("h2", user("I want my money back for order 42")),
+          Stream.runDrain(Stream.takeUntil(agent.events("h2"), (e) => e._tag === "agent.approval_requested"))
+        ),
+        first
+      )
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(asked, { triage: 1, billing: 1 })
+      assert.deepStrictEqual(applied, ["transfer"])
+
+      // another process decides the receiving agent's pending call
+      const pending = yield* Effect.provide(agent.pending("h2"), client)
+      assert.deepStrictEqual(pending.map((p) => [p.callId, p.toolName, p.turn, p.index]), [["b1", "refund", 0, 0]])
+      yield* Effect.provide(agent.approve("h2", "b1", Approval.approve("alice")), client)
+
+      // a second runner resumes: triage's turn and call, and billing's first turn, answer from the journal
+      const { result, events } = yield* Effect.provide(
+        Effect.gen(function*() {
+          const result = yield* agent.result("h2")
+          return { result, events: Array.from(yield* Stream.runCollect(agent.events("h2"))) }
+        }),
+        runner
+      )
+      assert.strictEqual(result.text, "billing: order 42 refunded")
+      assert.deepStrictEqual(asked, { triage: 1, billing: 2 })
+      assert.deepStrictEqual(applied, ["transfer", "refund 42"])
+      assert.deepStrictEqual(result.usage, { inputTokens: 60, outputTokens: 12 })
+      assert.deepStrictEqual(
+        events.filter((e) => e._tag === "agent.handoff" || e._tag === "agent.finished" || e._tag === "agent.approval_requested")
+          .map((e) => [e._tag, e.runId]),
+        [
+          ["agent.handoff", "h2"],
+          ["agent.finished", "h2"],
+          ["agent.approval_requested", "h2/handoff-1"],
+          ["agent.finished", "h2/handoff-1"]
+        ]
+      )
+      // read back by another process
+      const polled = yield* Effect.provide(agent.poll("h2"), client)
+      const exit = Option.getOrThrow(polled)
+      assert.strictEqual(Exit.isSuccess(exit) ? exit.value.text : undefined, "billing: order 42 refunded")
+    }), 30_000)
+
+  it.live("a handoff to an agent the durable agent does not list is refused; the model reads why", () => {
+    reset()
+    const agent = DurableAgent.make({
+      name: "triage",
+      tools: registryOf([transfer]),
+      handoffs: { agents: { accounts: billing } },
+      pollInterval: "10 millis"
+    })
+    return Effect.gen(function*() {
+      yield* agent.start("h3", user("refund"))
+      const result = yield* agent.result("h3")
+      assert.strictEqual(
+        result.text,
+        "triage read: transfer: handoff refused: no agent named \"billing\"; the agents you may hand over to: accounts; nothing was handed over"
+      )
+      assert.strictEqual(asked.billing, 0)
+      const events = Array.from(yield* Stream.runCollect(agent.events("h3")))
+      assert.isFalse(events.some((e) => e._tag === "agent.handoff"))
+    }).pipe(
+      Effect.provide(agent.layer.pipe(Layer.provide([triageModel, Stores.layerMemory]), Layer.provideMerge(Core.memoryEngine())))
+    )
+  })
+})
