@@ -77,16 +77,14 @@
  * `start(runId, messages, { threadId, user })` journals the run's `RunContext` with its payload:
  * handlers see that thread id (default the run id) and user context.
  */
-import { Cause, Context, Data, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Cause, Data, Effect, Exit, Layer, Option, Stream } from "effect"
 import { Schema } from "effect"
 import { Duration } from "effect"
 import type { SqlClient } from "effect/sql"
-import { Activity, DurableDeferred, Workflow, type WorkflowEngine } from "effect/workflow"
+import { Activity, DurableDeferred, Workflow, WorkflowEngine } from "effect/workflow"
 import * as Agent from "../agent/Agent.ts"
 import * as AgentState from "../agent/AgentState.ts"
-import type * as AgentTool from "../agent/AgentTool.ts"
 import * as ChatModel from "../agent/ChatModel.ts"
-import * as Handoff from "../agent/Handoff.ts"
 import * as Tool from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type * as ToolRegistry from "../contract/ToolRegistry.ts"
@@ -99,7 +97,9 @@ import { redactArguments } from "../internal/redact/policy.ts"
 import { EventSink } from "../runtime/EventSink.ts"
 import * as Executor from "../runtime/Executor.ts"
 import { RunContext } from "../runtime/RunContext.ts"
+import * as DurableAgentTool from "./DurableAgentTool.ts"
 import * as Journal from "./Journal.ts"
+import { CurrentCall } from "./internal/call.ts"
 import * as Tables from "./internal/tables.ts"
 
 /**
@@ -110,12 +110,10 @@ export type DurableResult<Output = unknown> = Agent.AgentResult<Output>
 
 /** Options of {@link make}: the agent's `RunOptions` without the messages (given per run) and `cancelWhen`. */
 export interface Options<R, MR = never, S extends Agent.OutputSchema = never, St = unknown>
-  extends Omit<Agent.RunOptions<R, MR, S, St>, "messages" | "cancelWhen" | "name" | "handoffs">
+  extends Omit<Agent.RunOptions<R, MR, S, St>, "messages" | "cancelWhen" | "name">
 {
   /** The workflow's name (unique per application; part of every run's execution id). */
   readonly name: string
-  /** Agents this one may hand the conversation over to (see {@link Handoffs}). Default: none. */
-  readonly handoffs?: Handoffs<R, MR>
   /** Which calls wait for a durable approval before they run (default: none). */
   readonly approval?: (call: ToolCall, spec: Tool.ToolSpec) => boolean
   /** How often `result` and `events` look for news. Default 200 ms. */
@@ -212,6 +210,8 @@ type ClientServices = WorkflowEngine.WorkflowEngine | SqlClient.SqlClient
 export interface DurableAgent<R, MR, S extends Agent.OutputSchema = never> {
   /** The `effect/workflow` Workflow. */
   readonly workflow: DurableWorkflow
+  /** The typed final answer's schema (`Options.output`), `undefined` when the answer is text. */
+  readonly output: S | undefined
   /**
    * Registers the workflow with the engine: provide it with a runner layer (`Runner.*`), the
    * `ChatModel`, a `StoreRegistry` and the tools' services. Only processes that run runs need it.
@@ -284,12 +284,9 @@ export interface DurableAgent<R, MR, S extends Agent.OutputSchema = never> {
   ) => Effect.Effect<void, RunNotCancellable, ClientServices>
 }
 
-/**
- * The durable deferred that call `index` of turn `turn` waits on for its approval (`prefix`: the
- * running agent's activity prefix after a handoff, `handoff-<k>/`).
- */
-export const approvalDeferred = (turn: number, index: number, prefix = "") =>
-  DurableDeferred.make(`${prefix}approval/${turn}/${index}`, { success: Journal.Decision })
+/** The durable deferred that call `index` of turn `turn` waits on for its approval. */
+export const approvalDeferred = (turn: number, index: number) =>
+  DurableDeferred.make(`approval/${turn}/${index}`, { success: Journal.Decision })
 
 /**
  * The cancelled runs this process knows of (key: workflow and run id), filled by `cancel` in this
@@ -298,6 +295,30 @@ export const approvalDeferred = (turn: number, index: number, prefix = "") =>
  */
 const cancelled = new Map<string, string>()
 const cancelledKey = (run: Tables.RunKey) => `${run.workflow}\u0000${run.runId}`
+
+/** A run's key and, for a nested run (`asTool`), the runs it is nested in: cancelling any of them stops it. */
+interface Watched extends Tables.RunKey {
+  readonly within?: ReadonlyArray<Tables.RunKey>
+}
+
+/** Why the run stopped, if it or a run it is nested in was cancelled (as this process knows). */
+const cancelledReason = (run: Watched): string | undefined => {
+  for (const key of [run, ...(run.within ?? [])]) {
+    const reason = cancelled.get(cancelledKey(key))
+    if (reason !== undefined) return reason
+  }
+  return undefined
+}
+
+/** The same, read from the journal. */
+const journaledCancelReason = (run: Watched): Effect.Effect<string | undefined, never, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    for (const key of [run, ...(run.within ?? [])]) {
+      const reason = yield* Tables.cancelReason(key)
+      if (reason !== undefined) return reason
+    }
+    return undefined
+  })
 
 /**
  * Reads the cancellations recorded since the last read (all of them first), into {@link cancelled},
@@ -370,9 +391,8 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
           const finishedBefore = Option.isSome(yield* poll(runId))
           const batch = yield* Tables.read(runKey(runId), state.since)
           const last = batch.at(-1)
-          // the run's own end (that of an agent that handed the conversation over is among its events
-          // too: see `endsRun`)
-          const end = batch.findIndex(endsRun(runId))
+          // the run's own end (a nested run's `agent.finished` is among its events too)
+          const end = batch.findIndex((e) => e._tag === "agent.finished" && e.runId === runId)
           if (end >= 0) return [batch.slice(0, end + 1), Option.none()] as const
           if (batch.length === 0 && finishedBefore) return [batch, Option.none()] as const
           return [
@@ -447,8 +467,15 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
       cancelled.set(cancelledKey(run), reason)
     })
 
-  return { workflow, layer, start, result, poll, events, pending, approve, cancel }
+  return { workflow, output: options.output, layer, start, result, poll, events, pending, approve, cancel }
 }
+
+/**
+ * A durable agent as a tool of another durable agent: each call runs it as a child run, named by
+ * the call's position (`<run>/<turn>/<index>`), that resumes from its own journal after a crash
+ * (see `DurableAgentTool`). Its layer must run on the same runners as the calling agent's.
+ */
+export const asTool: typeof DurableAgentTool.make = (agent, options) => DurableAgentTool.make(agent, options)
 
 /** The run's `output` schema as the JSON codec its answer is journaled with (`undefined`: no output). */
 const outputCodec = (options: { readonly output?: Agent.OutputSchema }) =>
@@ -496,7 +523,8 @@ const body = <R, MR, S extends Agent.OutputSchema, St>(
 ) =>
   Effect.gen(function*() {
     const runId = payload.runId
-    const run: Tables.RunKey = { workflow: workflowName, runId }
+    const nesting = payload.nesting
+    const run: Watched = { workflow: workflowName, runId, ...(nesting === undefined ? {} : { within: nesting.within }) }
     yield* Tables.ensure
     const sql = yield* Effect.context<SqlClient.SqlClient>()
     let seq = 0
@@ -517,16 +545,19 @@ const body = <R, MR, S extends Agent.OutputSchema, St>(
         cancelledBy ??= reason
         return executor.runCancel.cancel(reason)
       })
+    const runOptions: Agent.RunOptions<R, MR, S, St> = { ...options, messages: payload.messages }
     const codec = outputCodec(options)
     const exit = yield* Effect.exit(
-      conversation(options, payload.messages, (agent) =>
-        Agent.loopWith(agent, (executor) => durableSteps(agent, run, executor, (reason) => onCancelled(executor, reason)))).pipe(
+      Agent.loopWith(runOptions, (executor) => durableSteps(options, run, executor, (reason) => onCancelled(executor, reason))).pipe(
         Effect.provideService(EventSink, journal),
         Effect.provideService(RunContext, {
           runId,
           threadId: payload.threadId ?? runId,
           turn: 0,
-          ...(payload.user === undefined ? {} : { user: payload.user })
+          ...(payload.user === undefined ? {} : { user: payload.user }),
+          ...(nesting === undefined
+            ? {}
+            : { nesting: { parentRunId: nesting.parentRunId, parentCallId: nesting.parentCallId, depth: nesting.depth } })
         })
       )
     )
@@ -560,20 +591,19 @@ const body = <R, MR, S extends Agent.OutputSchema, St>(
 
 /** The loop's steps as activities (see the module comment). */
 const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
-  options: Omit<Options<R, MR, S, St>, "handoffs">,
-  run: Tables.RunKey,
+  options: Options<R, MR, S, St>,
+  run: Watched,
   executor: Executor.Executor<R | MR>,
   onCancelled: (reason: string) => Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
     const model = yield* ChatModel.ChatModel
-    const prefix = yield* ActivityPrefix
     const ask: Agent.Steps<StepServices<R, MR>>["ask"] = (request, turn) =>
       Effect.flatMap(
         Activity.make({
-          name: `${prefix}turn/${turn}`,
+          name: `turn/${turn}`,
           success: Journal.Turn,
-          execute: Effect.flatMap(Effect.sync(() => cancelled.get(cancelledKey(run))), (reason) =>
+          execute: Effect.flatMap(Effect.sync(() => cancelledReason(run)), (reason) =>
             reason !== undefined
               ? Effect.succeed({ _tag: "Cancelled", reason } as const)
               : Effect.suspend(() => ChatModel.collect(model.stream(request))).pipe(
@@ -612,16 +642,16 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         })
         // a cancelled run requests no approval (a journaled check, so a replay takes the same path)
         const cancelled = needsApproval.length === 0 ? null : yield* Activity.make({
-          name: `${prefix}cancel-check/${context.turn}`,
+          name: `cancel-check/${context.turn}`,
           success: Schema.NullOr(Schema.String),
-          execute: Effect.map(Tables.cancelReason(run), (reason) => reason ?? null)
+          execute: Effect.map(journaledCancelReason(run), (reason) => reason ?? null)
         })
         if (cancelled !== null) yield* onCancelled(cancelled)
         const requests = cancelled === null ? needsApproval : []
         for (const { call, entry, index } of requests) {
           const args = redactArguments(call.arguments, entry.spec.safety.redact)
           yield* Tables.request(run, {
-            deferred: approvalDeferred(context.turn, index, prefix).name,
+            deferred: approvalDeferred(context.turn, index).name,
             turn: context.turn,
             callIndex: index,
             callId: call.id,
@@ -639,11 +669,11 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         const decisions = new Map<number, Approval.Decision>()
         for (const { index } of requests) {
           const waited = yield* DurableDeferred.raceAll({
-            name: `${prefix}approval/${context.turn}/${index}`,
+            name: `approval/${context.turn}/${index}`,
             success: Journal.Waited,
             error: Schema.Never,
             effects: [
-              DurableDeferred.await(approvalDeferred(context.turn, index, prefix)),
+              DurableDeferred.await(approvalDeferred(context.turn, index)),
               Effect.map(DurableDeferred.await(cancelDeferred), (reason) => ({ _tag: "Cancelled", reason } as const))
             ]
           })
@@ -656,7 +686,7 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         const outcomes = yield* Effect.forEach(
           calls,
           (call, index) =>
-            callActivity(options, run, executor, call, index, { ...context, prefix }, {
+            callActivity(options, run, executor, call, index, context, {
               decision: decisions.get(index),
               needsApproval: needsApproval.some((request) => request.index === index)
             }, onCancelled),
@@ -676,17 +706,17 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
 
 /** Call `index` of its turn as the activity `tool/<turn>/<index>`. */
 const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
-  options: Omit<Options<R, MR, S, St>, "handoffs">,
-  run: Tables.RunKey,
+  options: Options<R, MR, S, St>,
+  run: Watched,
   executor: Executor.Executor<R | MR>,
   call: ToolCall,
   index: number,
-  context: { readonly turn: number; readonly advertised: ToolRegistry.Advertised<unknown>; readonly prefix: string },
+  context: { readonly turn: number; readonly advertised: ToolRegistry.Advertised<unknown> },
   approval: { readonly decision: Approval.Decision | undefined; readonly needsApproval: boolean },
   onCancelled: (reason: string) => Effect.Effect<void>
 ) => {
   const { decision } = approval
-  const name = `${context.prefix}tool/${context.turn}/${index}`
+  const name = `tool/${context.turn}/${index}`
   const toolName = options.tools.get(call.name)?.spec.name ?? call.name
   // the run's limits count calls admitted in an earlier process too: a call this executor did not run
   // (replayed from the journal, or answered "may or may not have completed") counts if it was admitted
@@ -707,7 +737,7 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
       // a call that may not run again is marked before it starts, so a re-run knows it started
       const marks = safety !== undefined && !Tool.mayRunAgain(safety)
       // a cancelled run starts no call (one whose marker shows an earlier start is answered as after a crash)
-      const stop = cancelled.get(cancelledKey(run)) ??
+      const stop = cancelledReason(run) ??
         (approval.needsApproval && decision === undefined ? executor.runCancel.reasonUnsafe() ?? "cancelled" : undefined)
       if (stop !== undefined && !(marks && (yield* Tables.marked(key)))) {
         const error = new ToolError.ToolCancelled({ toolName, started: false })
@@ -746,8 +776,25 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
       const effective = decision?._tag === "Edit" ? { ...call, arguments: decision.arguments } : call
       ranHere = true
       // a keyed call's claim owner is stable across re-runs; an idempotent one (`resumed` false) runs again
+      // the usage of runs nested in the call is journaled with it (a replay adds it again); a nested
+      // durable agent (`asTool`) names its run by the call's position
+      let usage = ChatModel.noUsage
+      const outerUsage = yield* Agent.NestedUsage
       let attempt = executor.runBatch([effective], { advertised: context.advertised, durable: { owner: key, resumed } })
-        .pipe(Effect.provideService(EventSink, collect))
+        .pipe(
+          Effect.provideService(EventSink, collect),
+          Effect.provideService(Agent.NestedUsage, {
+            add: (more) => {
+              usage = ChatModel.addUsage(usage, more)
+              outerUsage.add(more)
+            }
+          }),
+          Effect.provideService(CurrentCall, {
+            run: { workflow: run.workflow, runId: run.runId },
+            index,
+            within: run.within ?? []
+          })
+        )
       if (decision !== undefined) {
         // the decision answers this call's own request; anything else asked during the call (an MCP
         // server's elicitation) goes to the application's `Approval`, and is denied when there is none
@@ -762,6 +809,11 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
         })
       }
       const exit = yield* Effect.result(attempt)
+      // a nested durable run (`asTool`) that waits (an approval) suspended this activity's instance,
+      // which interrupted the call: the activity suspends too, journaling nothing, and runs again
+      // when the nested run ends (that run's end answers it then)
+      const instance = yield* WorkflowEngine.WorkflowInstance
+      if (instance.suspended) return yield* Workflow.suspend(instance)
       const result = exit._tag === "Success" ? exit.success[0]! : exit.failure.results[0]!
       const fatal = exit._tag === "Failure" ? exit.failure.errors[0] : undefined
       const cancelRun = executor.runCancel.reasonUnsafe()
@@ -771,105 +823,21 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
         events,
         ...(fatal === undefined ? {} : { fatal }),
         ...(cancelRun === undefined ? {} : { cancelRun }),
-        ...(updates === undefined || updates.length === 0 ? {} : { state: updates as ReadonlyArray<AgentState.Recorded> })
+        ...(updates === undefined || updates.length === 0 ? {} : { state: updates as ReadonlyArray<AgentState.Recorded> }),
+        ...(usage.inputTokens === 0 && usage.outputTokens === 0 ? {} : { usage })
       }
     })
   }), (outcome) =>
-    Effect.flatMap(AgentState.AgentState, (state) => {
+    Effect.gen(function*() {
+      const state = yield* AgentState.AgentState
       // replayed: the updates the call recorded, for the loop to apply as when it ran
       if (!ranHere && outcome.state !== undefined) state.restore(call.id, outcome.state as ReadonlyArray<AgentState.Recorded>)
-      if (outcome.cancelled !== undefined) return onCancelled(outcome.cancelled)
-      if (ranHere) return Effect.void
-      // replayed: count it if it was admitted, and cancel the run again if a handler cancelled it then
-      const counted = admittedBefore(outcome.events as ReadonlyArray<ToolEvent.Event>)
-        ? executor.countReplayed(toolName)
-        : Effect.void
-      return outcome.cancelRun === undefined ? counted : Effect.andThen(counted, executor.runCancel.cancel(outcome.cancelRun))
+      if (outcome.cancelled !== undefined) return yield* onCancelled(outcome.cancelled)
+      if (ranHere) return
+      // replayed: its nested runs' usage adds to the run's again, it counts if it was admitted, and
+      // it cancels the run again if a handler cancelled it then
+      if (outcome.usage !== undefined) (yield* Agent.NestedUsage).add(outcome.usage)
+      if (admittedBefore(outcome.events as ReadonlyArray<ToolEvent.Event>)) yield* executor.countReplayed(toolName)
+      if (outcome.cancelRun !== undefined) yield* executor.runCancel.cancel(outcome.cancelRun)
     }))
-}
-
-// Handoffs (`Options.handoffs`) ------------------------------------------------------------------
-
-/**
- * The agents a durable agent may hand its conversation over to, as `Handoff.run` does: a call's
- * result carrying a handoff to one of them ends the running agent's part after its turn and the
- * receiving agent goes on, in the same run (run id `<run id>/handoff-<k>` in its events and
- * `RunContext`). The durable agent itself is the agent named by `Options.name` (a receiving agent
- * may hand back to it by that name). Each agent's turns and calls are activities of the run, the k-th
- * receiving agent's named under `handoff-<k>/` (`handoff-1/turn/0`, `handoff-1/tool/0/0`, ...), so a
- * resumed run answers every agent's answered turns and completed calls from the journal and takes
- * the same handoffs again (the input filter must be a pure function of its input).
- * `Options.approval` applies to every agent's calls.
- */
-export interface Handoffs<R, MR = never> {
-  /** The other agents, by name (each its own tools, system prompt, limits; `model`: its own model). */
-  readonly agents: Readonly<Record<string, AgentTool.Definition<R, MR>>>
-  /** What the receiving agent sees. Default `Handoff.wholeHistory`. */
-  readonly inputFilter?: Handoff.InputFilter
-  /** Handoffs allowed in one run. Default `Handoff.defaultMaxHandoffs`. */
-  readonly maxHandoffs?: number
-}
-
-/** One agent's options in a durable run: its `RunOptions` (handoffs as the loop takes them) and the durable agent's. */
-type AgentOptions<R, MR, S extends Agent.OutputSchema, St> = Omit<Options<R, MR, S, St>, "handoffs"> & Agent.RunOptions<R, MR, S, St>
-
-/** The prefix of the running agent's activity names: `handoff-<k>/` for the k-th receiving agent. */
-const ActivityPrefix = Context.Reference<string>("tinyagents/durable/ActivityPrefix", { defaultValue: () => "" })
-
-/**
- * Whether an event ends run `runId`'s event journal: its own `agent.finished`, or that of an agent a
- * handoff passed the conversation to (`<run id>/handoff-<k>`), unless it handed over in turn; never
- * that of a run nested in a call.
- */
-const endsRun = (runId: string) => (event: ToolEvent.Event): boolean => {
-  if (event._tag !== "agent.finished" || event.reason === "handoff") return false
-  const leg = event.runId.startsWith(`${runId}/handoff-`) ? event.runId.slice(`${runId}/handoff-`.length) : undefined
-  return event.runId === runId || (leg !== undefined && /^[0-9]+$/.test(leg))
-}
-
-/**
- * The run's loop (`loop`: the durable loop of one agent), once per agent when the run hands over
- * (see {@link Handoffs}): the legs of `Handoff.start` / `Handoff.next`, each under its activity
- * prefix and run id. The result is the last agent's, with every agent's usage; its `state` only when
- * that agent is this one (another agent's state has a schema of its own).
- */
-const conversation = <R, MR, S extends Agent.OutputSchema, St, E, X>(
-  options: Options<R, MR, S, St>,
-  messages: ReadonlyArray<ChatModel.Message>,
-  loop: (agent: AgentOptions<R, MR, S, St>) => Effect.Effect<Agent.AgentResult<S["Type"], St>, E, X>
-): Effect.Effect<Agent.AgentResult<S["Type"], St>, E, X | RunContext> => {
-  const { handoffs, ...own } = options
-  if (handoffs === undefined) return loop({ ...own, messages })
-  const legs: Handoff.Options<R, MR> = {
-    agents: { ...handoffs.agents, [options.name]: own as unknown as AgentTool.Definition<R, MR> },
-    start: options.name,
-    messages,
-    ...(handoffs.inputFilter === undefined ? {} : { inputFilter: handoffs.inputFilter }),
-    ...(handoffs.maxHandoffs === undefined ? {} : { maxHandoffs: handoffs.maxHandoffs })
-  }
-  return Effect.gen(function*() {
-    if (Object.hasOwn(handoffs.agents, options.name)) {
-      return yield* Effect.die(new Error(`DurableAgent ${options.name}: handoffs.agents names the durable agent itself`))
-    }
-    let leg = yield* Handoff.start(legs)
-    let usage = ChatModel.noUsage
-    for (;;) {
-      // the leg's own options (this agent's are all of `own`); the approvals are the durable agent's
-      const agent = {
-        ...leg.options,
-        ...(own.approval === undefined ? {} : { approval: own.approval }),
-        name: leg.agent
-      } as AgentOptions<R, MR, S, St>
-      const result = yield* leg.within(loop(agent)).pipe(
-        Effect.provideService(ActivityPrefix, leg.index === 0 ? "" : `handoff-${leg.index}/`)
-      )
-      usage = ChatModel.addUsage(usage, result.usage)
-      const following = Handoff.next(legs, leg, result)
-      if (following === undefined) {
-        const { state, ...rest } = result
-        return { ...rest, usage, ...(leg.agent === options.name && state !== undefined ? { state } : {}) }
-      }
-      leg = following
-    }
-  })
 }

@@ -1,8 +1,8 @@
 /**
  * The data a durable agent run journals, as Schemas: the workflow's payload (the run id and its
- * opening messages), each model turn's answer, each tool call's outcome (its `ToolResult` and the
- * events it emitted), an approval decision, and the run's end. Everything here round-trips through
- * JSON (`Schema.toCodecJson`), which is how `effect/workflow` stores activity results and the
+ * opening messages), each model turn's answer, each tool call's outcome (its `ToolResult`, the
+ * events it emitted and the usage of runs nested in it), an approval decision, and the run's end.
+ * Everything here round-trips through JSON (`Schema.toCodecJson`), which is how `effect/workflow` stores activity results and the
  * workflow's result in SQL. This module owns the shapes of a run only: a transcript, a model's answer
  * and its failure are `ChatModel`'s schemas (`Message`, `Response`, `ChatModelError`), journaled as
  * they encode; `DurableAgent` uses them.
@@ -42,7 +42,12 @@ export const Call = Schema.Struct({
   state: Schema.optionalKey(Schema.Array(Schema.Struct({
     json: Schema.optionalKey(ToolError.JsonData),
     refused: Schema.optionalKey(Schema.String)
-  })))
+  }))),
+  /**
+   * The token usage of the runs nested in the call (an agent as a tool): added to the run's again
+   * when the call is replayed, so a resumed run's usage is the uncrashed run's (older rows have none).
+   */
+  usage: Schema.optionalKey(ChatModel.Usage)
 })
 
 /** An `Approval.Decision` (an edit's arguments as JSON). */
@@ -85,6 +90,20 @@ export const Outcome = Schema.Union([
   })
 ])
 
+/** A durable run: its workflow's name and its run id. */
+export const RunKey = Schema.Struct({ workflow: Schema.String, runId: Schema.String })
+
+/**
+ * Where a nested durable run sits (`RunContext.nesting`: the parent run, its call, the depth) and the
+ * runs around it, outermost first: cancelling any of them cancels it.
+ */
+export const Nesting = Schema.Struct({
+  parentRunId: Schema.String,
+  parentCallId: Schema.String,
+  depth: Schema.Number,
+  within: Schema.Array(RunKey)
+})
+
 /**
  * The workflow's payload: the run id (its idempotency key), the conversation it starts from, and
  * the run's `RunContext` fields (thread id, default the run id; the application's user context, as JSON).
@@ -93,5 +112,7 @@ export const Payload = Schema.Struct({
   runId: Schema.String,
   messages: Schema.Array(ChatModel.Message),
   threadId: Schema.optionalKey(Schema.String),
-  user: Schema.optionalKey(ToolError.JsonData)
+  user: Schema.optionalKey(ToolError.JsonData),
+  /** Set for a run nested in a durable run's call (`DurableAgent.asTool`); absent at the top (older rows). */
+  nesting: Schema.optionalKey(Nesting)
 })

@@ -1,18 +1,56 @@
+/**
+ * Agents nested in durable runs: `Agent.asTool` (the nested run is part of its call's activity; its
+ * usage journaled with the call, so a replayed call adds it again) and `DurableAgent.asTool` (the
+ * nested agent's run is a durable child run `<run>/<turn>/<index>` with its own journal: a runner
+ * that stops mid-nested-run is resumed by the next one without asking the nested model again for the
+ * turns it answered or running its completed calls again). The SIGKILL version is CrashNested.test.ts.
+ */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { Effect, Schema, Stream } from "effect"
-import { Agent, ChatModel, ToolRegistry } from "../../src/index.ts"
-import { DurableAgent } from "../../src/durable/index.ts"
+import { Effect, Exit, Layer, Schema, Scope, Stream } from "effect"
+import { Agent, Approval, ChatModel, Tool, ToolRegistry } from "../../src/index.ts"
+import * as Stores from "../../src/stores/Stores.ts"
+import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import * as Core from "./support/core.ts"
 
 afterAll(Core.cleanup)
 
 const user = (content: string) => [{ role: "user" as const, content }]
+const sqliteRunner = (filename: string) =>
+  Runner.layerSqlite({ filename, pollInterval: "50 millis", lockExpiration: "2 seconds", shutdownTimeout: "50 millis" })
+const sqliteClient = (filename: string) => Runner.layerSqliteClient({ filename, pollInterval: "50 millis" })
 
-describe("DurableAgent with an agent as a tool", () => {
+/**
+ * The nested agent's model: its user message is the line; it calls `read_value` (turn 0), then, when
+ * `approved` is set, `plain_write` (turn 1, which waits for an approval), then answers
+ * `nested read <line>: <last tool text>`. Each answer costs 5 + 2 tokens; counted as `nested model`.
+ */
+const nestedModel = (counters: Core.Counters, options: { readonly approved?: boolean } = {}) =>
+  ChatModel.fromFunction((request) => {
+    counters.bump("nested model")
+    const line = request.messages.find((m) => m.role === "user")
+    const text = line?.role === "user" ? line.content : "?"
+    const turn = request.messages.filter((m) => m.role === "tool").length
+    const last = request.messages.findLast((m) => m.role === "tool")
+    const usage = { inputTokens: 5, outputTokens: 2 }
+    if (turn === 0) return Effect.succeed({ ...ChatModel.callTools([["n0", "read_value", { name: text }]]), usage })
+    if (turn === 1 && options.approved === true) {
+      return Effect.succeed({ ...ChatModel.callTools([["n1", "plain_write", { line: text }]]), usage })
+    }
+    const seen = last?.role === "tool" ? last.results.map((r) => r.content.map((b) => b.type === "text" ? b.text : "").join("")).join() : ""
+    return Effect.succeed({ ...ChatModel.answer(`nested read ${text}: ${seen}`), usage })
+  })
+
+const registry = (tools: ReadonlyArray<Parameters<typeof ToolRegistry.makeResult>[0][number]>) => {
+  const made = ToolRegistry.makeResult(tools)
+  if (made._tag === "Failure") throw made.failure
+  return made.success
+}
+
+describe("DurableAgent with an agent as a tool (Agent.asTool)", () => {
   it.live("the nested run is part of its call's activity: its answer and its events are journaled with the call", () => {
     const counters = Core.makeCounters()
     const nested = Agent.asTool({
-      tools: ToolRegistry.makeResult([]).pipe((r) => r._tag === "Success" ? r.success : undefined)!,
+      tools: registry([]),
       model: ChatModel.fromFunction((request) => {
         counters.bump("nested model")
         const last = request.messages.at(-1)
@@ -27,11 +65,7 @@ describe("DurableAgent with an agent as a tool", () => {
       input: Schema.Struct({ line: Schema.String }),
       prompt: ({ line }) => line
     })
-    const agent = DurableAgent.make({
-      name: "nested",
-      tools: ToolRegistry.makeResult([nested]).pipe((r) => r._tag === "Success" ? r.success : undefined)!,
-      pollInterval: "10 millis"
-    })
+    const agent = DurableAgent.make({ name: "nested", tools: registry([nested]), pollInterval: "10 millis" })
     return Effect.gen(function*() {
       yield* agent.start("r1", user("plan: helper=x"))
       const result = yield* agent.result("r1")
@@ -41,10 +75,10 @@ describe("DurableAgent with an agent as a tool", () => {
       assert.deepStrictEqual(result.usage, { inputTokens: 5, outputTokens: 2 })
       const events = Array.from(yield* Stream.runCollect(agent.events("r1")))
       const inner = events.filter((e) => e.depth === 1)
-      assert.deepStrictEqual(inner.map((e) => [e._tag, e.runId, e.parentRunId, e.parentCallId]), [
-        ["agent.turn_started", "r1/0-0", "r1", "0-0"],
-        ["agent.model_responded", "r1/0-0", "r1", "0-0"],
-        ["agent.finished", "r1/0-0", "r1", "0-0"]
+      assert.deepStrictEqual(inner.map((e) => [e._tag, e.parentRunId, e.parentCallId]), [
+        ["agent.turn_started", "r1", "0-0"],
+        ["agent.model_responded", "r1", "0-0"],
+        ["agent.finished", "r1", "0-0"]
       ])
       // the same run id again: nothing runs again, the nested model included
       yield* agent.start("r1", user("plan: helper=x"))
@@ -52,4 +86,142 @@ describe("DurableAgent with an agent as a tool", () => {
       assert.strictEqual(counters.get("nested model"), 1)
     }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
   })
+
+  it.live("a call replayed from the journal adds its nested run's usage: a resumed run's usage is the uncrashed run's", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const nested = Agent.asTool({ tools: Core.makeTools(counters), model: nestedModel(counters) }, {
+        name: "helper",
+        description: "Helps.",
+        input: Schema.Struct({ line: Schema.String }),
+        prompt: ({ line }) => line
+      })
+      const write = Tool.make("plain_write", {
+        description: "Appends a line.",
+        input: Schema.Struct({ line: Schema.String }),
+        handler: ({ line }) => Effect.succeed(`appended ${line}`)
+      })
+      const agent = DurableAgent.make({
+        name: "nested-usage",
+        tools: registry([nested, write]),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      // uncrashed: the same run in one process
+      const whole = yield* Effect.provide(
+        Effect.andThen(agent.start("u", user("plan: helper=x;plain_write")), Effect.andThen(
+          Stream.runDrain(Stream.takeUntil(agent.events("u"), (e) => e._tag === "agent.approval_requested")),
+          Effect.andThen(agent.approve("u", "1-0", Approval.approve("alice")), agent.result("u"))
+        )),
+        Core.runner(agent, Core.memoryEngine(), counters)
+      )
+      assert.deepStrictEqual(whole.usage, { inputTokens: 10, outputTokens: 4 })
+      // stopped at turn 1's approval, resumed by another runner: turn 0's call is replayed from the journal
+      const filename = Core.tempFile("nested-usage")
+      const runner = () => Core.runner(agent, sqliteRunner(filename), counters)
+      const scope = yield* Scope.make()
+      yield* Effect.provide(
+        Effect.andThen(
+          agent.start("s", user("plan: helper=x;plain_write")),
+          Stream.runDrain(Stream.takeUntil(agent.events("s"), (e) => e._tag === "agent.approval_requested"))
+        ),
+        yield* Layer.buildWithScope(runner(), scope)
+      )
+      yield* Scope.close(scope, Exit.void)
+      const asked = counters.get("nested model")
+      yield* Effect.provide(agent.approve("s", "1-0", Approval.approve("alice")), sqliteClient(filename))
+      const resumed = yield* Effect.provide(agent.result("s"), runner())
+      assert.strictEqual(counters.get("nested model"), asked, "the nested run was not run again")
+      assert.deepStrictEqual(resumed.usage, whole.usage)
+    }), 30_000)
+})
+
+describe("DurableAgent.asTool: a nested durable agent", () => {
+  const make = (counters: Core.Counters, name: string, options: { readonly approved?: boolean } = {}) => {
+    const child = DurableAgent.make({
+      name: `${name}-child`,
+      tools: Core.makeTools(counters),
+      pollInterval: "20 millis",
+      approval: (call) => options.approved === true && call.name === "plain_write"
+    })
+    const parent = DurableAgent.make({
+      name,
+      tools: registry([
+        DurableAgent.asTool(child, {
+          name: "helper",
+          description: "Helps.",
+          input: Schema.Struct({ line: Schema.String }),
+          prompt: ({ line }) => line
+        })
+      ]),
+      pollInterval: "20 millis"
+    })
+    const layer = (engine: Layer.Layer<Runner.Services>) =>
+      Layer.mergeAll(
+        parent.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory])),
+        child.layer.pipe(Layer.provide([nestedModel(counters, options), Stores.layerMemory]))
+      ).pipe(Layer.provideMerge(engine))
+    return { child, parent, layer }
+  }
+
+  it.live("the nested run is a durable run of its own, named <run>/<turn>/<index>: its events and usage reach the parent's", () => {
+    const counters = Core.makeCounters()
+    const { child, layer, parent } = make(counters, "durable-nested")
+    return Effect.gen(function*() {
+      yield* parent.start("r1", user("plan: helper=x"))
+      const result = yield* parent.result("r1")
+      assert.strictEqual(result.text, "done: nested read x: value of x")
+      assert.strictEqual(counters.get("nested model"), 2)
+      assert.strictEqual(counters.get("read_value"), 1)
+      assert.deepStrictEqual(result.usage, { inputTokens: 10, outputTokens: 4 })
+      // the child run, read as any durable run
+      assert.strictEqual((yield* child.result("r1/0/0")).text, "nested read x: value of x")
+      const events = Array.from(yield* Stream.runCollect(parent.events("r1")))
+      const inner = events.filter((e) => e.depth === 1)
+      assert.deepStrictEqual(inner.map((e) => e._tag), [
+        "agent.turn_started",
+        "agent.model_responded",
+        "tool.started",
+        "tool.completed",
+        "agent.turn_started",
+        "agent.model_responded",
+        "agent.finished"
+      ])
+      for (const e of inner) assert.deepStrictEqual([e.runId, e.parentRunId, e.parentCallId], ["r1/0/0", "r1", "0-0"])
+      // inside the parent's call: between its tool.started and its tool.completed
+      const at = (tag: string) => events.findIndex((e) => e.depth === undefined && e._tag === tag && "toolName" in e && e.toolName === "helper")
+      assert.isTrue(at("tool.started") < events.indexOf(inner[0]!) && events.indexOf(inner.at(-1)!) < at("tool.completed"))
+      // the same run again: nothing runs again
+      yield* parent.start("r1", user("plan: helper=x"))
+      assert.strictEqual((yield* parent.result("r1")).text, "done: nested read x: value of x")
+      assert.strictEqual(counters.get("nested model"), 2)
+    }).pipe(Effect.provide(layer(Core.memoryEngine())))
+  })
+
+  it.live("a runner that stops mid-nested-run: the next one resumes the nested run from its journal", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const { child, layer, parent } = make(counters, "durable-nested-resume", { approved: true })
+      const filename = Core.tempFile("nested-resume")
+      // the first runner runs the nested run's turn 0 and its call, then the nested run waits for an approval
+      const scope = yield* Scope.make()
+      yield* Effect.provide(
+        Effect.gen(function*() {
+          yield* parent.start("p", user("plan: helper=x"))
+          yield* Stream.runDrain(Stream.takeUntil(child.events("p/0/0"), (e) => e._tag === "agent.approval_requested"))
+        }),
+        yield* Layer.buildWithScope(layer(sqliteRunner(filename)), scope)
+      )
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual([counters.get("model"), counters.get("nested model"), counters.get("read_value")], [1, 2, 1])
+      yield* Effect.provide(child.approve("p/0/0", "n1", Approval.approve("alice")), sqliteClient(filename))
+      const result = yield* Effect.provide(parent.result("p"), layer(sqliteRunner(filename)))
+      assert.strictEqual(result.text, "done: nested read x: appended x")
+      // the nested model was asked once per turn, its calls ran once each
+      assert.deepStrictEqual(
+        [counters.get("model"), counters.get("nested model"), counters.get("read_value"), counters.get("plain_write:x")],
+        [2, 3, 1, 1]
+      )
+      assert.deepStrictEqual(result.usage, { inputTokens: 15, outputTokens: 6 })
+    }), 30_000)
 })

@@ -1,0 +1,20 @@
+/**
+ * The durable call a tool handler runs in: provided by the `tool/<n>/<i>` activity to the call it
+ * runs, read by `DurableAgent.asTool` to name its nested run by position (`<run>/<turn>/<index>`)
+ * and to tell it the runs it is nested in (whose cancellation stops it). `undefined` outside one.
+ */
+import { Context } from "effect"
+import type * as Tables from "./tables.ts"
+
+export interface DurableCall {
+  /** The run the call belongs to. */
+  readonly run: Tables.RunKey
+  /** The call's position in its turn. */
+  readonly index: number
+  /** The runs that run is nested in, outermost first. */
+  readonly within: ReadonlyArray<Tables.RunKey>
+}
+
+export const CurrentCall = Context.Reference<DurableCall | undefined>("tinyagents/durable/CurrentCall", {
+  defaultValue: () => undefined
+})
