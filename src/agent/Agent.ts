@@ -328,10 +328,16 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
     const results: Array<ToolResult.ToolResult> = []
     let usage = ChatModel.noUsage
     // usage of runs nested in this run's calls (AgentTool), folded in after each batch; all of it also
-    // goes to the run around this one
+    // goes to the run around this one, at once (a run interrupted mid-batch, its parent cancelled,
+    // has passed on what its nested runs used)
     const outer = yield* UsageMeter
     let nested = ChatModel.noUsage
-    const meter = { add: (more: ChatModel.Usage) => void (nested = ChatModel.addUsage(nested, more)) }
+    const meter = {
+      add: (more: ChatModel.Usage) => {
+        nested = ChatModel.addUsage(nested, more)
+        outer.add(more)
+      }
+    }
     if (options.cancelWhen !== undefined) {
       yield* Effect.forkScoped(Effect.andThen(options.cancelWhen, executor.runCancel.cancel("cancelled by the caller")))
     }
@@ -501,7 +507,6 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
           inTurn(step.batch(calls, { turn, advertised })).pipe(Effect.provideService(UsageMeter, meter))
         )
         usage = ChatModel.addUsage(usage, nested)
-        outer.add(nested)
         nested = ChatModel.noUsage
         const answered = batch._tag === "Success"
           ? yield* inTurn(settle(batch.success, calls, turn))

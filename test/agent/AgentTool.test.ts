@@ -339,6 +339,40 @@ describe("Agent.asTool", () => {
       services
     ))))
 
+  it.effect("usage at depth 2 reaches the top when the parent is cancelled in the middle of the depth-1 run's batch", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const block = Tool.make("block", {
+        description: "Blocks.",
+        input: Schema.Struct({}),
+        handler: () => Effect.andThen(Deferred.succeed(started, undefined), Effect.never)
+      })
+      const grand = Agent.asTool({
+        tools: registryOf([]),
+        model: ChatModel.scripted([{ ...ChatModel.answer("found"), usage: usage(1000, 100) }])
+      }, { name: "grand", description: "Finds.", input: Task })
+      // one call at a time: `grand` has answered (its usage counted) when `block` starts
+      const child = Agent.asTool({
+        tools: registryOf([grand, block]),
+        concurrency: 1,
+        model: ChatModel.scripted([
+          { ...ChatModel.callTools([["g1", "grand", { task: "find" }], ["b1", "block", {}]]), usage: usage(10, 1) }
+        ])
+      }, { name: "child", description: "Delegates.", input: Task })
+      const result = yield* Agent.run({
+        messages: [user("go")],
+        tools: registryOf([child]),
+        cancelWhen: Deferred.await(started)
+      })
+      assert.strictEqual(result.reason, "cancelled")
+      assert.deepStrictEqual(result.usage, usage(1011, 102))
+      const finished = (yield* events).filter((e) => e._tag === "agent.finished") as Array<ToolEvent.AgentFinished>
+      assert.deepStrictEqual(finished.map((e) => [e.depth ?? 0, e.usage]), [[2, usage(1000, 100)], [0, usage(1011, 102)]])
+    }).pipe(Effect.provide(Layer.merge(
+      ChatModel.scripted([{ ...ChatModel.callTools([["c1", "child", { task: "x" }]]), usage: usage(1, 1) }]),
+      services
+    ))))
+
   it.effect("Agent.stream carries the nested run's events", () =>
     Effect.gen(function*() {
       const streamed = yield* Stream.runCollect(Agent.stream({ messages: [user("go")], tools: registryOf([researcher]) }))
