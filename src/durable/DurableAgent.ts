@@ -77,14 +77,16 @@
  * `start(runId, messages, { threadId, user })` journals the run's `RunContext` with its payload:
  * handlers see that thread id (default the run id) and user context.
  */
-import { Cause, Data, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Cause, Context, Data, Effect, Exit, Layer, Option, Stream } from "effect"
 import { Schema } from "effect"
 import { Duration } from "effect"
 import type { SqlClient } from "effect/sql"
 import { Activity, DurableDeferred, Workflow, WorkflowEngine } from "effect/workflow"
 import * as Agent from "../agent/Agent.ts"
 import * as AgentState from "../agent/AgentState.ts"
+import type * as AgentTool from "../agent/AgentTool.ts"
 import * as ChatModel from "../agent/ChatModel.ts"
+import * as Handoff from "../agent/Handoff.ts"
 import * as Tool from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import type * as ToolRegistry from "../contract/ToolRegistry.ts"
@@ -110,10 +112,12 @@ export type DurableResult<Output = unknown> = Agent.AgentResult<Output>
 
 /** Options of {@link make}: the agent's `RunOptions` without the messages (given per run) and `cancelWhen`. */
 export interface Options<R, MR = never, S extends Agent.OutputSchema = never, St = unknown>
-  extends Omit<Agent.RunOptions<R, MR, S, St>, "messages" | "cancelWhen" | "name">
+  extends Omit<Agent.RunOptions<R, MR, S, St>, "messages" | "cancelWhen" | "name" | "handoffs">
 {
   /** The workflow's name (unique per application; part of every run's execution id). */
   readonly name: string
+  /** Agents this one may hand the conversation over to (see {@link Handoffs}). Default: none. */
+  readonly handoffs?: Handoffs<R, MR>
   /** Which calls wait for a durable approval before they run (default: none). */
   readonly approval?: (call: ToolCall, spec: Tool.ToolSpec) => boolean
   /** How often `result` and `events` look for news. Default 200 ms. */
@@ -284,9 +288,12 @@ export interface DurableAgent<R, MR, S extends Agent.OutputSchema = never> {
   ) => Effect.Effect<void, RunNotCancellable, ClientServices>
 }
 
-/** The durable deferred that call `index` of turn `turn` waits on for its approval. */
-export const approvalDeferred = (turn: number, index: number) =>
-  DurableDeferred.make(`approval/${turn}/${index}`, { success: Journal.Decision })
+/**
+ * The durable deferred that call `index` of turn `turn` waits on for its approval (`prefix`: the
+ * running agent's activity prefix after a handoff, `handoff-<k>/`).
+ */
+export const approvalDeferred = (turn: number, index: number, prefix = "") =>
+  DurableDeferred.make(`${prefix}approval/${turn}/${index}`, { success: Journal.Decision })
 
 /**
  * The cancelled runs this process knows of (key: workflow and run id), filled by `cancel` in this
@@ -391,8 +398,9 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
           const finishedBefore = Option.isSome(yield* poll(runId))
           const batch = yield* Tables.read(runKey(runId), state.since)
           const last = batch.at(-1)
-          // the run's own end (a nested run's `agent.finished` is among its events too)
-          const end = batch.findIndex((e) => e._tag === "agent.finished" && e.runId === runId)
+          // the run's own end (a nested run's `agent.finished` is among its events too; so is that of
+          // an agent that handed the conversation over: see `endsRun`)
+          const end = batch.findIndex(endsRun(runId))
           if (end >= 0) return [batch.slice(0, end + 1), Option.none()] as const
           if (batch.length === 0 && finishedBefore) return [batch, Option.none()] as const
           return [
@@ -545,10 +553,10 @@ const body = <R, MR, S extends Agent.OutputSchema, St>(
         cancelledBy ??= reason
         return executor.runCancel.cancel(reason)
       })
-    const runOptions: Agent.RunOptions<R, MR, S, St> = { ...options, messages: payload.messages }
     const codec = outputCodec(options)
     const exit = yield* Effect.exit(
-      Agent.loopWith(runOptions, (executor) => durableSteps(options, run, executor, (reason) => onCancelled(executor, reason))).pipe(
+      conversation(options, payload.messages, (agent) =>
+        Agent.loopWith(agent, (executor) => durableSteps(agent, run, executor, (reason) => onCancelled(executor, reason)))).pipe(
         Effect.provideService(EventSink, journal),
         Effect.provideService(RunContext, {
           runId,
@@ -591,17 +599,18 @@ const body = <R, MR, S extends Agent.OutputSchema, St>(
 
 /** The loop's steps as activities (see the module comment). */
 const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
-  options: Options<R, MR, S, St>,
+  options: Omit<Options<R, MR, S, St>, "handoffs">,
   run: Watched,
   executor: Executor.Executor<R | MR>,
   onCancelled: (reason: string) => Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
     const model = yield* ChatModel.ChatModel
+    const prefix = yield* ActivityPrefix
     const ask: Agent.Steps<StepServices<R, MR>>["ask"] = (request, turn) =>
       Effect.flatMap(
         Activity.make({
-          name: `turn/${turn}`,
+          name: `${prefix}turn/${turn}`,
           success: Journal.Turn,
           execute: Effect.flatMap(Effect.sync(() => cancelledReason(run)), (reason) =>
             reason !== undefined
@@ -642,7 +651,7 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         })
         // a cancelled run requests no approval (a journaled check, so a replay takes the same path)
         const cancelled = needsApproval.length === 0 ? null : yield* Activity.make({
-          name: `cancel-check/${context.turn}`,
+          name: `${prefix}cancel-check/${context.turn}`,
           success: Schema.NullOr(Schema.String),
           execute: Effect.map(journaledCancelReason(run), (reason) => reason ?? null)
         })
@@ -651,7 +660,7 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         for (const { call, entry, index } of requests) {
           const args = redactArguments(call.arguments, entry.spec.safety.redact)
           yield* Tables.request(run, {
-            deferred: approvalDeferred(context.turn, index).name,
+            deferred: approvalDeferred(context.turn, index, prefix).name,
             turn: context.turn,
             callIndex: index,
             callId: call.id,
@@ -669,11 +678,11 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         const decisions = new Map<number, Approval.Decision>()
         for (const { index } of requests) {
           const waited = yield* DurableDeferred.raceAll({
-            name: `approval/${context.turn}/${index}`,
+            name: `${prefix}approval/${context.turn}/${index}`,
             success: Journal.Waited,
             error: Schema.Never,
             effects: [
-              DurableDeferred.await(approvalDeferred(context.turn, index)),
+              DurableDeferred.await(approvalDeferred(context.turn, index, prefix)),
               Effect.map(DurableDeferred.await(cancelDeferred), (reason) => ({ _tag: "Cancelled", reason } as const))
             ]
           })
@@ -686,7 +695,7 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         const outcomes = yield* Effect.forEach(
           calls,
           (call, index) =>
-            callActivity(options, run, executor, call, index, context, {
+            callActivity(options, run, executor, call, index, { ...context, prefix }, {
               decision: decisions.get(index),
               needsApproval: needsApproval.some((request) => request.index === index)
             }, onCancelled),
@@ -706,17 +715,17 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
 
 /** Call `index` of its turn as the activity `tool/<turn>/<index>`. */
 const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
-  options: Options<R, MR, S, St>,
+  options: Omit<Options<R, MR, S, St>, "handoffs">,
   run: Watched,
   executor: Executor.Executor<R | MR>,
   call: ToolCall,
   index: number,
-  context: { readonly turn: number; readonly advertised: ToolRegistry.Advertised<unknown> },
+  context: { readonly turn: number; readonly advertised: ToolRegistry.Advertised<unknown>; readonly prefix: string },
   approval: { readonly decision: Approval.Decision | undefined; readonly needsApproval: boolean },
   onCancelled: (reason: string) => Effect.Effect<void>
 ) => {
   const { decision } = approval
-  const name = `tool/${context.turn}/${index}`
+  const name = `${context.prefix}tool/${context.turn}/${index}`
   const toolName = options.tools.get(call.name)?.spec.name ?? call.name
   // the run's limits count calls admitted in an earlier process too: a call this executor did not run
   // (replayed from the journal, or answered "may or may not have completed") counts if it was admitted
@@ -840,4 +849,90 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
       if (admittedBefore(outcome.events as ReadonlyArray<ToolEvent.Event>)) yield* executor.countReplayed(toolName)
       if (outcome.cancelRun !== undefined) yield* executor.runCancel.cancel(outcome.cancelRun)
     }))
+}
+
+// Handoffs (`Options.handoffs`) ------------------------------------------------------------------
+
+/**
+ * The agents a durable agent may hand its conversation over to, as `Handoff.run` does: a call's
+ * result carrying a handoff to one of them ends the running agent's part after its turn and the
+ * receiving agent goes on, in the same run (run id `<run id>/handoff-<k>` in its events and
+ * `RunContext`). The durable agent itself is the agent named by `Options.name` (a receiving agent
+ * may hand back to it by that name). Each agent's turns and calls are activities of the run, the k-th
+ * receiving agent's named under `handoff-<k>/` (`handoff-1/turn/0`, `handoff-1/tool/0/0`, ...), so a
+ * resumed run answers every agent's answered turns and completed calls from the journal and takes
+ * the same handoffs again (the input filter must be a pure function of its input).
+ * `Options.approval` applies to every agent's calls.
+ */
+export interface Handoffs<R, MR = never> {
+  /** The other agents, by name (each its own tools, system prompt, limits; `model`: its own model). */
+  readonly agents: Readonly<Record<string, AgentTool.Definition<R, MR>>>
+  /** What the receiving agent sees. Default `Handoff.wholeHistory`. */
+  readonly inputFilter?: Handoff.InputFilter
+  /** Handoffs allowed in one run. Default `Handoff.defaultMaxHandoffs`. */
+  readonly maxHandoffs?: number
+}
+
+/** One agent's options in a durable run: its `RunOptions` (handoffs as the loop takes them) and the durable agent's. */
+type AgentOptions<R, MR, S extends Agent.OutputSchema, St> = Omit<Options<R, MR, S, St>, "handoffs"> & Agent.RunOptions<R, MR, S, St>
+
+/** The prefix of the running agent's activity names: `handoff-<k>/` for the k-th receiving agent. */
+const ActivityPrefix = Context.Reference<string>("tinyagents/durable/ActivityPrefix", { defaultValue: () => "" })
+
+/**
+ * Whether an event ends run `runId`'s event journal: its own `agent.finished`, or that of an agent a
+ * handoff passed the conversation to (`<run id>/handoff-<k>`), unless it handed over in turn; never
+ * that of a run nested in a call.
+ */
+const endsRun = (runId: string) => (event: ToolEvent.Event): boolean => {
+  if (event._tag !== "agent.finished" || event.reason === "handoff") return false
+  const leg = event.runId.startsWith(`${runId}/handoff-`) ? event.runId.slice(`${runId}/handoff-`.length) : undefined
+  return event.runId === runId || (leg !== undefined && /^[0-9]+$/.test(leg))
+}
+
+/**
+ * The run's loop (`loop`: the durable loop of one agent), once per agent when the run hands over
+ * (see {@link Handoffs}): the legs of `Handoff.start` / `Handoff.next`, each under its activity
+ * prefix and run id. The result is the last agent's, with every agent's usage; its `state` only when
+ * that agent is this one (another agent's state has a schema of its own).
+ */
+const conversation = <R, MR, S extends Agent.OutputSchema, St, E, X>(
+  options: Options<R, MR, S, St>,
+  messages: ReadonlyArray<ChatModel.Message>,
+  loop: (agent: AgentOptions<R, MR, S, St>) => Effect.Effect<Agent.AgentResult<S["Type"], St>, E, X>
+): Effect.Effect<Agent.AgentResult<S["Type"], St>, E, X | RunContext> => {
+  const { handoffs, ...own } = options
+  if (handoffs === undefined) return loop({ ...own, messages })
+  const legs: Handoff.Options<R, MR> = {
+    agents: { ...handoffs.agents, [options.name]: own as unknown as AgentTool.Definition<R, MR> },
+    start: options.name,
+    messages,
+    ...(handoffs.inputFilter === undefined ? {} : { inputFilter: handoffs.inputFilter }),
+    ...(handoffs.maxHandoffs === undefined ? {} : { maxHandoffs: handoffs.maxHandoffs })
+  }
+  return Effect.gen(function*() {
+    if (Object.hasOwn(handoffs.agents, options.name)) {
+      return yield* Effect.die(new Error(`DurableAgent ${options.name}: handoffs.agents names the durable agent itself`))
+    }
+    let leg = yield* Handoff.start(legs)
+    let usage = ChatModel.noUsage
+    for (;;) {
+      // the leg's own options (this agent's are all of `own`); the approvals are the durable agent's
+      const agent = {
+        ...leg.options,
+        ...(own.approval === undefined ? {} : { approval: own.approval }),
+        name: leg.agent
+      } as AgentOptions<R, MR, S, St>
+      const result = yield* leg.within(loop(agent)).pipe(
+        Effect.provideService(ActivityPrefix, leg.index === 0 ? "" : `handoff-${leg.index}/`)
+      )
+      usage = ChatModel.addUsage(usage, result.usage)
+      const following = Handoff.next(legs, leg, result)
+      if (following === undefined) {
+        const { state, ...rest } = result
+        return { ...rest, usage, ...(leg.agent === options.name && state !== undefined ? { state } : {}) }
+      }
+      leg = following
+    }
+  })
 }
