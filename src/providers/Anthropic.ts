@@ -6,7 +6,9 @@
  * first, in the order given, `is_error: true` on failures. Wire types follow
  * anthropic-sdk-typescript `src/resources/messages/messages.ts` (`Tool`,
  * `ToolUseBlock`, `ServerToolUseBlock`, `ToolResultBlockParam`,
- * `CacheControlEphemeral`). Server tools (`server_tool_use`, their
+ * `CacheControlEphemeral`, `ToolReferenceBlockParam`). Tool search done by
+ * your own tool: deferred tools carry `defer_loading: true` and its results
+ * answer with `tool_reference` blocks. Server tools (`server_tool_use`, their
  * `*_tool_result` blocks, MCP connector blocks) are passthrough. Outbound
  * types use mutable arrays, so they assign to `@anthropic-ai/sdk`'s request
  * params; {@link toolCalls} reads only `type` of a block it does not know, so
@@ -51,6 +53,8 @@ export interface Tool {
   readonly cache_control?: CacheControlEphemeral | null
   /** "When true, guarantees schema validation on tool names and inputs." */
   readonly strict?: boolean
+  /** Tool search: the tool is not shown to the model until a `tool_reference` to it is returned. */
+  readonly defer_loading?: boolean
   readonly type?: "custom"
 }
 
@@ -111,11 +115,17 @@ export interface DocumentBlockParam {
   readonly title?: string
 }
 
+/** `ToolReferenceBlockParam`: a deferred tool (`defer_loading: true`) that a tool search found, by the name it is sent under. */
+export interface ToolReferenceBlockParam {
+  readonly type: "tool_reference"
+  readonly tool_name: string
+}
+
 /** `ToolResultBlockParam`: the answer to one `tool_use` id (a mutable array, as the SDK's param wants). */
 export interface ToolResultBlockParam {
   readonly type: "tool_result"
   readonly tool_use_id: string
-  readonly content?: string | Array<TextBlockParam | ImageBlockParam | DocumentBlockParam>
+  readonly content?: string | Array<TextBlockParam | ImageBlockParam | DocumentBlockParam | ToolReferenceBlockParam>
   readonly is_error?: boolean
   readonly cache_control?: CacheControlEphemeral | null
 }
@@ -142,6 +152,11 @@ export interface ExportOptions {
   readonly strict?: Strict
   /** `cache_control` per canonical tool name (e.g. on the last tool, to cache the tool list). */
   readonly cacheControl?: Readonly<Record<string, CacheControlEphemeral>>
+  /**
+   * Tool search: the canonical names of the tools sent with `defer_loading: true`, which the model
+   * sees only once a tool result references them (see {@link MessageOptions.references}).
+   */
+  readonly deferLoading?: ReadonlyArray<string>
   /** Called for each tool that `"auto"` exported non-strict, with the reason. */
   readonly onFallback?: (reason: ProviderExportError) => void
 }
@@ -150,8 +165,9 @@ export interface ExportOptions {
 export const toolDefinitionsResult = (
   specs: ReadonlyArray<ToolSpec>,
   options: ExportOptions = {}
-): Result.Result<Array<Tool>, ProviderExportError> =>
-  ExportTools.exportEach("anthropic", Names.anthropicRule, specs, ExportTools.canonicalName, (spec, name) => {
+): Result.Result<Array<Tool>, ProviderExportError> => {
+  const deferred = new Set(options.deferLoading ?? [])
+  return ExportTools.exportEach("anthropic", Names.anthropicRule, specs, ExportTools.canonicalName, (spec, name) => {
     const canonical = inputSchemaOf(spec) as InputSchema
     let input_schema = canonical
     let strict: boolean | undefined
@@ -172,9 +188,11 @@ export const toolDefinitionsResult = (
       description: spec.description,
       input_schema,
       ...(strict === undefined ? {} : { strict }),
-      ...(cacheControl === undefined ? {} : { cache_control: cacheControl })
+      ...(cacheControl === undefined ? {} : { cache_control: cacheControl }),
+      ...(deferred.has(spec.name) ? { defer_loading: true } : {})
     })
   })
+}
 
 /** The request's `tools`, one custom tool per spec, named by canonical name. */
 export const toolDefinitions = ExportTools.toEffect(toolDefinitionsResult)
@@ -300,14 +318,34 @@ const resultBlock = (result: ToolResult): ToolResultBlockParam => {
 export interface MessageOptions {
   /** Text to send in the same user message, after every `tool_result` block. */
   readonly after?: ReadonlyArray<TextBlockParam>
+  /**
+   * Tool search done by your own tool: the names (as sent, `defer_loading: true`) of the tools a
+   * result found. A result this gives names for is answered with one `tool_reference` block per name
+   * (Anthropic then shows the model those tools); `undefined` or no names: the result as it is.
+   */
+  readonly references?: (result: ToolResult) => ReadonlyArray<string> | undefined
 }
+
+/** The `tool_result` answering a tool search with references to the tools it found (sent with `defer_loading: true`). */
+export const toolReferences = (toolUseId: string, names: ReadonlyArray<string>): ToolResultBlockParam => ({
+  type: "tool_result",
+  tool_use_id: toolUseId,
+  content: names.map((name) => ({ type: "tool_reference", tool_name: name }))
+})
 
 /**
  * The single user message answering a turn: one `tool_result` per result, in
  * the order given (use `ToolAnswers.answerAll` to put them in call order and
- * check every call is answered once), then any `after` text.
+ * check every call is answered once; a tool search's result as references, see
+ * {@link MessageOptions.references}), then any `after` text.
  */
 export const toolMessages = (results: ReadonlyArray<ToolResult>, options: MessageOptions = {}): ToolResultMessage => ({
   role: "user",
-  content: [...results.map(resultBlock), ...(options.after ?? [])]
+  content: [
+    ...results.map((result) => {
+      const names = options.references?.(result)
+      return names === undefined || names.length === 0 ? resultBlock(result) : toolReferences(result.toolCallId, names)
+    }),
+    ...(options.after ?? [])
+  ]
 })

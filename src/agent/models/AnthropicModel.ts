@@ -7,14 +7,20 @@
  * `tool_result` message come from `providers/Anthropic`; this module owns the
  * rest of the request and response, errors, timeouts and retries. `stream`
  * asks for server-sent events (`stream: true`) and assembles each `tool_use`
- * block from its `input_json_delta`s (`internal/anthropicStream`). Needs an
- * `HttpClient` (e.g. `NodeHttpClient.layerUndici`).
+ * block from its `input_json_delta`s (`internal/anthropicStream`). Tool
+ * search (`Request.toolSearch`) is Anthropic's own, done by the agent's search
+ * tool: every deferred tool is sent with `defer_loading: true` beside the
+ * loaded ones and the search tool, and a search's result answers with a
+ * `tool_reference` block per tool it found. Needs an `HttpClient` (e.g.
+ * `NodeHttpClient.layerUndici`).
  */
 import { Duration, Effect, Layer, Redacted, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
 import { ChatModel, type ChatModelShape, type FinishReason, type Message, type Request, type Response } from "../ChatModel.ts"
 import type { ChatModelError } from "../ChatModel.ts"
+import * as ToolSearch from "../ToolSearch.ts"
 import * as Anthropic from "../../providers/Anthropic.ts"
+import type { ToolResult } from "../../contract/ToolResult.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
 import type * as ModelConfig from "./internal/config.ts"
 import * as AnthropicStream from "./internal/anthropicStream.ts"
@@ -64,6 +70,12 @@ export interface Options extends HttpChat.ConnectionOptions {
    * turn forces a tool call (`tool_choice: any`, unless `parameters` set `tool_choice`).
    */
   readonly structuredOutput?: boolean
+  /**
+   * Whether the model offers tool search (`defer_loading` tools and `tool_reference` results): default
+   * `true`. With `false` (a model or a compatible server without it), an agent's tool search is
+   * portable: the tools a search finds are advertised as plain tools from the next turn.
+   */
+  readonly toolSearch?: boolean
 }
 
 /** Up to 3 retries, jittered exponential backoff from 500 ms. */
@@ -110,14 +122,29 @@ const assistantMessage = (content: string, toolCalls: ReadonlyArray<ToolCall>): 
 })
 
 /**
+ * What a tool search's result references: the tools it found that the request sends deferred (a
+ * found tool the turn's selection left out has no definition to refer to).
+ */
+const referencesOf = (toolSearch: Request["toolSearch"]) => {
+  if (toolSearch === undefined) return undefined
+  const deferred = new Set<string>(toolSearch.deferred.map((spec) => spec.name))
+  return (result: ToolResult): ReadonlyArray<string> =>
+    ToolSearch.revealedBy(result, toolSearch.tool).filter((name) => deferred.has(name))
+}
+
+/**
  * The top-level `system` text (every system message, in order, joined by a
  * blank line) and the `messages` array. A user message right after tool
  * results joins that user message, after its `tool_result` blocks; an empty
- * assistant turn is left out (Anthropic rejects empty content).
+ * assistant turn is left out (Anthropic rejects empty content). With
+ * `toolSearch`, a result of its search tool that found deferred tools answers
+ * with `tool_reference` blocks to them (one that found none, or failed, stays text).
  */
 export const wireMessages = (
-  messages: ReadonlyArray<Message>
+  messages: ReadonlyArray<Message>,
+  toolSearch?: Request["toolSearch"]
 ): { readonly system: string | undefined; readonly messages: Array<WireMessage> } => {
+  const references = referencesOf(toolSearch)
   const { system, turns } = systemApart<WireMessage>(messages, {
     user: (text) => ({ role: "user", content: text }),
     join: (last, text) =>
@@ -125,22 +152,29 @@ export const wireMessages = (
         ? { role: "user", content: [...last.content, { type: "text", text }] }
         : undefined,
     assistant: assistantMessage,
-    tool: (results) => Anthropic.toolMessages(results)
+    tool: (results) => Anthropic.toolMessages(results, references === undefined ? {} : { references })
   })
   return { system, messages: turns }
 }
 
-/** The request body for `request`; fails when a tool cannot be exported. */
+/**
+ * The request body for `request`; fails when a tool cannot be exported. With `request.toolSearch`,
+ * `tools` is the request's tools (the loaded ones and the search tool) and then every deferred tool
+ * with `defer_loading: true`: the same list every turn.
+ */
 export const encodeRequest = (
   options: Pick<Options, "model" | "maxTokens" | "strict" | "cacheControl" | "parameters">,
   request: Request
 ): Result.Result<RequestBody, ChatModelError> => {
-  const tools = Anthropic.toolDefinitionsResult(request.tools, {
+  const shown = new Set<string>(request.tools.map((spec) => spec.name))
+  const deferred = (request.toolSearch?.deferred ?? []).filter((spec) => !shown.has(spec.name))
+  const tools = Anthropic.toolDefinitionsResult([...request.tools, ...deferred], {
     strict: options.strict ?? false,
-    ...(options.cacheControl === undefined ? {} : { cacheControl: options.cacheControl })
+    ...(options.cacheControl === undefined ? {} : { cacheControl: options.cacheControl }),
+    ...(deferred.length === 0 ? {} : { deferLoading: deferred.map((spec) => spec.name) })
   })
   if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
-  const { messages, system } = wireMessages(request.messages)
+  const { messages, system } = wireMessages(request.messages, request.toolSearch)
   let format: Anthropic.OutputFormat | undefined
   if (request.output !== undefined) {
     const exported = Anthropic.outputFormatResult(request.output)
@@ -280,7 +314,8 @@ export const make = (options: Options): Effect.Effect<ChatModelShape, never, Htt
     encode: (request) => encodeRequest(options, request),
     decode: (json) => decodeResponse(json),
     stream: (body) => ({ body: { ...body, stream: true }, decoder: AnthropicStream.decoder(decodeResponse) }),
-    structuredOutput: options.structuredOutput !== false
+    structuredOutput: options.structuredOutput !== false,
+    toolSearch: options.toolSearch !== false
   }))
 
 /** A `ChatModel` layer; provide an `HttpClient` layer with it. */

@@ -48,6 +48,8 @@ export interface Spec<Body> {
   readonly stream: (body: Body, request: Request) => Sse
   /** The adapter sends `Request.output` as the provider's structured output (`ChatModel.structuredOutput`). */
   readonly structuredOutput?: boolean
+  /** The adapter sends `Request.toolSearch` in the provider's own tool search form (`ChatModel.toolSearch`). */
+  readonly toolSearch?: boolean
   /** A last step on every whole answer (`generate`'s, and a stream's `Finished`). */
   readonly finish?: (response: Response, request: Request) => Response
 }
@@ -56,7 +58,7 @@ export interface Spec<Body> {
 export const make = <Body>(spec: () => Spec<Body>): Effect.Effect<ChatModelShape, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
-    const { decode: decodeRaw, encode, finish, model, name, post, stream, structuredOutput } = spec()
+    const { decode: decodeRaw, encode, finish, model, name, post, stream, structuredOutput, toolSearch } = spec()
     const decode = finish === undefined
       ? decodeRaw
       : (json: unknown, request: Request) => Result.map(decodeRaw(json, request), (response) => finish(response, request))
@@ -87,7 +89,7 @@ export const make = <Body>(spec: () => Spec<Body>): Effect.Effect<ChatModelShape
                 part._tag === "Finished" ? { ...part, response: finish(part.response, request) } : part)
           )
         })).pipe(Stream.withSpan(`${name}.stream`, attributes))
-    }, structuredOutput === true ? { structuredOutput: true } : {})
+    }, { structuredOutput: structuredOutput === true, toolSearch: toolSearch === true })
   })
 
 /** An adapter's `layerConfig` options: its `Options` with the key read from the environment and the model optional. */
