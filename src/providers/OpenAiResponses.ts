@@ -4,6 +4,11 @@
  * `call_id`), and one `function_call_output` input item per result. Wire
  * types follow openai-node `src/resources/responses` and the OpenAPI spec
  * (`FunctionTool`, `FunctionToolCall`, `FunctionCallOutputItemParam`).
+ * Tool search executed by the client: deferred functions carry
+ * `defer_loading: true`, the search tool is a `tool_search` tool with
+ * `execution: "client"`, the model's `tool_search_call` is read as a call to
+ * it, and its answer is a `tool_search_output` item with the functions found
+ * (`ToolSearchTool`, `ResponseToolSearchCall`, `ResponseToolSearchOutputItemParam`).
  * Server-side tool items (`web_search_call`, `code_interpreter_call`, ...)
  * and built-in client tools are passthrough: never run here. Outbound types
  * use mutable arrays, so they assign to the `openai` package's request
@@ -19,6 +24,7 @@ import * as ExportTools from "./internal/exportTools.ts"
 import * as Names from "./internal/names.ts"
 import * as Output from "./internal/output.ts"
 import * as OpenAiFunction from "./internal/openAiFunction.ts"
+import { inputSchemaOf } from "./internal/schema.ts"
 import type { ProviderCalls } from "./ProviderCalls.ts"
 import type { ProviderExportError } from "./ProviderExportError.ts"
 
@@ -33,6 +39,35 @@ export interface FunctionTool {
   readonly description?: string | null
   readonly parameters: { readonly [key: string]: unknown } | null
   readonly strict: boolean | null
+  /** Tool search: the function is not shown to the model until a tool search loads it. */
+  readonly defer_loading?: boolean
+}
+
+/** `ToolSearchTool` executed by the client: the model calls it with `parameters`, you answer with the tools found. */
+export interface ToolSearchTool {
+  readonly type: "tool_search"
+  readonly execution: "client"
+  readonly description: string
+  readonly parameters: { readonly [key: string]: unknown }
+}
+
+/** `ResponseToolSearchCall` (an output item) and `ResponseInputItem.ToolSearchCall` (replayed): `arguments` is a parsed value. */
+export interface ToolSearchCall {
+  readonly type: "tool_search_call"
+  readonly id?: string
+  readonly call_id: string | null
+  readonly arguments: unknown
+  readonly execution: "server" | "client"
+  readonly status: "in_progress" | "completed" | "incomplete"
+}
+
+/** `ResponseToolSearchOutputItemParam`: the functions a client tool search loaded (a mutable array, as the SDK's param wants). */
+export interface ToolSearchOutput {
+  readonly type: "tool_search_output"
+  readonly call_id: string
+  readonly execution: "client"
+  readonly status: "completed"
+  readonly tools: Array<FunctionTool>
 }
 
 /** `ResponseFunctionToolCall`: an output item; `arguments` is JSON text. */
@@ -105,14 +140,39 @@ export interface FunctionCallOutput {
 /** Strict mode choice: `"auto"` (default), `"require"` or `false`. */
 export type Strict = OpenAiFunction.Strict
 
-/** Export options: strict mode, limits, and a hook for `"auto"` fallbacks. */
-export type ExportOptions = OpenAiFunction.ExportOptions
+/** Export options: strict mode, limits, a hook for `"auto"` fallbacks, and the deferred tools. */
+export interface ExportOptions extends OpenAiFunction.ExportOptions {
+  /** Tool search: the canonical names of the functions sent with `defer_loading: true`. */
+  readonly deferLoading?: ReadonlyArray<string>
+}
 
-/** {@link toolDefinitions} as a `Result`, for synchronous callers. */
-export const toolDefinitionsResult = OpenAiFunction.exporter(
+const exportFunctions = OpenAiFunction.exporter(
   "openai-responses",
   ({ description, name, parameters, strict }): FunctionTool => ({ type: "function", name, description, parameters, strict })
 )
+
+/** {@link toolDefinitions} as a `Result`, for synchronous callers. */
+export const toolDefinitionsResult = (
+  specs: ReadonlyArray<ToolSpec>,
+  options: ExportOptions = {}
+): Result.Result<Array<FunctionTool>, ProviderExportError> => {
+  const deferred = new Set(options.deferLoading ?? [])
+  return Result.map(exportFunctions(specs, options), (tools) =>
+    deferred.size === 0
+      ? tools
+      : tools.map((tool) => deferred.has(tool.name) ? { ...tool, defer_loading: true } : tool))
+}
+
+/**
+ * The `tool_search` tool (executed by the client) for your search tool's spec: its description, and
+ * its input schema as `parameters`.
+ */
+export const toolSearchTool = (spec: ToolSpec): ToolSearchTool => ({
+  type: "tool_search",
+  execution: "client",
+  description: spec.description,
+  parameters: inputSchemaOf(spec)
+})
 
 /**
  * The request's `tools`, one flat function per spec, named by canonical name,
@@ -154,6 +214,17 @@ export const textFormatResult = (
 export interface CallOptions {
   /** The specs you exported: a `null` for an optional property becomes an absent key. */
   readonly specs?: ReadonlyArray<ToolSpec>
+  /**
+   * The name of your search tool, sent as a `tool_search` tool executed by the client: a client
+   * `tool_search_call` is then a call to it (id `call_id`, its `arguments` as given), not passthrough.
+   */
+  readonly toolSearch?: string
+}
+
+/** Whether an output item is a `tool_search_call` for the client to execute. */
+export const isClientToolSearchCall = (item: AnyItem): item is ToolSearchCall => {
+  const fields = item as { readonly call_id?: unknown; readonly execution?: unknown }
+  return item.type === "tool_search_call" && fields.execution === "client" && typeof fields.call_id === "string"
 }
 
 const isFunctionCall = (item: AnyItem): item is FunctionCall => {
@@ -179,7 +250,8 @@ export type Passthrough<Item extends AnyItem> = Item extends { readonly type: in
 
 /**
  * The `function_call` items of a response (or of an output list), by
- * `call_id`, argument text preserved. Other tool items are passthrough, typed
+ * `call_id`, argument text preserved, and with {@link CallOptions.toolSearch}
+ * each client `tool_search_call` as a call to the search tool. Other tool items are passthrough, typed
  * as the items given (the SDK's `ResponseOutputItem` members when you pass
  * its `Response`), so they can be replayed as input unchanged.
  */
@@ -195,6 +267,8 @@ export const toolCalls = <Item extends AnyItem = OutputItem>(
       calls.push(
         OpenAiFunction.normalizeCall({ id: item.call_id, name: item.name, arguments: item.arguments }, options.specs)
       )
+    } else if (options.toolSearch !== undefined && isClientToolSearchCall(item)) {
+      calls.push({ id: item.call_id!, name: options.toolSearch, arguments: item.arguments })
     } else if (isOtherToolItem(item)) passthrough.push(item as Passthrough<Item>)
   }
   return { calls, passthrough }
@@ -245,3 +319,27 @@ export const toolMessages = (results: ReadonlyArray<ToolResult>): Array<Function
       output: parts.length === 0 ? "" : only?.type === "input_text" ? only.text : parts
     }
   })
+
+/**
+ * A call to your search tool replayed as the `tool_search_call` input item it came as (executed by
+ * the client, completed); `args` as the model gave them (a parsed value).
+ */
+export const toolSearchCall = (callId: string, args: unknown): ToolSearchCall => ({
+  type: "tool_search_call",
+  call_id: callId,
+  arguments: args,
+  execution: "client",
+  status: "completed"
+})
+
+/**
+ * The `tool_search_output` answering the `tool_search_call` `callId`: the definitions of the
+ * functions found, as the request's `tools` sends them (`defer_loading: true`).
+ */
+export const toolSearchOutput = (callId: string, tools: ReadonlyArray<FunctionTool>): ToolSearchOutput => ({
+  type: "tool_search_output",
+  call_id: callId,
+  execution: "client",
+  status: "completed",
+  tools: [...tools]
+})

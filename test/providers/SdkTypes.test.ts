@@ -47,6 +47,15 @@ const screenshot = imported("take_screenshot", {
 const reg = registry([weather, screenshot])
 const specs = reg.specs
 
+/** A search tool for the tool search blocks (its result is handled by the caller, as the agent's is). */
+const searchSpec = registry([
+  imported("search_tools", {
+    type: "object",
+    properties: { query: { type: "string" } },
+    required: ["query"]
+  }, { description: "Search the tool catalogue." })
+]).specs[0]!
+
 /** A 1x1 PNG. */
 const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
 
@@ -248,6 +257,49 @@ describe("OpenAiResponses with the openai SDK", () => {
       { type: "input_image", image_url: `data:image/png;base64,${png}`, detail: "auto" }
     ])
   })
+
+  it("tool search: deferred functions, the client tool_search tool, its call and output items fit responses.create", async () => {
+    const searchCall: OpenAI.Responses.ResponseToolSearchCall = {
+      type: "tool_search_call",
+      id: "tsc_1",
+      call_id: "call_s1",
+      execution: "client",
+      arguments: { query: "weather" },
+      status: "completed"
+    }
+    const response = { ...responsesBody, output: [searchCall] }
+    const http = fakeFetch(response, responsesBody)
+    const openai = new OpenAI({ apiKey: "test", fetch: http.fetch, maxRetries: 0 })
+
+    const functions: Array<OpenAI.Responses.FunctionTool> = Result.getOrThrow(
+      OpenAiResponses.toolDefinitionsResult(specs, { deferLoading: ["get_weather", "take_screenshot"] })
+    )
+    const tools: Array<OpenAI.Responses.Tool> = [OpenAiResponses.toolSearchTool(searchSpec), ...functions]
+    const searchTool: OpenAI.Responses.ToolSearchTool = OpenAiResponses.toolSearchTool(searchSpec)
+    const sdkResponse: OpenAI.Responses.Response = await openai.responses.create({ model: "gpt-5.4", input: "Weather?", tools })
+
+    // the SDK's Response: the client tool_search_call is a call to the search tool, not passthrough
+    const { calls, passthrough } = OpenAiResponses.toolCalls(sdkResponse, { toolSearch: "search_tools" })
+    assert.deepStrictEqual(calls, [{ id: "call_s1", name: "search_tools", arguments: { query: "weather" } }])
+    assert.deepStrictEqual(passthrough, [])
+    assert.deepStrictEqual(OpenAiResponses.toolCalls(sdkResponse).passthrough, [searchCall])
+
+    const call: OpenAI.Responses.ResponseInputItem = OpenAiResponses.toolSearchCall("call_s1", { query: "weather" })
+    const output: OpenAI.Responses.ResponseToolSearchOutputItemParam = OpenAiResponses.toolSearchOutput("call_s1", [functions[0]!])
+    await openai.responses.create({ model: "gpt-5.4", input: [{ role: "user", content: "Weather?" }, call, output], tools })
+    assert.deepStrictEqual(http.sent[0]!.body.tools, [searchTool, ...functions])
+    assert.deepStrictEqual(searchTool, {
+      type: "tool_search",
+      execution: "client",
+      description: "Search the tool catalogue.",
+      parameters: searchSpec.inputSchema
+    })
+    assert.deepStrictEqual(functions.map((f) => [f.name, f.defer_loading]), [["get_weather", true], ["take_screenshot", true]])
+    assert.deepStrictEqual(http.sent[1]!.body.input.slice(1), [
+      { type: "tool_search_call", call_id: "call_s1", arguments: { query: "weather" }, execution: "client", status: "completed" },
+      { type: "tool_search_output", call_id: "call_s1", execution: "client", status: "completed", tools: [functions[0]] }
+    ])
+  })
 })
 
 // ---------------------------------------------------------------------------
@@ -357,6 +409,42 @@ describe("Anthropic with the @anthropic-ai/sdk types", () => {
     assert.deepStrictEqual(tools.map((tool) => [tool.name, tool.strict, tool.cache_control]), [
       ["get_weather", true, undefined],
       ["take_screenshot", true, { type: "ephemeral" }]
+    ])
+  })
+
+  it("tool search: deferred tools and a tool_result of tool_reference blocks fit MessageCreateParams", () => {
+    const tools: Array<Anthropic.Messages.Tool> = Result.getOrThrow(
+      AnthropicTools.toolDefinitionsResult([searchSpec, ...specs], { deferLoading: ["get_weather", "take_screenshot"] })
+    )
+    const searched: ToolCall = { id: "toolu_s1", name: "search_tools", arguments: { query: "weather" } }
+    const found = success(searched, "Found 1 tool", { query: "weather", tools: [{ name: "get_weather", description: "w" }] })
+    const references = (result: ToolResult.ToolResult) => result.name === "search_tools" ? ["get_weather"] : undefined
+    const reply: Anthropic.Messages.MessageParam = AnthropicTools.toolMessages([found], { references })
+    const block: Anthropic.Messages.ToolResultBlockParam = AnthropicTools.toolReferences("toolu_s1", ["get_weather"])
+    const params: Anthropic.Messages.MessageCreateParamsNonStreaming = {
+      model: "claude-sonnet-4-5",
+      max_tokens: 1024,
+      messages: [
+        { role: "user", content: "Weather in Paris?" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_s1", name: "search_tools", input: { query: "weather" } }] },
+        reply
+      ],
+      tools
+    }
+    assert.deepStrictEqual(params.messages[2], { role: "user", content: [block] })
+    assert.deepStrictEqual(block, {
+      type: "tool_result",
+      tool_use_id: "toolu_s1",
+      content: [{ type: "tool_reference", tool_name: "get_weather" }]
+    })
+    assert.deepStrictEqual(tools.map((tool) => [tool.name, tool.defer_loading]), [
+      ["search_tools", undefined],
+      ["get_weather", true],
+      ["take_screenshot", true]
+    ])
+    // a result the option gives no names for (another tool's, or a search that found nothing) stays as it is
+    assert.deepStrictEqual(AnthropicTools.toolMessages([success({ id: "toolu_2", name: "get_weather" }, "14 °C")], { references }).content, [
+      { type: "tool_result", tool_use_id: "toolu_2", content: "14 °C" }
     ])
   })
 })

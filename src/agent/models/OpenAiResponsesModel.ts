@@ -8,19 +8,27 @@
  * (`internal/responsesStream`). Tool definitions, calls and outputs come
  * from `providers/OpenAiResponses`; argument text goes to the registry as the
  * model wrote it. Reasoning items are not sent back (each request carries
- * the transcript, not a `previous_response_id`). Needs an `HttpClient`.
+ * the transcript, not a `previous_response_id`). Tool search
+ * (`Request.toolSearch`) is the API's own, executed by the client: the search
+ * tool goes as a `tool_search` tool (`execution: "client"`) and every deferred
+ * tool as a function with `defer_loading: true`; the model's
+ * `tool_search_call` is a call to the search tool, replayed as such, and its
+ * result a `tool_search_output` with the definitions of the tools found.
+ * Needs an `HttpClient`.
  */
 import { Effect, Layer, Result, Schema } from "effect"
 import { HttpClient } from "effect/http"
 import { ChatModel, ChatModelError, type ChatModelShape, type FinishReason, type Message, type Request, type Response } from "../ChatModel.ts"
+import * as ToolSearch from "../ToolSearch.ts"
 import * as OpenAiResponses from "../../providers/OpenAiResponses.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
+import type { ToolResult } from "../../contract/ToolResult.ts"
 import * as HttpChat from "./internal/httpChat.ts"
 import * as HttpModel from "./internal/httpModel.ts"
 import * as HttpStream from "./internal/httpStream.ts"
 import * as OpenAi from "./internal/openAi.ts"
 import * as ResponsesStream from "./internal/responsesStream.ts"
-import { argumentsText, inCallOrder } from "./internal/transcript.ts"
+import { argumentsObject, argumentsText, inCallOrder } from "./internal/transcript.ts"
 import type { ModelConfigError } from "./ModelConfigError.ts"
 
 const provider = "openai-responses"
@@ -35,8 +43,16 @@ const variables = OpenAi.variables("gpt-4.1-mini")
 /** A retry policy; its input is the failed attempt's `ChatModelError`. */
 export type RetryPolicy = HttpChat.RetryPolicy
 
-/** How to reach the model: the shared connection fields (key, model, timeout, retry, `retry-after` ceiling, headers), base URL, strict mode and extra body fields (as `OpenAiChatModel.Options`). */
-export type Options = OpenAi.Options
+/** How to reach the model: the shared connection fields (key, model, timeout, retry, `retry-after` ceiling, headers), base URL, strict mode and extra body fields (as `OpenAiChatModel.Options`), and tool search. */
+export interface Options extends OpenAi.Options {
+  /**
+   * Whether the model offers tool search executed by the client (`tool_search` tool, `defer_loading`
+   * functions): default `true`. With `false` (an older model, or a compatible server without it), an
+   * agent's tool search is portable: the tools a search finds are advertised as plain functions from
+   * the next turn.
+   */
+  readonly toolSearch?: boolean
+}
 
 /** Up to 3 retries, jittered exponential backoff from 500 ms. */
 export const defaultRetry: RetryPolicy = HttpChat.defaultRetry
@@ -60,14 +76,28 @@ export interface FunctionCallItem {
 }
 
 /** One entry of the request's `input`. */
-export type InputItem = InputMessage | FunctionCallItem | OpenAiResponses.FunctionCallOutput
+export type InputItem =
+  | InputMessage
+  | FunctionCallItem
+  | OpenAiResponses.FunctionCallOutput
+  | OpenAiResponses.ToolSearchCall
+  | OpenAiResponses.ToolSearchOutput
+
+/** One entry of the request's `tools`. */
+export type WireTool = OpenAiResponses.FunctionTool | OpenAiResponses.ToolSearchTool
 
 /** The request body this adapter sends. */
 export interface RequestBody {
   readonly model: string
   readonly input: ReadonlyArray<InputItem>
-  readonly tools?: ReadonlyArray<OpenAiResponses.FunctionTool>
+  readonly tools?: ReadonlyArray<WireTool>
   readonly [parameter: string]: unknown
+}
+
+/** Tool search in the transcript: the search tool's name, and the deferred functions as the request sends them. */
+export interface SearchInput {
+  readonly tool: string
+  readonly deferred: ReadonlyMap<string, OpenAiResponses.FunctionTool>
 }
 
 const callItem = (call: ToolCall): FunctionCallItem => ({
@@ -77,8 +107,22 @@ const callItem = (call: ToolCall): FunctionCallItem => ({
   arguments: argumentsText(call.arguments)
 })
 
-/** The `input` items for a transcript. */
-export const wireInput = (messages: ReadonlyArray<Message>): Array<InputItem> =>
+/** A result of the search tool as the `tool_search_output` it answers with: the deferred functions it found. */
+const searchOutput = (result: ToolResult, search: SearchInput): OpenAiResponses.ToolSearchOutput =>
+  OpenAiResponses.toolSearchOutput(
+    result.toolCallId,
+    ToolSearch.revealedBy(result, search.tool).flatMap((name) => {
+      const tool = search.deferred.get(name)
+      return tool === undefined ? [] : [tool]
+    })
+  )
+
+/**
+ * The `input` items for a transcript. With `search`, a call to the search tool is the
+ * `tool_search_call` it came as and its result a `tool_search_output` (no tools when it found none
+ * or failed).
+ */
+export const wireInput = (messages: ReadonlyArray<Message>, search?: SearchInput): Array<InputItem> =>
   messages.flatMap((message, i): ReadonlyArray<InputItem> => {
     switch (message.role) {
       case "system":
@@ -87,27 +131,83 @@ export const wireInput = (messages: ReadonlyArray<Message>): Array<InputItem> =>
       case "assistant":
         return [
           ...(message.content === "" ? [] : [{ role: "assistant" as const, content: message.content }]),
-          ...message.toolCalls.map(callItem)
+          ...message.toolCalls.map((call) =>
+            search !== undefined && call.name === search.tool
+              ? OpenAiResponses.toolSearchCall(call.id, argumentsObject(call.arguments))
+              : callItem(call)
+          )
         ]
       case "tool":
-        return OpenAiResponses.toolMessages(inCallOrder(messages[i - 1], message.results))
+        return inCallOrder(messages[i - 1], message.results).map((result) =>
+          search !== undefined && result.name === search.tool
+            ? searchOutput(result, search)
+            : OpenAiResponses.toolMessages([result])[0]!
+        )
     }
   })
 
-/** The request body for `request`; fails when a tool cannot be exported. */
+/**
+ * The request's `tools` under tool search: its tools (the search tool as the `tool_search` tool, in
+ * its place) and then every deferred tool with `defer_loading: true`, the same list every turn.
+ */
+const searchTools = (
+  request: Request,
+  toolSearch: NonNullable<Request["toolSearch"]>,
+  strict: OpenAi.Options["strict"]
+) => {
+  const shown = new Set<string>(request.tools.map((spec) => spec.name))
+  const deferred = toolSearch.deferred.filter((spec) => !shown.has(spec.name))
+  const loaded = request.tools.filter((spec) => spec.name !== toolSearch.tool)
+  const searchSpec = request.tools.find((spec) => spec.name === toolSearch.tool)
+  return Result.map(
+    OpenAiResponses.toolDefinitionsResult([...loaded, ...deferred], {
+      strict: strict ?? "auto",
+      deferLoading: deferred.map((spec) => spec.name)
+    }),
+    (functions) => {
+      const tools: Array<WireTool> = functions.slice(0, loaded.length)
+      const at = searchSpec === undefined ? -1 : request.tools.indexOf(searchSpec)
+      if (searchSpec !== undefined) tools.splice(at, 0, OpenAiResponses.toolSearchTool(searchSpec))
+      return {
+        tools: [...tools, ...functions.slice(loaded.length)],
+        deferred: new Map(functions.slice(loaded.length).map((tool) => [tool.name, tool] as const))
+      }
+    }
+  )
+}
+
+/**
+ * The request body for `request`; fails when a tool cannot be exported. With `request.toolSearch`, the
+ * search tool is the client `tool_search` tool and the deferred tools follow the others with
+ * `defer_loading: true`.
+ */
 export const encodeRequest = (
   options: Pick<Options, "model" | "strict" | "parameters">,
   request: Request
-): Result.Result<RequestBody, ChatModelError> =>
-  OpenAi.withOutput(
-    provider,
-    OpenAi.requestBody(provider, options, OpenAiResponses.toolDefinitionsResult, request, (messages) => ({
+): Result.Result<RequestBody, ChatModelError> => {
+  const toolSearch = request.toolSearch
+  const body: Result.Result<RequestBody, ChatModelError> = toolSearch === undefined
+    ? OpenAi.requestBody(provider, options, OpenAiResponses.toolDefinitionsResult, request, (messages) => ({
       input: wireInput(messages)
-    })),
+    }))
+    : Result.match(searchTools(request, toolSearch, options.strict), {
+      onFailure: (error) => Result.fail(HttpChat.requestError(provider, error.message)),
+      onSuccess: ({ deferred, tools }) =>
+        Result.succeed({
+          ...options.parameters,
+          model: options.model,
+          input: wireInput(request.messages, { tool: toolSearch.tool, deferred }),
+          ...(tools.length === 0 ? {} : { tools })
+        })
+    })
+  return OpenAi.withOutput(
+    provider,
+    body,
     request,
     (output) => OpenAiResponses.textFormatResult(output, { strict: options.strict ?? "auto" }),
     (body, format): RequestBody => ({ ...body, text: { ...(body.text as object | undefined), format } })
   )
+}
 
 // ---------------------------------------------------------------------------
 // response
@@ -157,12 +257,15 @@ const textOf = (items: ReadonlyArray<unknown>, kind: "output_text" | "refusal"):
  * of its message items (their refusal when there is none), its
  * `function_call` items as calls (argument text untouched; strict-mode nulls
  * for optional properties become absent keys when `specs` are given), other
- * tool items as passthrough, usage, and the finish reason (`incomplete`
- * for `max_output_tokens` is `length`). A `failed` response is its error.
+ * tool items as passthrough (but a client `tool_search_call`, which is a
+ * call to the search tool `toolSearch` when given), usage, and the finish
+ * reason (`incomplete` for `max_output_tokens` is `length`). A `failed`
+ * response is its error.
  */
 export const decodeResponse = (
   body: unknown,
-  specs?: Request["tools"]
+  specs?: Request["tools"],
+  toolSearch?: string
 ): Result.Result<Response, ChatModelError> => {
   const decoded = Schema.decodeUnknownResult(ResponseBody)(body)
   if (Result.isFailure(decoded)) return Result.fail(HttpChat.decodeError(provider, decoded.failure.message))
@@ -175,7 +278,10 @@ export const decodeResponse = (
     }
     items.push(raw as OpenAiResponses.OutputItem)
   }
-  const calls = OpenAiResponses.toolCalls(items, specs === undefined ? {} : { specs })
+  const calls = OpenAiResponses.toolCalls(items, {
+    ...(specs === undefined ? {} : { specs }),
+    ...(toolSearch === undefined ? {} : { toolSearch })
+  })
   const text = textOf(items, "output_text")
   const finishReason: FinishReason = status === "incomplete"
     ? incomplete_details?.reason === "max_output_tokens"
@@ -204,15 +310,17 @@ export const make = (options: Options): Effect.Effect<ChatModelShape, never, Htt
   HttpModel.make(() =>
     OpenAi.spec(provider, "OpenAiResponsesModel", "responses", options, {
       encode: (request) => encodeRequest(options, request),
-      decode: decodeResponse,
-      stream: (body, specs) => ({
+      decode: (json, specs, request) => decodeResponse(json, specs, request.toolSearch?.tool),
+      stream: (body, specs, request) => ({
         body: { ...body, stream: true },
         decoder: ResponsesStream.decoder({
-          response: (response) => decodeResponse(response, specs),
+          response: (response) => decodeResponse(response, specs, request.toolSearch?.tool),
           call: (item) => OpenAiResponses.toolCalls([item], specs === undefined ? {} : { specs }).calls[0]!,
-          failure
+          failure,
+          ...(request.toolSearch === undefined ? {} : { toolSearch: request.toolSearch.tool })
         })
-      })
+      }),
+      toolSearch: options.toolSearch !== false
     })
   )
 

@@ -84,14 +84,19 @@ export const withOutput = <Body extends object, Format>(
       onFailure: (error) => Result.fail(HttpChat.requestError(provider, error.message))
     }))
 
-/** The specs a call's arguments are read against: the request's tools, or none when strict mode is off (no nulls to undo). */
+/**
+ * The specs a call's arguments are read against: the request's tools (and its deferred ones, under
+ * tool search), or none when strict mode is off (no nulls to undo).
+ */
 export type Specs = Request["tools"] | undefined
 
-/** An adapter's wire format, given the specs its answers are read against. */
+/** An adapter's wire format, given the specs its answers are read against (and the request). */
 export interface Wire<Body> {
   readonly encode: (request: Request) => Result.Result<Body, ChatModelError>
-  readonly decode: (json: unknown, specs: Specs) => Result.Result<Response, ChatModelError>
-  readonly stream: (body: Body, specs: Specs) => HttpModel.Sse
+  readonly decode: (json: unknown, specs: Specs, request: Request) => Result.Result<Response, ChatModelError>
+  readonly stream: (body: Body, specs: Specs, request: Request) => HttpModel.Sse
+  /** The adapter sends `Request.toolSearch` in the provider's form (`ChatModel.toolSearch`). */
+  readonly toolSearch?: boolean
 }
 
 /** The `HttpModel.Spec` of an OpenAI adapter named `name`, posting to `{baseUrl}/{path}` with the bearer key. */
@@ -102,10 +107,16 @@ export const spec = <Body>(
   options: Options,
   wire: Wire<Body>
 ): HttpModel.Spec<Body> => {
-  const specsOf = (request: Request): Specs => options.strict === false ? undefined : request.tools
+  const specsOf = (request: Request): Specs =>
+    options.strict === false
+      ? undefined
+      : request.toolSearch === undefined
+      ? request.tools
+      : [...request.tools, ...request.toolSearch.deferred]
   return {
     name,
     structuredOutput: true,
+    ...(wire.toolSearch === true ? { toolSearch: true } : {}),
     // strict mode sends null for an optional property of the answer: absent again, as for tool arguments
     ...(options.strict === false ? {} : {
       finish: (response: Response, request: Request) =>
@@ -121,7 +132,7 @@ export const spec = <Body>(
       { authorization: `Bearer ${Redacted.value(options.apiKey)}` }
     ),
     encode: wire.encode,
-    decode: (json, request) => wire.decode(json, specsOf(request)),
-    stream: (body, request) => wire.stream(body, specsOf(request))
+    decode: (json, request) => wire.decode(json, specsOf(request), request),
+    stream: (body, request) => wire.stream(body, specsOf(request), request)
   }
 }

@@ -8,11 +8,15 @@
  * whole response, read by the same decoder `generate` uses (so `Finished`
  * holds exactly the `Response` `generate` would return). `response.failed`
  * and `error` are the provider's errors; a body that ends before a terminal
- * event was cut.
+ * event was cut. Under tool search, a client `tool_search_call` item is a call
+ * to the search tool: started at `response.output_item.added` (once it has a
+ * `call_id`), its arguments (a parsed value, never streamed in pieces) sent as
+ * one delta and the call at `response.output_item.done`.
  */
 import { Result } from "effect"
 import type { ChatModelError, Response, StreamPart } from "../../ChatModel.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
+import { stringify } from "../../../internal/json.ts"
 import type * as OpenAiResponses from "../../../providers/OpenAiResponses.ts"
 import * as HttpStream from "./httpStream.ts"
 import { PendingCall } from "./toolCallAssembly.ts"
@@ -24,6 +28,8 @@ export interface Reader {
   readonly response: (response: unknown) => Result.Result<Response, ChatModelError>
   readonly call: (item: OpenAiResponses.FunctionCall) => ToolCall
   readonly failure: (error: { readonly code?: string | null; readonly message?: string | null } | null | undefined) => ChatModelError
+  /** The search tool's name, when the request sends a client `tool_search` tool. */
+  readonly toolSearch?: string
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -37,8 +43,28 @@ const errorFields = (value: unknown): { readonly code?: string | null; readonly 
 /** A fresh decoder for one stream. */
 export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
   const calls = new Map<number, PendingCall>()
+  const searches = new Map<number, PendingCall>()
   const byItemId = new Map<string, number>()
   const items = new Map<number, unknown>()
+
+  const isSearch = (item: unknown): item is Record<string, unknown> =>
+    reader.toolSearch !== undefined && isRecord(item) && item.type === "tool_search_call" && item.execution === "client"
+
+  /** A search call's parts so far: started once it has a `call_id`; with `done`, its arguments and the call. */
+  const search = (index: number, item: Record<string, unknown>, done: boolean): Result.Result<ReadonlyArray<StreamPart>, ChatModelError> => {
+    let call = searches.get(index)
+    if (call === undefined) searches.set(index, call = new PendingCall())
+    if (call.done) return Result.succeed([])
+    const parts = call.identify(str(item.call_id), reader.toolSearch)
+    if (!done) return Result.succeed(parts)
+    if (!call.started) return Result.fail(HttpStream.decodeError(provider, "a tool search call ended without a call_id"))
+    call.done = true
+    return Result.succeed([
+      ...parts,
+      ...call.append(item.arguments === undefined ? "" : stringify(item.arguments) ?? ""),
+      { _tag: "ToolCall", call: { id: call.id!, name: call.name!, arguments: item.arguments } }
+    ])
+  }
 
   const callFor = (body: Record<string, unknown>): PendingCall | undefined => {
     const index = typeof body.output_index === "number"
@@ -68,13 +94,21 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
     const whole = isRecord(response) && Array.isArray(response.output) && response.output.length === 0 && items.size > 0
       ? { ...response, output: [...items.entries()].sort(([a], [b]) => a - b).map(([, item]) => item) }
       : response
-    return Result.map(reader.response(whole), (r) => [...parts, { _tag: "Finished" as const, response: r }])
+    return Result.map(reader.response(whole), (r) => {
+      // a search call the stream never finished: as the whole response has it
+      for (const call of searches.values()) {
+        const found = call.done ? undefined : r.toolCalls.find((c) => c.id === call.id)
+        if (found !== undefined) parts.push(...call.identify(found.id, found.name), { _tag: "ToolCall", call: found })
+      }
+      return [...parts, { _tag: "Finished" as const, response: r }]
+    })
   }
 
   const handle = (body: Record<string, unknown>): Result.Result<ReadonlyArray<StreamPart>, ChatModelError> => {
     switch (body.type) {
       case "response.output_item.added": {
         const item = body.item
+        if (isSearch(item) && typeof body.output_index === "number") return search(body.output_index, item, false)
         if (!isRecord(item) || item.type !== "function_call" || typeof body.output_index !== "number") {
           return Result.succeed([])
         }
@@ -108,6 +142,7 @@ export const decoder = (reader: Reader) => (): HttpStream.EventDecoder => {
       case "response.output_item.done": {
         if (typeof body.output_index !== "number") return Result.succeed([])
         items.set(body.output_index, body.item)
+        if (isSearch(body.item)) return search(body.output_index, body.item, true)
         const call = calls.get(body.output_index)
         const item = isRecord(body.item) ? body.item : {}
         return call === undefined ? Result.succeed([]) : complete(call, str(item.arguments))
