@@ -1,33 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { ChatModel, EventSink, Handoff, Tool, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
+import { ChatModel, EventSink, Handoff, Tool, ToolResult, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
+import { lastResult, refund, registryOf, transfer, user } from "./support/handoffs.ts"
 
-const registryOf = <const T extends ReadonlyArray<Tool.Any>>(tools: T) => {
-  const r = ToolRegistry.makeResult(tools)
-  if (r._tag === "Failure") throw r.failure
-  return r.success
-}
-
-/** Hands the conversation to another agent: its value carries a `__handoff` payload. */
-const transfer = Tool.make("transfer", {
-  description: "Hands the conversation to another agent.",
-  input: Schema.Struct({ to: Schema.String, task: Schema.String }),
-  handler: ({ task, to }) => Effect.succeed({ __handoff: { target: to, task }, note: `transferring to ${to}` })
-})
-const refund = Tool.make("refund", {
-  description: "Refunds an order.",
-  input: Schema.Struct({ order: Schema.Int }),
-  handler: ({ order }) => Effect.succeed(`order ${order} refunded`)
-})
-
-const user = (content: string): ChatModel.Message => ({ role: "user", content })
 const usage = (inputTokens: number, outputTokens: number) => ({ inputTokens, outputTokens })
 const events = EventSink.EventLog.use((log) => log.all)
-const lastResult = (request: ChatModel.Request): string => {
-  const last = request.messages.at(-1)
-  return last?.role === "tool" ? ToolResult.textOf(last.results[0]!) : "?"
-}
 
 /** Triage hands over to `to`, then (when refused) answers with what it read. */
 const triageTo = (to: string) => ({

@@ -4,32 +4,11 @@
  * `Agent.stream` (the last `agent.finished`, or a failure with `AgentFailed`).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Schema, Stream } from "effect"
-import { ChatModel, EventSink, Handoff, Tool, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
+import { Effect, Exit, Stream } from "effect"
+import { ChatModel, EventSink, Handoff, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
+import { lastResult, refund, registryOf, transfer, user } from "./support/handoffs.ts"
 
-const registryOf = <const T extends ReadonlyArray<Tool.Any>>(tools: T) => {
-  const r = ToolRegistry.makeResult(tools)
-  if (r._tag === "Failure") throw r.failure
-  return r.success
-}
-
-const transfer = Tool.make("transfer", {
-  description: "Hands the conversation to another agent.",
-  input: Schema.Struct({ to: Schema.String, task: Schema.String }),
-  handler: ({ task, to }) => Effect.succeed({ __handoff: { target: to, task } })
-})
-const refund = Tool.make("refund", {
-  description: "Refunds an order.",
-  input: Schema.Struct({ order: Schema.Int }),
-  handler: ({ order }) => Effect.succeed(`order ${order} refunded`)
-})
-
-const user = (content: string): ChatModel.Message => ({ role: "user", content })
-const lastResult = (request: ChatModel.Request): string => {
-  const last = request.messages.at(-1)
-  return last?.role === "tool" ? ToolResult.textOf(last.results[0]!) : "?"
-}
 const sinkEvents = EventSink.EventLog.use((log) => log.all)
 
 const triageTo = (to: string) => ({

@@ -5,7 +5,7 @@
  * is in the run's event journal, and `result`/`poll` answer the last agent's result.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Option, Schema, Scope, Stream } from "effect"
+import { Effect, Exit, Layer, Option, Result, Schema, Scope, Stream } from "effect"
 import { Approval, ChatModel, Tool, ToolRegistry, ToolResult } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 import * as Stores from "../../src/stores/Stores.ts"
@@ -14,11 +14,7 @@ import * as Core from "./support/core.ts"
 
 afterAll(Core.cleanup)
 
-const registryOf = <const T extends ReadonlyArray<Tool.Any>>(tools: T) => {
-  const r = ToolRegistry.makeResult(tools)
-  if (r._tag === "Failure") throw r.failure
-  return r.success
-}
+const registryOf = <const T extends ReadonlyArray<Tool.Any>>(tools: T) => Result.getOrThrow(ToolRegistry.makeResult(tools))
 
 const applied: Array<string> = []
 const transfer = Tool.make("transfer", {
