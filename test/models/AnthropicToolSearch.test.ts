@@ -9,7 +9,7 @@
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
-import { Agent, EventSink } from "../../src/index.ts"
+import { Agent, EventSink, ToolRegistry } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 import { AnthropicModel } from "../../src/agent/models/index.ts"
 import { type Recorded, type Reply, serve } from "./support/loopback.ts"
@@ -154,4 +154,37 @@ describe("AnthropicModel: tool search", () => {
         assert.notInclude(request.body, "tool_reference")
       }
     }).pipe(Effect.scoped))
+
+  it("a found tool the request does not send deferred (the turn's selection left it out) is not referenced", () => {
+    const specs = ToolRegistry.all(catalogue).specs
+    const found = {
+      toolCallId: "toolu_s1",
+      name: "search_tools",
+      content: [{ type: "text" as const, text: "Found 1 tool" }],
+      value: { query: "hotel", tools: [{ name: "book_hotel", description: "Book a hotel room in a city." }] },
+      artifacts: [],
+      isError: false,
+      elapsed: 0
+    }
+    const messages = [
+      { role: "user" as const, content: "hotel" },
+      { role: "assistant" as const, content: "", toolCalls: [{ id: "toolu_s1", name: "search_tools", arguments: { query: "hotel" } }] },
+      { role: "tool" as const, results: [found] }
+    ]
+    const answer = (deferred: ReadonlyArray<string>) =>
+      AnthropicModel.wireMessages(messages, {
+        tool: "search_tools",
+        deferred: specs.filter((s) => deferred.includes(s.name))
+      }).messages[2]
+    assert.deepStrictEqual(answer(["book_hotel", "get_weather"]), {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "toolu_s1", content: [{ type: "tool_reference", tool_name: "book_hotel" }] }]
+    })
+    assert.deepStrictEqual(answer(["get_weather"]), {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "toolu_s1", content: "Found 1 tool" }]
+    })
+    // without tool search the same result is text
+    assert.deepStrictEqual(AnthropicModel.wireMessages(messages).messages[2], answer(["get_weather"]))
+  })
 })

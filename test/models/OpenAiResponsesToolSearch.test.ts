@@ -9,9 +9,9 @@
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, Stream } from "effect"
+import { Effect, Layer, Redacted, Schema, Stream } from "effect"
 import type OpenAI from "openai"
-import { Agent, ChatModel, ToolRegistry } from "../../src/index.ts"
+import { Agent, ChatModel, Tool, ToolRegistry } from "../../src/index.ts"
 import { OpenAiResponsesModel } from "../../src/agent/models/index.ts"
 import { type Recorded, serve } from "./support/loopback.ts"
 import { assertStablePrefix, catalogue, deferredNames, toolSearch } from "./support/searchCatalogue.ts"
@@ -219,4 +219,24 @@ describe("OpenAiResponsesModel: tool search", () => {
       ])
       assert.notInclude(portable.requests[0]!.body, "defer_loading")
     }).pipe(Effect.provide(services), Effect.scoped))
+
+  it.live("strict mode: a null for an optional property of a deferred tool is an absent key again", () =>
+    Effect.gen(function*() {
+      const forecast = Tool.make("get_forecast", {
+        description: "Forecast for a city, some days ahead.",
+        input: Schema.Struct({ city: Schema.String, days: Schema.optionalKey(Schema.Int) }),
+        handler: ({ city }) => Effect.succeed(city)
+      })
+      const specs = ToolRegistry.all(ToolRegistry.makeResult([forecast]).pipe((r) => {
+        if (r._tag === "Failure") throw r.failure
+        return r.success
+      })).specs
+      const server = yield* serve([{ json: response([functionCall("call_f1", "get_forecast", "{\"city\":\"Oslo\",\"days\":null}")]) }])
+      const whole = yield* ChatModel.ChatModel.use((m) =>
+        m.generate({ messages: [{ role: "user", content: "x" }], tools: [], toolSearch: { tool: "search_tools", deferred: specs } })
+      ).pipe(Effect.provide(model(server.origin)))
+      assert.deepStrictEqual(whole.toolCalls, [{ id: "call_f1", name: "get_forecast", arguments: "{\"city\":\"Oslo\"}" }])
+      const sent = bodyOf(server.requests[0]).tools[0]!
+      assert.deepInclude(sent, { name: "get_forecast", strict: true, defer_loading: true })
+    }).pipe(Effect.scoped))
 })
