@@ -26,7 +26,7 @@ import { Data, Effect, Result, Schema, Stream } from "effect"
 import * as ChatModel from "./ChatModel.ts"
 import * as Output from "./internal/output.ts"
 import { eventStream } from "./internal/eventStream.ts"
-import { parsePartial } from "./internal/partialJson.ts"
+import * as Partials from "./internal/partialJson.ts"
 import { InvalidArguments, MalformedArguments } from "../contract/ToolError.ts"
 import { stringify } from "../internal/json.ts"
 import { EventSink } from "../runtime/EventSink.ts"
@@ -226,11 +226,10 @@ export const directSteps = <R, MR, S extends OutputSchema = never, St = unknown>
       // the typed final answer as it arrives: the text (structured output) or the final-answer call's arguments
       const outputName = live && options.output !== undefined ? options.outputName ?? Output.defaultName : undefined
       let outputCall: string | undefined
-      let outputText = ""
+      // parsed as it grows, less often once long (the parse work stays linear in the answer's length)
+      const outputText = Partials.partials()
       let lastPartial: string | undefined
-      const outputDelta = (more: string): Effect.Effect<void, never, RunContext | EventSink> => {
-        outputText += more
-        const partial = parsePartial(outputText)
+      const outputDelta = (partial: unknown): Effect.Effect<void, never, RunContext | EventSink> => {
         const shown = partial === undefined ? undefined : stringify(partial)
         if (shown === undefined || shown === lastPartial) return Effect.void
         lastPartial = shown
@@ -240,17 +239,20 @@ export const directSteps = <R, MR, S extends OutputSchema = never, St = unknown>
         switch (part._tag) {
           case "Finished":
             response = part.response
-            return Effect.void
+            // the whole answer's partial, if the last deltas were not parsed
+            return outputName === undefined ? Effect.void : outputDelta(outputText.flush())
           case "ToolCallStarted":
             if (outputName !== undefined && outputCall === undefined && part.name === outputName) outputCall = part.id
             return Effect.void
           case "ToolCallDelta":
-            return outputCall !== undefined && part.id === outputCall ? outputDelta(part.argumentsDelta) : Effect.void
+            return outputCall !== undefined && part.id === outputCall
+              ? outputDelta(outputText.push(part.argumentsDelta))
+              : Effect.void
           case "TextDelta":
             return live && part.text !== ""
               ? Effect.andThen(
                 executor.emit({ _tag: "agent.text_delta", turn, text: part.text }),
-                outputName !== undefined && request.output !== undefined ? outputDelta(part.text) : Effect.void
+                outputName !== undefined && request.output !== undefined ? outputDelta(outputText.push(part.text)) : Effect.void
               )
               : Effect.void
           case "ToolCall":

@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Schema, Stream } from "effect"
 import { Agent, ChatModel, EventSink, Tool, ToolRegistry, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
-import { parsePartial } from "../../src/agent/internal/partialJson.ts"
+import { everyDeltaUpTo, parsePartial, partials } from "../../src/agent/internal/partialJson.ts"
 
 const Weather = Schema.Struct({
   city: Schema.String,
@@ -226,6 +226,64 @@ describe("Agent.stream with output", () => {
   }
 })
 
+describe("partials", () => {
+  it("parse work over a long answer streamed in small deltas stays linear in its length (counted, not timed)", () => {
+    const value = { items: Array.from({ length: 3_000 }, (_, i) => ({ id: i, text: `item number ${i}` })) }
+    const text = JSON.stringify(value)
+    const growing = partials()
+    let shown = 0
+    let last: unknown
+    for (let i = 0; i < text.length; i += 4) {
+      const partial = growing.push(text.slice(i, i + 4))
+      if (partial !== undefined) {
+        shown++
+        last = partial
+      }
+    }
+    const final = growing.flush()
+    assert.deepStrictEqual(final ?? last, value)
+    const n = text.length
+    assert.isAbove(n, 70_000)
+    // every delta parsing the whole text again reads about n² / 8 characters (about 7·10⁸ here)
+    assert.isAtMost(growing.parsed(), everyDeltaUpTo ** 2 / 4 + 10 * n)
+    // and a short text is still parsed on every delta
+    assert.isAtLeast(shown, everyDeltaUpTo / 4)
+  })
+
+  it("a short answer is parsed on every delta; flush parses only what grew since", () => {
+    const growing = partials()
+    assert.deepStrictEqual(growing.push("{\"a\":\"x"), { a: "x" })
+    assert.deepStrictEqual(growing.push("y\"}"), { a: "xy" })
+    assert.strictEqual(growing.flush(), undefined)
+    assert.strictEqual(growing.parsed(), "{\"a\":\"xy\"}".length * 2 - 3)
+  })
+})
+
+describe("Agent.stream with a long output", () => {
+  it.effect("the last agent.output_delta is the whole answer, though not every delta was parsed", () =>
+    Effect.gen(function*() {
+      const answer = { city: "Oslo", celsius: 4, tags: Array.from({ length: 1_000 }, (_, i) => `tag ${i}`) }
+      const text = JSON.stringify(answer)
+      const chunks = Array.from({ length: Math.ceil(text.length / 7) }, (_, i) => text.slice(i * 7, i * 7 + 7))
+      const model = Layer.succeed(
+        ChatModel.ChatModel,
+        ChatModel.make({
+          stream: () =>
+            Stream.fromIterable<ChatModel.StreamPart>([
+              ...chunks.map((text) => ({ _tag: "TextDelta" as const, text })),
+              { _tag: "Finished", response: ChatModel.answer(text) }
+            ])
+        }, { structuredOutput: true })
+      )
+      const events: ReadonlyArray<ToolEvent.Event> = yield* Stream.runCollect(
+        Agent.stream({ messages: [user("weather?")], tools: registry, output: Weather })
+      ).pipe(Effect.provide(model))
+      const deltas = events.flatMap((e) => e._tag === "agent.output_delta" ? [e.partial] : [])
+      assert.deepStrictEqual(deltas.at(-1), answer)
+      assert.isBelow(deltas.length, chunks.length)
+    }).pipe(Effect.provide(services)))
+})
+
 describe("parsePartial", () => {
   it("closes open strings and containers and leaves out what is unfinished", () => {
     const cases: ReadonlyArray<readonly [string, unknown]> = [
@@ -243,6 +301,9 @@ describe("parsePartial", () => {
       ["{\"a\":[1,2]", { a: [1, 2] }],
       ["{\"a\":{\"b\":\"x\\\"y", { a: { b: "x\"y" } }],
       ["{\"a\":\"x\\u00", { a: "x" }],
+      ["{\"a\":\"x\\u004", { a: "x" }],
+      ["{\"a\":\"x\\u0041", { a: "xA" }],
+      ["{\"a\":\"\\u00e9t\\n", { a: "ét\n" }],
       ["{\"a\":\"x\\", { a: "x" }],
       ["[\"a\",\"b", ["a", "b"]]
     ]
