@@ -190,4 +190,65 @@ describe("DurableAgent with handoffs", () => {
       Effect.provide(agent.layer.pipe(Layer.provide([triageModel, Stores.layerMemory]), Layer.provideMerge(Core.memoryEngine())))
     )
   })
+
+  it.live("a receiving agent may hand back to the durable agent by its name (a second handoff, under handoff-2/); maxHandoffs bounds them", () =>
+    Effect.gen(function*() {
+      reset()
+      // triage: hands over to billing first; once billing hands back, answers with the task it got
+      const triage = ChatModel.fromFunction((request) => {
+        asked.triage++
+        const transfers = request.messages.filter((m) => m.role === "tool" && m.results[0]?.name === "transfer").length
+        const last = request.messages.at(-1)
+        return Effect.succeed(
+          transfers === 0
+            ? ChatModel.callTools([[`t${transfers}`, "transfer", { to: "billing", task: "refund order 42" }]])
+            : ChatModel.answer(`triage again: ${last?.role === "tool" ? ToolResult.textOf(last.results[0]!) : "?"}`)
+        )
+      })
+      // billing: hands back to triage (it cannot refund), then answers with what it read
+      const handsBack = {
+        tools: registryOf([transfer]),
+        model: ChatModel.make({
+          generate: (request) =>
+            Effect.sync(() => {
+              asked.billing++
+              const last = request.messages.at(-1)
+              return last?.role === "tool" && last.results[0]?.toolCallId === "b1"
+                ? ChatModel.answer(`billing read: ${ToolResult.textOf(last.results[0])}`)
+                : ChatModel.callTools([["b1", "transfer", { to: "triage", task: "not a billing matter" }]])
+            })
+        })
+      }
+      const run = (maxHandoffs: number | undefined, runId: string) => {
+        const agent = DurableAgent.make({
+          name: "triage",
+          tools: registryOf([transfer]),
+          handoffs: { agents: { billing: handsBack }, ...(maxHandoffs === undefined ? {} : { maxHandoffs }) },
+          pollInterval: "10 millis"
+        })
+        return Effect.gen(function*() {
+          yield* agent.start(runId, user("refund"))
+          const result = yield* agent.result(runId)
+          const events = Array.from(yield* Stream.runCollect(agent.events(runId)))
+          return { result, events }
+        }).pipe(Effect.provide(agent.layer.pipe(Layer.provide([triage, Stores.layerMemory]), Layer.provideMerge(Core.memoryEngine()))))
+      }
+      const back = yield* run(undefined, "h4")
+      assert.strictEqual(back.result.text, "triage again: {\"__handoff\":{\"target\":\"triage\",\"task\":\"not a billing matter\"}}")
+      assert.deepStrictEqual(
+        back.events.filter((e) => e._tag === "agent.handoff").map((e) => e._tag === "agent.handoff" ? [e.runId, e.target] : []),
+        [["h4", "billing"], ["h4/handoff-1", "triage"]]
+      )
+      assert.deepStrictEqual(back.events.at(-1)?._tag === "agent.finished" ? back.events.at(-1)?.runId : undefined, "h4/handoff-2")
+      assert.deepStrictEqual(asked, { triage: 2, billing: 1 })
+
+      // one handoff allowed: billing's hand-back is refused, and billing answers
+      reset()
+      const bounded = yield* run(1, "h5")
+      assert.strictEqual(
+        bounded.result.text,
+        "billing read: transfer: handoff refused: the limit of 1 handoffs is reached; answer yourself; nothing was handed over"
+      )
+      assert.deepStrictEqual(asked, { triage: 1, billing: 2 })
+    }), 30_000)
 })
