@@ -106,9 +106,13 @@ import * as Tables from "./internal/tables.ts"
 
 /**
  * What a finished durable run returns: an `Agent.AgentResult` (decoded from the journal; its typed
- * `output`, journaled as JSON, decoded again by the run's `output` schema).
+ * `output`, journaled as JSON, decoded again by the run's `output` schema). A run with `handoffs`
+ * also names the agent whose part ended it and the transfers before it (as `Handoff.HandoffResult`).
  */
-export type DurableResult<Output = unknown> = Agent.AgentResult<Output>
+export type DurableResult<Output = unknown> = Agent.AgentResult<Output> & {
+  readonly agent?: string
+  readonly transfers?: ReadonlyArray<Handoff.Transfer>
+}
 
 /** Options of {@link make}: the agent's `RunOptions` without the messages (given per run) and `cancelWhen`. */
 export interface Options<R, MR = never, S extends Agent.OutputSchema = never, St = unknown>
@@ -709,7 +713,12 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         return results
       })
     // a model with structured output is asked through it inside the turn's activity (the answer is journaled)
-    const steps: Agent.Steps<StepServices<R, MR>> = { ask, batch, structuredOutput: model.structuredOutput === true }
+    const steps: Agent.Steps<StepServices<R, MR>> = {
+      ask,
+      batch,
+      structuredOutput: model.structuredOutput === true,
+      toolSearch: model.toolSearch === true
+    }
     return steps
   })
 
@@ -893,14 +902,18 @@ const endsRun = (runId: string) => (event: ToolEvent.Event): boolean => {
 /**
  * The run's loop (`loop`: the durable loop of one agent), once per agent when the run hands over
  * (see {@link Handoffs}): the legs of `Handoff.start` / `Handoff.next`, each under its activity
- * prefix and run id. The result is the last agent's, with every agent's usage; its `state` only when
- * that agent is this one (another agent's state has a schema of its own).
+ * prefix and run id. The result is the last agent's, with every agent's usage, who that agent is and
+ * the transfers; its `state` only when that agent is this one (another agent's state has a schema of its own).
  */
 const conversation = <R, MR, S extends Agent.OutputSchema, St, E, X>(
   options: Options<R, MR, S, St>,
   messages: ReadonlyArray<ChatModel.Message>,
   loop: (agent: AgentOptions<R, MR, S, St>) => Effect.Effect<Agent.AgentResult<S["Type"], St>, E, X>
-): Effect.Effect<Agent.AgentResult<S["Type"], St>, E, X | RunContext> => {
+): Effect.Effect<
+  Agent.AgentResult<S["Type"], St> & { readonly agent?: string; readonly transfers?: ReadonlyArray<Handoff.Transfer> },
+  E,
+  X | RunContext
+> => {
   const { handoffs, ...own } = options
   if (handoffs === undefined) return loop({ ...own, messages })
   const legs: Handoff.Options<R, MR> = {
@@ -930,7 +943,13 @@ const conversation = <R, MR, S extends Agent.OutputSchema, St, E, X>(
       const following = Handoff.next(legs, leg, result)
       if (following === undefined) {
         const { state, ...rest } = result
-        return { ...rest, usage, ...(leg.agent === options.name && state !== undefined ? { state } : {}) }
+        return {
+          ...rest,
+          usage,
+          agent: leg.agent,
+          transfers: leg.transfers,
+          ...(leg.agent === options.name && state !== undefined ? { state } : {})
+        }
       }
       leg = following
     }

@@ -71,7 +71,15 @@ export const RunResult = Schema.Struct({
   /** The typed final answer, as JSON (runs with `output`; older rows have none). */
   output: Schema.optionalKey(ToolError.JsonData),
   /** The run's state at its end, as JSON (runs with `state`; older rows have none). */
-  state: Schema.optionalKey(ToolError.JsonData)
+  state: Schema.optionalKey(ToolError.JsonData),
+  /** Runs with handoffs: the agent whose part ended the run, and the transfers before it, in order. */
+  agent: Schema.optionalKey(Schema.String),
+  transfers: Schema.optionalKey(Schema.Array(Schema.Struct({
+    from: Schema.String,
+    to: Schema.String,
+    task: Schema.String,
+    toolCallId: Schema.String
+  })))
 })
 
 /** How a durable run ended: its result, or the fields of its `Agent.AgentFailed`. */

@@ -79,6 +79,8 @@ describe("DurableAgent with handoffs", () => {
       const result = yield* agent.result("h1")
       assert.strictEqual(result.reason, "final_answer")
       assert.strictEqual(result.text, "billing: order 42 refunded")
+      assert.strictEqual(result.agent, "billing")
+      assert.deepStrictEqual(result.transfers, [{ from: "triage", to: "billing", task: "refund order 42", toolCallId: "t1" }])
       // the last agent's transcript: its system prompt, then the whole conversation
       assert.deepStrictEqual(result.transcript[0], { role: "system", content: "You do billing." })
       assert.deepStrictEqual(result.usage, { inputTokens: 60, outputTokens: 12 })
@@ -165,7 +167,10 @@ describe("DurableAgent with handoffs", () => {
       // read back by another process
       const polled = yield* Effect.provide(agent.poll("h2"), client)
       const exit = Option.getOrThrow(polled)
-      assert.strictEqual(Exit.isSuccess(exit) ? exit.value.text : undefined, "billing: order 42 refunded")
+      assert.deepStrictEqual(
+        Exit.isSuccess(exit) ? [exit.value.text, exit.value.agent, exit.value.transfers?.map((t) => `${t.from} -> ${t.to}`)] : [],
+        ["billing: order 42 refunded", "billing", ["triage -> billing"]]
+      )
     }), 30_000)
 
   it.live("a handoff to an agent the durable agent does not list is refused; the model reads why", () => {
@@ -241,6 +246,7 @@ describe("DurableAgent with handoffs", () => {
       )
       assert.deepStrictEqual(back.events.at(-1)?._tag === "agent.finished" ? back.events.at(-1)?.runId : undefined, "h4/handoff-2")
       assert.deepStrictEqual(asked, { triage: 2, billing: 1 })
+      assert.deepStrictEqual([back.result.agent, back.result.transfers?.map((t) => t.to)], ["triage", ["billing", "triage"]])
 
       // one handoff allowed: billing's hand-back is refused, and billing answers
       reset()
