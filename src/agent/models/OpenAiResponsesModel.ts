@@ -21,8 +21,10 @@ import { HttpClient } from "effect/http"
 import { ChatModel, ChatModelError, type ChatModelShape, type FinishReason, type Message, type Request, type Response } from "../ChatModel.ts"
 import * as ToolSearch from "../ToolSearch.ts"
 import * as OpenAiResponses from "../../providers/OpenAiResponses.ts"
+import type { ToolSpec } from "../../contract/Tool.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
 import type { ToolResult } from "../../contract/ToolResult.ts"
+import type { ProviderExportError } from "../../providers/ProviderExportError.ts"
 import * as HttpChat from "./internal/httpChat.ts"
 import * as HttpModel from "./internal/httpModel.ts"
 import * as HttpStream from "./internal/httpStream.ts"
@@ -148,13 +150,14 @@ export const wireInput = (messages: ReadonlyArray<Message>, search?: SearchInput
 
 /**
  * The request's `tools` under tool search: its tools (the search tool as the `tool_search` tool, in
- * its place) and then every deferred tool with `defer_loading: true`, the same list every turn.
+ * its place) and then every deferred tool with `defer_loading: true`, the same list every turn; and
+ * the deferred functions by name, for the transcript's `tool_search_output` items.
  */
 const searchTools = (
   request: Request,
   toolSearch: NonNullable<Request["toolSearch"]>,
   strict: OpenAi.Options["strict"]
-) => {
+): Result.Result<{ readonly tools: Array<WireTool>; readonly input: SearchInput }, ProviderExportError> => {
   const shown = new Set<string>(request.tools.map((spec) => spec.name))
   const deferred = toolSearch.deferred.filter((spec) => !shown.has(spec.name))
   const loaded = request.tools.filter((spec) => spec.name !== toolSearch.tool)
@@ -166,11 +169,13 @@ const searchTools = (
     }),
     (functions) => {
       const tools: Array<WireTool> = functions.slice(0, loaded.length)
-      const at = searchSpec === undefined ? -1 : request.tools.indexOf(searchSpec)
-      if (searchSpec !== undefined) tools.splice(at, 0, OpenAiResponses.toolSearchTool(searchSpec))
+      if (searchSpec !== undefined) {
+        tools.splice(request.tools.indexOf(searchSpec), 0, OpenAiResponses.toolSearchTool(searchSpec))
+      }
+      const later = functions.slice(loaded.length)
       return {
-        tools: [...tools, ...functions.slice(loaded.length)],
-        deferred: new Map(functions.slice(loaded.length).map((tool) => [tool.name, tool] as const))
+        tools: [...tools, ...later],
+        input: { tool: toolSearch.tool, deferred: new Map(later.map((tool) => [tool.name, tool] as const)) }
       }
     }
   )
@@ -185,24 +190,16 @@ export const encodeRequest = (
   options: Pick<Options, "model" | "strict" | "parameters">,
   request: Request
 ): Result.Result<RequestBody, ChatModelError> => {
-  const toolSearch = request.toolSearch
-  const body: Result.Result<RequestBody, ChatModelError> = toolSearch === undefined
-    ? OpenAi.requestBody(provider, options, OpenAiResponses.toolDefinitionsResult, request, (messages) => ({
-      input: wireInput(messages)
-    }))
-    : Result.match(searchTools(request, toolSearch, options.strict), {
-      onFailure: (error) => Result.fail(HttpChat.requestError(provider, error.message)),
-      onSuccess: ({ deferred, tools }) =>
-        Result.succeed({
-          ...options.parameters,
-          model: options.model,
-          input: wireInput(request.messages, { tool: toolSearch.tool, deferred }),
-          ...(tools.length === 0 ? {} : { tools })
-        })
-    })
+  const search = request.toolSearch === undefined ? undefined : searchTools(request, request.toolSearch, options.strict)
+  const tools = (specs: ReadonlyArray<ToolSpec>, exported: { readonly strict: OpenAiResponses.Strict }) =>
+    search === undefined
+      ? OpenAiResponses.toolDefinitionsResult(specs, exported)
+      : Result.map(search, ({ tools }) => tools)
   return OpenAi.withOutput(
     provider,
-    body,
+    OpenAi.requestBody<WireTool, { readonly input: Array<InputItem> }>(provider, options, tools, request, (messages) => ({
+      input: wireInput(messages, search === undefined || Result.isFailure(search) ? undefined : search.success.input)
+    })),
     request,
     (output) => OpenAiResponses.textFormatResult(output, { strict: options.strict ?? "auto" }),
     (body, format): RequestBody => ({ ...body, text: { ...(body.text as object | undefined), format } })
