@@ -16,6 +16,7 @@ const fullOnly = [
   "test/durable/Approve.test.ts",
   "test/durable/Crash.test.ts",
   "test/durable/CrashCancel.test.ts",
+  "test/durable/CrashNested.test.ts",
   "test/durable/DurablePostgres.test.ts",
   "test/durable/MultiRunner.test.ts",
   "test/mcp/ConnectEverything.test.ts",

@@ -11,9 +11,7 @@
  * Activities: `turn/<n>` (the model's whole answer to turn n, from 0) and `tool/<n>/<i>` (call i
  * of turn n, from 0: its `ToolResult`, the events it emitted and the state updates it recorded
  * (`AgentState`: a replayed call's are applied again, so a resumed run has the state it had); named
- * by position, so two calls with the same id both run, as in `Agent.run`); after a handoff
- * (`Options.handoffs`), the k-th receiving agent's are named under `handoff-<k>/` (see {@link Handoffs}).
- * The call in flight when a runner dies
+ * by position, so two calls with the same id both run, as in `Agent.run`). The call in flight when a runner dies
  * (after its side effect, before its journal write) is re-run by the engine (at least once), so:
  *
  * | tool (`Tool.retrySafety`) | a re-run after a crash |
@@ -55,6 +53,13 @@
  * then ends as `Agent.run` ends a cancelled run (calls already running finish and keep their
  * events; `agent.finished` with reason `cancelled`), the outcome records the reason, and
  * `poll`/`result` answer `RunCancelled`.
+ *
+ * Nested durable agents (`asTool`, `DurableAgentTool`): a call runs another durable agent's run as
+ * a child workflow, `<run>/<turn>/<index>`, journaled in its own right; its payload carries the
+ * nesting (`RunContext.nesting`) and the runs around it, whose cancellation its steps also check. A
+ * call that the nested run suspended (it waits for an approval) suspends its activity, journaling
+ * nothing; the nested run's end wakes the run, and the call runs again and reads it. The usage of runs
+ * nested in a call (either kind) is journaled with the call, and added again when it is replayed.
  *
  * Limits: the executor's run-scoped call counters (`limits`) are in memory, so a call replayed from
  * the journal is counted again when its journaled events show it was admitted (`tool.started`, or

@@ -6,8 +6,8 @@
  * turns it answered or running its completed calls again). The SIGKILL version is CrashNested.test.ts.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema, Scope, Stream } from "effect"
-import { Agent, Approval, ChatModel, Tool, ToolRegistry } from "../../src/index.ts"
+import { Deferred, Effect, Exit, Layer, Schema, Scope, Stream } from "effect"
+import { Agent, Approval, ChatModel, Tool, ToolRegistry, ToolResult } from "../../src/index.ts"
 import * as Stores from "../../src/stores/Stores.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import * as Core from "./support/core.ts"
@@ -137,10 +137,14 @@ describe("DurableAgent with an agent as a tool (Agent.asTool)", () => {
 })
 
 describe("DurableAgent.asTool: a nested durable agent", () => {
-  const make = (counters: Core.Counters, name: string, options: { readonly approved?: boolean } = {}) => {
+  const make = (
+    counters: Core.Counters,
+    name: string,
+    options: { readonly approved?: boolean; readonly hooks?: Core.Hooks } = {}
+  ) => {
     const child = DurableAgent.make({
       name: `${name}-child`,
-      tools: Core.makeTools(counters),
+      tools: Core.makeTools(counters, options.hooks),
       pollInterval: "20 millis",
       approval: (call) => options.approved === true && call.name === "plain_write"
     })
@@ -224,4 +228,30 @@ describe("DurableAgent.asTool: a nested durable agent", () => {
       )
       assert.deepStrictEqual(result.usage, { inputTokens: 15, outputTokens: 6 })
     }), 30_000)
+
+  it.live("cancelling the parent run stops the nested run at its next step", () => {
+    const counters = Core.makeCounters()
+    const started = Deferred.makeUnsafe<void>()
+    const release = Deferred.makeUnsafe<void>()
+    const hooks: Core.Hooks = {
+      afterApply: () => Effect.andThen(Deferred.succeed(started, undefined), Deferred.await(release))
+    }
+    const { child, layer, parent } = make(counters, "durable-nested-cancel", { hooks })
+    return Effect.gen(function*() {
+      yield* parent.start("c", user("plan: helper=x"))
+      // the nested run's first call is running: cancel the parent, then let the call end
+      yield* Deferred.await(started)
+      yield* parent.cancel("c", { reason: "user left" })
+      yield* Deferred.succeed(release, undefined)
+      const failed = yield* Effect.flip(parent.result("c"))
+      assert.strictEqual(failed._tag, "RunCancelled")
+      const nested = yield* Effect.flip(child.result("c/0/0"))
+      assert.strictEqual(nested._tag, "RunCancelled")
+      assert.strictEqual(nested._tag === "RunCancelled" ? nested.reason : undefined, "user left")
+      // the nested model was not asked for the turn after the call
+      assert.strictEqual(counters.get("nested model"), 1)
+      const helper = failed._tag === "RunCancelled" ? failed.results.find((r) => r.name === "helper") : undefined
+      assert.match(helper === undefined ? "" : ToolResult.textOf(helper), /cancelled before it answered/)
+    }).pipe(Effect.provide(layer(Core.memoryEngine())))
+  })
 })
