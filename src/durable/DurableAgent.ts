@@ -11,7 +11,9 @@
  * Activities: `turn/<n>` (the model's whole answer to turn n, from 0) and `tool/<n>/<i>` (call i
  * of turn n, from 0: its `ToolResult`, the events it emitted and the state updates it recorded
  * (`AgentState`: a replayed call's are applied again, so a resumed run has the state it had); named
- * by position, so two calls with the same id both run, as in `Agent.run`). The call in flight when a runner dies
+ * by position, so two calls with the same id both run, as in `Agent.run`); after a handoff
+ * (`Options.handoffs`), the k-th receiving agent's are named under `handoff-<k>/` (see {@link Handoffs}).
+ * The call in flight when a runner dies
  * (after its side effect, before its journal write) is re-run by the engine (at least once), so:
  *
  * | tool (`Tool.retrySafety`) | a re-run after a crash |
