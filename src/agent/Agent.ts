@@ -386,8 +386,9 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
     const settle = (answered: ReadonlyArray<ToolResult.ToolResult>, calls: ReadonlyArray<ToolCall>, turn: number) =>
       Effect.gen(function*() {
         const settled: Array<ToolResult.ToolResult> = []
+        const outcomes = state.settle(answered)
         for (const [i, result] of answered.entries()) {
-          const applied = result.isError ? (state.forget(result.toolCallId), Result.succeed([])) : state.apply(result.toolCallId)
+          const applied = outcomes[i]!
           if (Result.isFailure(applied)) {
             const { message, update, thrown } = applied.failure
             const call = { id: result.toolCallId, name: result.name, ...(result.provider === undefined ? {} : { provider: result.provider }) }

@@ -128,7 +128,7 @@ export interface Applied {
 
 /**
  * The run's state cell: the service given to tools, the updates recorded per call (a retry's
- * attempt replaces the earlier attempt's), and {@link Cell.apply} for the loop.
+ * attempt replaces the earlier attempt's), and {@link Cell.settle} for the loop.
  * @internal
  */
 export interface Cell {
@@ -137,13 +137,15 @@ export interface Cell {
   readonly get: () => unknown
   /** The current state as JSON (`undefined` without a state). */
   readonly json: () => Schema.Json | undefined
-  /** Drops the recorded updates of a call. */
-  readonly forget: (toolCallId: string) => void
   /**
-   * Applies a call's recorded updates, all or none: the applied ones, or why one was refused.
-   * The call's record is forgotten either way.
+   * Settles a batch, in call order: a call that failed updates nothing, one that succeeded applies its
+   * recorded updates, all or none (the applied ones, or why one was refused). Updates are recorded by call id, so calls of one batch that share an
+   * id (a provider's mistake) cannot be told apart: their updates are refused, all of them. Every
+   * record of the batch is forgotten.
    */
-  readonly apply: (toolCallId: string) => Result.Result<ReadonlyArray<Applied>, Refused>
+  readonly settle: (
+    calls: ReadonlyArray<{ readonly toolCallId: string; readonly isError: boolean }>
+  ) => ReadonlyArray<Result.Result<ReadonlyArray<Applied>, Refused>>
 }
 
 /** A schema error as the model may read it: each issue's path and what was expected there, never the value. */
@@ -220,49 +222,73 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
     recorded: (id) => pending.get(id)?.updates,
     restore: (id, updates) => void pending.set(id, { attempt: 0, updates: [...updates] })
   }
+  /** Applies a call's recorded updates, all or none, and forgets its record. */
+  const apply = (id: string): Result.Result<ReadonlyArray<Applied>, Refused> => {
+    const entry = pending.get(id)
+    pending.delete(id)
+    if (entry === undefined || definition === undefined) return Result.succeed([])
+    // Recorded by an attempt that failed and was retried, the attempt that ended the call recording nothing.
+    if (entry.call !== undefined && entry.call.attempt !== entry.attempt) return Result.succeed([])
+    let next = state
+    let nextJson = stateJson
+    const applied: Array<Applied> = []
+    for (const recorded of entry.updates) {
+      const refuse = (message: string, thrown?: string): Result.Result<never, Refused> =>
+        Result.fail({
+          _tag: "Refused",
+          message,
+          ...(recorded.json === undefined ? {} : { update: recorded.json }),
+          ...(thrown === undefined ? {} : { thrown })
+        })
+      if (recorded.refused !== undefined) return refuse(recorded.refused)
+      const update = Schema.decodeUnknownResult(updateCodec!, decodeOptions)(recorded.json)
+      if (Result.isFailure(update)) return refuse(`the update does not match its schema: ${issuesText(update.failure)}`)
+      let reduced: unknown
+      try {
+        reduced = definition.reduce(next, deepFreeze(update.success))
+      } catch (error) {
+        return refuse(
+          `the reducer refused the update: ${reducerText(error)}`,
+          error instanceof UpdateRefused ? undefined : error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+        )
+      }
+      const checked = check(reduced)
+      if (Result.isFailure(checked)) return refuse(`the new state does not match the state's schema: ${checked.failure}`)
+      next = checked.success.state
+      nextJson = checked.success.json
+      applied.push({ update: recorded.json as Schema.Json, state: next, stateJson: nextJson })
+    }
+    state = next
+    stateJson = nextJson
+    return Result.succeed(applied)
+  }
+  const settle: Cell["settle"] = (calls) => {
+    const seen = new Set<string>()
+    const shared = new Set<string>()
+    for (const { toolCallId } of calls) (seen.has(toolCallId) ? shared : seen).add(toolCallId)
+    // the shared ids' records: refused when there are any (whose they are is not known)
+    const sharedRecorded = new Set<string>()
+    for (const id of shared) {
+      if ((pending.get(id)?.updates.length ?? 0) > 0) sharedRecorded.add(id)
+      pending.delete(id)
+    }
+    return calls.map(({ isError, toolCallId }): Result.Result<ReadonlyArray<Applied>, Refused> => {
+      if (isError) return (pending.delete(toolCallId), Result.succeed([]))
+      if (!shared.has(toolCallId)) return apply(toolCallId)
+      return sharedRecorded.has(toolCallId)
+        ? Result.fail({
+          _tag: "Refused",
+          message: `the call id ${
+            JSON.stringify(toolCallId)
+          } is used by several calls of this turn, so their updates cannot be told apart; none applied`
+        })
+        : Result.succeed([])
+    })
+  }
   return {
     service,
     get: () => state,
     json: () => stateJson,
-    forget: (id) => void pending.delete(id),
-    apply: (id) => {
-      const entry = pending.get(id)
-      pending.delete(id)
-      if (entry === undefined || definition === undefined) return Result.succeed([])
-      // Recorded by an attempt that failed and was retried, the attempt that ended the call recording nothing.
-      if (entry.call !== undefined && entry.call.attempt !== entry.attempt) return Result.succeed([])
-      let next = state
-      let nextJson = stateJson
-      const applied: Array<Applied> = []
-      for (const recorded of entry.updates) {
-        const refuse = (message: string, thrown?: string): Result.Result<never, Refused> =>
-          Result.fail({
-            _tag: "Refused",
-            message,
-            ...(recorded.json === undefined ? {} : { update: recorded.json }),
-            ...(thrown === undefined ? {} : { thrown })
-          })
-        if (recorded.refused !== undefined) return refuse(recorded.refused)
-        const update = Schema.decodeUnknownResult(updateCodec!, decodeOptions)(recorded.json)
-        if (Result.isFailure(update)) return refuse(`the update does not match its schema: ${issuesText(update.failure)}`)
-        let reduced: unknown
-        try {
-          reduced = definition.reduce(next, deepFreeze(update.success))
-        } catch (error) {
-          return refuse(
-            `the reducer refused the update: ${reducerText(error)}`,
-            error instanceof UpdateRefused ? undefined : error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-          )
-        }
-        const checked = check(reduced)
-        if (Result.isFailure(checked)) return refuse(`the new state does not match the state's schema: ${checked.failure}`)
-        next = checked.success.state
-        nextJson = checked.success.json
-        applied.push({ update: recorded.json as Schema.Json, state: next, stateJson: nextJson })
-      }
-      state = next
-      stateJson = nextJson
-      return Result.succeed(applied)
-    }
+    settle
   }
 }

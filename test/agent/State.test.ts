@@ -272,6 +272,48 @@ describe("Agent state", () => {
       assert.deepStrictEqual(initial, { items: ["a"] })
     }).pipe(Effect.provide(ToolServices.layerTest())))
 
+  it.live("calls of one batch sharing a call id: their updates cannot be told apart, so none applies (every time)", () =>
+    Effect.gen(function*() {
+      for (let round = 0; round < 10; round++) {
+        const result = yield* Agent.run({ messages: [user("notes")], tools: registry, state: Notes, concurrency: 3 }).pipe(
+          Effect.provide(ChatModel.scripted([
+            ChatModel.callTools([["d", "note", { text: "a" }], ["u", "note", { text: "b" }], ["d", "note", { text: "c" }]]),
+            ChatModel.answer("done")
+          ]))
+        )
+        assert.deepStrictEqual(result.state, { items: ["b"] })
+        assert.deepStrictEqual(result.results.map((r) => [r.toolCallId, r.isError]), [["d", true], ["u", false], ["d", true]])
+        assert.strictEqual(
+          ToolResult.textOf(result.results[0]!),
+          "the state update was refused: the call id \"d\" is used by several calls of this turn, so their updates cannot be told apart; none applied"
+        )
+      }
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("a keyed call that replays its key's stored result runs no handler, so it records no update", () =>
+    Effect.gen(function*() {
+      let ran = 0
+      const keyed = Tool.make("keyed_note", {
+        description: "Adds a note once per key.",
+        input: Schema.Struct({ key: Schema.String, text: Schema.String }),
+        idempotency: ({ key }) => key,
+        services: [AgentState.AgentState],
+        handler: ({ text }) => Effect.andThen(Notes.update({ add: text }), Effect.sync(() => `ran ${++ran}`))
+      })
+      const tools = Result.getOrThrow(ToolRegistry.makeResult([keyed]))
+      const result = yield* Agent.run({ messages: [user("notes")], tools, state: Notes }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([["k1", "keyed_note", { key: "x", text: "first" }]]),
+          ChatModel.callTools([["k2", "keyed_note", { key: "x", text: "again" }]]),
+          ChatModel.answer("done")
+        ]))
+      )
+      assert.strictEqual(ran, 1)
+      assert.deepStrictEqual(result.results.map(ToolResult.textOf), ["ran 1", "ran 1"])
+      assert.deepStrictEqual(result.state, { items: ["first"] })
+      assert.deepStrictEqual(stateEvents(yield* events).map((e) => e.toolCallId), ["k1"])
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
   it.live("the next turn's selectTools and system prompt see the new state", () =>
     Effect.gen(function*() {
       const selections: Array<ReadonlyArray<string>> = []
