@@ -69,6 +69,20 @@ describe("Journal stored rows", () => {
     }
   })
 
+  it("a call row from before usage and nesting were journaled decodes, and one with them round-trips", () => {
+    const old = `{"result":${toolResult},"events":[]}`
+    const call = reread(Journal.Call, old)
+    assert.strictEqual(call.usage, undefined)
+    const withUsage = reread(Journal.Call, `{"result":${toolResult},"events":[],"usage":{"inputTokens":5,"outputTokens":2}}`)
+    assert.deepStrictEqual(withUsage.usage, { inputTokens: 5, outputTokens: 2 })
+    const nested = reread(
+      Journal.Payload,
+      `{"runId":"r/0/1","messages":[],"nesting":{"parentRunId":"r","parentCallId":"c1","depth":1,"within":[{"workflow":"tinyagents/p","runId":"r"}]}}`
+    )
+    assert.deepStrictEqual(nested.nesting?.within, [{ workflow: "tinyagents/p", runId: "r" }])
+    assert.strictEqual(reread(Journal.Payload, stored.payload).nesting, undefined)
+  })
+
   it("a run that failed on the model decodes with its ChatModelError", () => {
     const outcome = reread(Journal.Outcome, stored.outcome)
     assert.strictEqual(outcome._tag, "Failed")

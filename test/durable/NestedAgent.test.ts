@@ -7,7 +7,7 @@
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Layer, Schema, Scope, Stream } from "effect"
-import { Agent, Approval, ChatModel, Tool, ToolRegistry, ToolResult } from "../../src/index.ts"
+import { Agent, Approval, ChatModel, Tool, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
 import * as Stores from "../../src/stores/Stores.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import * as Core from "./support/core.ts"
@@ -253,5 +253,37 @@ describe("DurableAgent.asTool: a nested durable agent", () => {
       const helper = failed._tag === "RunCancelled" ? failed.results.find((r) => r.name === "helper") : undefined
       assert.match(helper === undefined ? "" : ToolResult.textOf(helper), /cancelled before it answered/)
     }).pipe(Effect.provide(layer(Core.memoryEngine())))
+  })
+
+  it.live("a nested run deeper than maxDepth is refused (nothing runs); outside a durable run the tool dies", () => {
+    const counters = Core.makeCounters()
+    const child = DurableAgent.make({ name: "durable-nested-deep-child", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+    const helper = DurableAgent.asTool(child, {
+      name: "helper",
+      description: "Helps.",
+      input: Schema.Struct({ line: Schema.String }),
+      prompt: ({ line }) => line,
+      maxDepth: 0
+    })
+    const parent = DurableAgent.make({ name: "durable-nested-deep", tools: registry([helper]), pollInterval: "20 millis" })
+    const layer = Layer.mergeAll(
+      parent.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory])),
+      child.layer.pipe(Layer.provide([nestedModel(counters), Stores.layerMemory]))
+    ).pipe(Layer.provideMerge(Core.memoryEngine()))
+    return Effect.gen(function*() {
+      yield* parent.start("d", user("plan: helper=x"))
+      const result = yield* parent.result("d")
+      assert.match(ToolResult.textOf(result.results[0]!), /would run at depth 1, over the limit of 0/)
+      assert.strictEqual(counters.get("nested model"), 0)
+      // in Agent.run there is no durable call to nest in: a defect, the run fails
+      const failed = yield* Effect.flip(Agent.run({
+        messages: user("plan: helper=x"),
+        tools: registry([DurableAgent.asTool(child, { name: "helper", description: "Helps.", input: Schema.Struct({ line: Schema.String }), prompt: ({ line }) => line })])
+      }).pipe(Effect.provide(Core.model(counters))))
+      assert.strictEqual(failed._tag, "AgentFailed")
+      // the model reads "internal error in tool helper"; the cause names the mistake
+      assert.strictEqual(failed.error._tag, "ToolDefect")
+      assert.match(failed.error._tag === "ToolDefect" ? String(failed.error.cause) : "", /NotInDurableRun|can only be called by a durable agent's run/)
+    }).pipe(Effect.provide(layer), Effect.provide(ToolServices.layerTest()))
   })
 })
