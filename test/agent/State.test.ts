@@ -6,7 +6,7 @@
  * system prompt see the new state.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Result, Schema, Stream } from "effect"
+import { Cause, Effect, Exit, Result, Schema, Stream } from "effect"
 import { Agent, AgentState, ChatModel, EventSink, Executor, Middleware, Tool, ToolError, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 
@@ -457,6 +457,19 @@ describe("Agent state", () => {
         Effect.provide(ChatModel.scripted([ChatModel.callTools([["n1", "note", { text: "x" }]]), ChatModel.answer("done")]))
       )
       assert.deepStrictEqual(stateEvents(Array.from(streamed)).map((e) => e.state), [{ items: ["x"] }])
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
+  it.live("an initial state its Schema rejects is a defect when the run starts, naming where", () =>
+    Effect.gen(function*() {
+      const Bad = AgentState.make({ ...Notes, update: Notes.updateSchema, initial: { items: ["1", "2", "3", "4", "5", "6", "7"] } })
+      const exit = yield* Effect.exit(Agent.run({ messages: [user("notes")], tools: registry, state: Bad }).pipe(
+        Effect.provide(ChatModel.scripted([ChatModel.answer("done")]))
+      ))
+      assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
+      assert.include(
+        Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "",
+        "the initial state does not match the state's schema: at \"items\": Expected a value with a length of at most 6"
+      )
     }).pipe(Effect.provide(ToolServices.layerTest())))
 
   it.live("a tool reading a state its run does not declare is a defect naming the state option", () =>
