@@ -41,6 +41,11 @@
  * `TINYAGENTS_BENCH=durable` runs only the durable-agents simulation (bench/durable.ts: 1,000
  * concurrent durable agents on SQLite, then on Postgres with 1, 2 and 4 runner processes when the
  * machine has Postgres); it is not part of the default run, which stays short.
+ *
+ * `TINYAGENTS_BENCH=toolsearch` runs only the tool-search measurements (bench/toolsearch.ts: recall
+ * of the search index against `Selection.rank` on 400 BFCL questions over a 1,295-tool catalogue,
+ * search and build time at 1,295 and 10,360 tools, prompt size per provider dialect with every tool
+ * advertised vs deferred); about 15 s, so not part of the default run either.
  */
 import { Effect, Layer, Result, Schema } from "effect"
 import * as v8 from "node:v8"
@@ -246,6 +251,11 @@ const cases: ReadonlyArray<Case> = [
 ]
 
 const only = process.env["TINYAGENTS_BENCH"]
+if (only === "toolsearch") {
+  const { report } = await import("./toolsearch.ts")
+  report()
+  process.exit(0)
+}
 if (only === "durable") {
   const { durableRows } = await import("./durable.ts")
   console.log(

@@ -1,0 +1,185 @@
+/**
+ * The tool-search index: BM25F over a catalogue of tool specs, built once, searched per turn.
+ * Each tool is read as three fields, each with its weight and its own length normalisation: its
+ * name (canonical and original: `math.factorial`, `getWeather`), its description, and its
+ * parameters (names and descriptions, nested object properties and array items included, to a
+ * bounded depth). Terms are `Bm25.tokenize`'s (snake_case and camelCase split, stop words dropped,
+ * a light stemmer). A term's contribution to each tool it occurs in does not depend on the query,
+ * so it is computed when the index is built and a search only adds up the postings of the query's
+ * terms: a search costs the postings it touches, not the catalogue's size.
+ *
+ * It ranks; it does not decide what is deferred or allowed (`ToolSearch`).
+ */
+import type { ToolSpec } from "../../contract/Tool.ts"
+import type { ToolName } from "../../contract/ToolName.ts"
+import * as Bm25 from "./bm25.ts"
+
+/** What the index reads of a tool. */
+export type Indexed = Pick<ToolSpec, "name" | "originalName" | "description" | "inputSchema">
+
+/** A tool found, with its score (higher is better; every score is above 0). */
+export interface Hit {
+  readonly name: ToolName
+  readonly score: number
+}
+
+export interface SearchIndex {
+  /** How many tools the index holds. */
+  readonly size: number
+  /**
+   * At most `limit` tools for `query`, best first, ties in catalogue order. A tool sharing no term
+   * with the query is never returned.
+   */
+  readonly search: (query: string, limit: number) => ReadonlyArray<Hit>
+}
+
+/** Field weights and BM25 parameters. The defaults are the ones measured best in `bench/toolsearch.ts`. */
+export interface Options {
+  readonly nameWeight?: number
+  readonly descriptionWeight?: number
+  /** Weight of parameter names and descriptions; 0 leaves parameters out. */
+  readonly parameterWeight?: number
+  readonly k1?: number
+  /** Length normalisation, per field (0: none, 1: full). */
+  readonly b?: number
+}
+
+const defaults = { nameWeight: 3, descriptionWeight: 1, parameterWeight: 0.5, k1: 1.2, b: 0.75 } as const
+
+/** Runs of letters and digits: `Bm25.tokenize` splits at everything else, so it may see them one at a time. */
+const words = /[A-Za-z0-9]+/g
+
+/** Deepest nesting of parameters read (root properties are depth 1). */
+const maxDepth = 3
+
+/** The text of a schema's parameters: property names and descriptions, nested ones to `maxDepth`. */
+const parameterText = (schema: unknown): string => {
+  const parts: Array<string> = []
+  const stack: Array<readonly [node: unknown, depth: number]> = [[schema, 0]]
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!
+    if (typeof node !== "object" || node === null || depth > maxDepth) continue
+    const record = node as { readonly [key: string]: unknown }
+    if (depth > 0 && typeof record["description"] === "string") parts.push(record["description"])
+    const properties = record["properties"]
+    if (typeof properties === "object" && properties !== null) {
+      for (const [key, child] of Object.entries(properties)) {
+        parts.push(key)
+        stack.push([child, depth + 1])
+      }
+    }
+    if (typeof record["items"] === "object") stack.push([record["items"], depth])
+  }
+  return parts.join(" ")
+}
+
+/** Builds the index over `specs` (their order is the catalogue order that breaks ties). */
+export const make = (specs: ReadonlyArray<Indexed>, options: Options = {}): SearchIndex => {
+  const { b, descriptionWeight, k1, nameWeight, parameterWeight } = { ...defaults, ...options }
+  const fields = [
+    { weight: nameWeight, text: (s: Indexed) => `${s.name} ${s.originalName ?? ""}` },
+    { weight: descriptionWeight, text: (s: Indexed) => s.description },
+    { weight: parameterWeight, text: (s: Indexed) => parameterText(s.inputSchema) }
+  ].filter((field) => field.weight > 0)
+  const n = specs.length
+
+  // terms as small integers; words repeat across a catalogue, so each distinct word is tokenized
+  // once (a word's terms do not depend on its neighbours)
+  const termIds = new Map<string, number>()
+  const idsOfWord = new Map<string, ReadonlyArray<number>>()
+  const idsOf = (text: string): Array<number> => {
+    const ids: Array<number> = []
+    for (const word of text.match(words) ?? []) {
+      let found = idsOfWord.get(word)
+      if (found === undefined) {
+        found = Bm25.tokenize(word).map((term) => {
+          let id = termIds.get(term)
+          if (id === undefined) {
+            id = termIds.size
+            termIds.set(term, id)
+          }
+          return id
+        })
+        idsOfWord.set(word, found)
+      }
+      for (const id of found) ids.push(id)
+    }
+    return ids
+  }
+  const terms = fields.map((field) => specs.map((spec) => idsOf(field.text(spec))))
+  const averages = terms.map((tools) => tools.reduce((sum, ids) => sum + ids.length, 0) / (n || 1))
+
+  // per tool: each term's weighted, length-normalised frequency over the fields (BM25F), kept as
+  // (tool, term, frequency) triples in tool order
+  const tripleTool: Array<number> = []
+  const tripleTerm: Array<number> = []
+  const tripleFrequency: Array<number> = []
+  const documentFrequency = new Int32Array(termIds.size)
+  const frequency = new Float64Array(termIds.size)
+  for (let i = 0; i < n; i++) {
+    const seen: Array<number> = []
+    fields.forEach((field, f) => {
+      const ids = terms[f]![i]!
+      const share = field.weight / (1 - b + b * (ids.length / (averages[f] || 1)))
+      for (const id of ids) {
+        if (frequency[id] === 0) seen.push(id)
+        frequency[id]! += share
+      }
+    })
+    for (const id of seen) {
+      tripleTool.push(i)
+      tripleTerm.push(id)
+      tripleFrequency.push(frequency[id]!)
+      documentFrequency[id]!++
+      frequency[id] = 0
+    }
+  }
+
+  // postings, one flat array: term `t` holds entries `start[t]` to `start[t + 1]`, each a tool and
+  // the term's final contribution to its score
+  const start = new Int32Array(termIds.size + 1)
+  for (let t = 0; t < termIds.size; t++) start[t + 1] = start[t]! + documentFrequency[t]!
+  const postingTool = new Int32Array(tripleTool.length)
+  const postingWeight = new Float64Array(tripleTool.length)
+  const next = start.slice(0, termIds.size)
+  for (let j = 0; j < tripleTool.length; j++) {
+    const t = tripleTerm[j]!
+    const df = documentFrequency[t]!
+    const tf = tripleFrequency[j]!
+    const at = next[t]!++
+    postingTool[at] = tripleTool[j]!
+    postingWeight[at] = Math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * (k1 + 1) / (tf + k1)
+  }
+
+  const names = specs.map((spec) => spec.name)
+  const scores = new Float64Array(n)
+  const search = (query: string, limit: number): ReadonlyArray<Hit> => {
+    if (limit <= 0) return []
+    const touched: Array<number> = []
+    for (const term of new Set(Bm25.tokenize(query))) {
+      const t = termIds.get(term)
+      if (t === undefined) continue
+      for (let j = start[t]!; j < start[t + 1]!; j++) {
+        const tool = postingTool[j]!
+        if (scores[tool] === 0) touched.push(tool)
+        scores[tool]! += postingWeight[j]!
+      }
+    }
+    // the best `limit`, kept sorted (score down, catalogue order up) by insertion: limit is small
+    const best: Array<number> = []
+    const before = (a: number, c: number) => scores[a]! > scores[c]! || (scores[a] === scores[c] && a < c)
+    for (const tool of touched) {
+      if (best.length === limit && !before(tool, best[limit - 1]!)) continue
+      let at = best.length === limit ? limit - 1 : best.length
+      while (at > 0 && before(tool, best[at - 1]!)) {
+        best[at] = best[at - 1]!
+        at--
+      }
+      best[at] = tool
+    }
+    const hits = best.map((tool) => ({ name: names[tool]!, score: scores[tool]! }))
+    for (const tool of touched) scores[tool] = 0
+    return hits
+  }
+  return { size: n, search }
+}
