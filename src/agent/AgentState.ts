@@ -162,7 +162,7 @@ const reducerText = (error: unknown): string =>
  * Freezes `value`'s plain objects and arrays, all the way down (iteratively: any depth). Values of
  * other classes (a `Date`, a `Map`) are frozen as objects, not walked.
  */
-export const deepFreeze = <A>(value: A): A => {
+const deepFreeze = <A>(value: A): A => {
   const pending: Array<unknown> = [value]
   while (pending.length > 0) {
     const next = pending.pop()
