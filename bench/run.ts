@@ -45,7 +45,7 @@
  * `TINYAGENTS_BENCH=toolsearch` runs only the tool-search measurements (bench/toolsearch.ts: recall
  * of the search index against `Selection.rank` on 400 BFCL questions over a 1,295-tool catalogue,
  * search and build time at 1,295 and 10,360 tools, prompt size per provider dialect with every tool
- * advertised vs deferred); about 15 s, so not part of the default run either.
+ * advertised vs deferred); about 10 s of CPU, so not part of the default run either.
  */
 import { Effect, Layer, Result, Schema } from "effect"
 import * as v8 from "node:v8"
@@ -253,7 +253,7 @@ const cases: ReadonlyArray<Case> = [
 const only = process.env["TINYAGENTS_BENCH"]
 if (only === "toolsearch") {
   const { report } = await import("./toolsearch.ts")
-  report()
+  await report()
   process.exit(0)
 }
 if (only === "durable") {

@@ -17,15 +17,20 @@
  *   (`gpt-tokenizer`) for the OpenAI dialects; characters for all (Anthropic and Google publish no
  *   tokenizer package for their current models).
  *
- * `TINYAGENTS_BENCH=toolsearch npm run bench` runs only this case.
+ * - The portable search's result: what the model reads back from one `search_tools` call (the real
+ *   tool of `ToolSearch.plan`, ranking with the search index, run through the executor).
+ *
+ * `TINYAGENTS_BENCH=toolsearch npm run bench` runs only this case (about 10 s of CPU).
  */
-import { Result } from "effect"
+import { Effect, Result } from "effect"
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base"
 import * as SearchIndex from "../src/agent/internal/searchIndex.ts"
 import * as Selection from "../src/agent/Selection.ts"
 import * as ToolSearch from "../src/agent/ToolSearch.ts"
 import type { ToolSpec } from "../src/contract/Tool.ts"
 import * as ToolRegistry from "../src/contract/ToolRegistry.ts"
+import * as Executor from "../src/runtime/Executor.ts"
+import * as ToolServices from "../src/runtime/ToolServices.ts"
 import { Anthropic, Gemini, OpenAiChat, OpenAiResponses } from "../src/providers/index.ts"
 import type { ProviderExportError } from "../src/providers/ProviderExportError.ts"
 import * as Catalogue from "../test/fixtures/catalogue/catalogue.ts"
@@ -186,8 +191,30 @@ export const promptRows = ({ questions, registry }: Loaded = load()) => {
   }).flat()
 }
 
-/** Prints the three tables. */
-export const report = () => {
+/**
+ * What the model reads back from one search in the portable form: the result of the real
+ * `search_tools` (ToolSearch.plan, ranking with the search index) run through the executor for
+ * each question, mean size.
+ */
+export const searchResultRow = async ({ questions, registry }: Loaded = load()) => {
+  const index = SearchIndex.make(registry.specs)
+  const plan = Result.getOrThrow(ToolSearch.plan(registry, {
+    searcher: (query, _catalogue, limit) => Effect.succeed(index.search(query, limit).map((hit) => hit.name))
+  }))!
+  const results = await Effect.runPromise(
+    Effect.gen(function*() {
+      const executor = yield* Executor.make(plan.tools)
+      return yield* Effect.forEach(questions, (q, i) =>
+        executor.run({ id: `search_${i}`, name: plan.tool, arguments: { query: q.question } }))
+    }).pipe(Effect.provide(ToolServices.layerTest()))
+  )
+  const texts = results.map((result) => result.content.map((block) => block.type === "text" ? block.text : "").join(""))
+  const mean = (f: (text: string) => number) => Math.round(texts.reduce((sum, text) => sum + f(text), 0) / texts.length)
+  return { "o200k tokens (mean)": mean(countTokens), "characters (mean)": mean((t) => t.length) }
+}
+
+/** Prints the tables. */
+export const report = async () => {
   const loaded = load()
   console.log(
     `Tool search: ${loaded.registry.names.length} tools, ${loaded.questions.length} BFCL questions`,
@@ -198,4 +225,6 @@ export const report = () => {
   console.table(timeRows(loaded))
   console.log("Prompt size of the request's tool definitions (JSON text): all tools vs deferred (search_tools, + the 5 one search revealed).")
   console.table(promptRows(loaded))
+  console.log("Portable form: the search_tools result the model reads (the 5 tools found, with their parameters), per search.")
+  console.table([await searchResultRow(loaded)])
 }
