@@ -229,6 +229,56 @@ describe("DurableAgent.asTool: a nested durable agent", () => {
       assert.deepStrictEqual(result.usage, { inputTokens: 15, outputTokens: 6 })
     }), 30_000)
 
+  it.live("two nested runs in one turn, on a SQLite runner: each its own run, named by its call's position", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const { child, layer, parent } = make(counters, "durable-nested-two")
+      const filename = Core.tempFile("nested-two")
+      const result = yield* Effect.provide(
+        Effect.andThen(parent.start("t", user("plan: helper=x,helper=y")), parent.result("t")),
+        layer(sqliteRunner(filename))
+      )
+      assert.strictEqual(result.text, "done: nested read x: value of x | nested read y: value of y")
+      assert.deepStrictEqual([counters.get("nested model"), counters.get("read_value")], [4, 2])
+      const nested = yield* Effect.provide(Effect.all([child.result("t/0/0"), child.result("t/0/1")]), sqliteClient(filename))
+      assert.deepStrictEqual(nested.map((r) => r.text), ["nested read x: value of x", "nested read y: value of y"])
+    }), 30_000)
+
+  it.live("nested two deep: the depth-2 run's events reach the top run stamped with depth 2, its usage adds at every level", () => {
+    const counters = Core.makeCounters()
+    const line = Schema.Struct({ line: Schema.String })
+    const grandchild = DurableAgent.make({ name: "durable-deep-2", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+    const child = DurableAgent.make({
+      name: "durable-deep-1",
+      tools: registry([DurableAgent.asTool(grandchild, { name: "deeper", description: "Reads.", input: line, prompt: (i) => i.line })]),
+      pollInterval: "20 millis"
+    })
+    const parent = DurableAgent.make({
+      name: "durable-deep-0",
+      tools: registry([
+        DurableAgent.asTool(child, { name: "helper", description: "Helps.", input: line, prompt: (i) => `plan: deeper=${i.line}` })
+      ]),
+      pollInterval: "20 millis"
+    })
+    const layer = Layer.mergeAll(
+      parent.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory])),
+      child.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory])),
+      grandchild.layer.pipe(Layer.provide([nestedModel(counters), Stores.layerMemory]))
+    ).pipe(Layer.provideMerge(Core.memoryEngine()))
+    return Effect.gen(function*() {
+      yield* parent.start("d2", user("plan: helper=x"))
+      const result = yield* parent.result("d2")
+      assert.strictEqual(result.text, "done: done: nested read x: value of x")
+      assert.deepStrictEqual(result.usage, { inputTokens: 10, outputTokens: 4 })
+      assert.deepStrictEqual((yield* child.result("d2/0/0")).usage, { inputTokens: 10, outputTokens: 4 })
+      const events = Array.from(yield* Stream.runCollect(parent.events("d2")))
+      const deepest = events.filter((e) => e.depth === 2)
+      assert.isAbove(deepest.length, 0)
+      for (const e of deepest) assert.deepStrictEqual([e.runId, e.parentRunId, e.parentCallId], ["d2/0/0/0/0", "d2/0/0", "0-0"])
+      assert.isTrue(events.some((e) => e.depth === 1 && e.runId === "d2/0/0"))
+    }).pipe(Effect.provide(layer))
+  })
+
   it.live("cancelling the parent run stops the nested run at its next step", () => {
     const counters = Core.makeCounters()
     const started = Deferred.makeUnsafe<void>()
