@@ -211,6 +211,32 @@ describe("artifacts cut by the store's size cap", () => {
     ))
 })
 
+describe("artifact keys", () => {
+  it.effect("a call id reused in a later turn (Gemini numbers its ids per turn) gets its own artifact", () =>
+    Effect.gen(function*() {
+      let n = 0
+      const big = Tool.make("big", {
+        description: "3,000 characters, different each call.",
+        input: Schema.Struct({}),
+        safety: { access: "read" },
+        handler: () => Effect.sync(() => `${++n}`.repeat(3_000))
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([big]), { artifacts: { threshold: 1_000 } })
+      const inTurn = (turn: number) =>
+        Effect.provideService(
+          executor.run(call("call_0", "big")),
+          RunContext.RunContext,
+          { threadId: "thread-1", runId: "run-1", turn }
+        )
+      const first = yield* inTurn(0)
+      const second = yield* inTurn(1)
+      assert.deepStrictEqual([first.artifacts[0]?.key, second.artifacts[0]?.key], ["run-1/call_0", "run-1/1/call_0"])
+      const store = yield* StoreRegistry.store("artifacts")
+      assert.strictEqual(yield* store.get("run-1/call_0"), "1".repeat(3_000))
+      assert.strictEqual(yield* store.get("run-1/1/call_0"), "2".repeat(3_000))
+    }).pipe(Effect.provide(Layer.mergeAll(runLayer, StoreRegistry.layerMemory))))
+})
+
 describe("the head and tail of offloaded text", () => {
   it.effect("are bounded by the threshold that applies: a tool's own artifactThreshold, not the executor's", () =>
     Effect.gen(function*() {

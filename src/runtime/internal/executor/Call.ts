@@ -216,7 +216,9 @@ export const make = (config: Config) => {
     const body = Effect.suspend(() =>
       Effect.flatMap(
         pipeline({ call, spec, tool: entry.tool, input, turn: env.ctx.turn }),
-        (result) => render.finalize(result, spec, call, env.ctx.runId, input)
+        // an artifact's key: `<run>/<call id>`, with the turn after the first (providers that number
+        // their call ids per turn, as Gemini does, reuse them: a later turn's output must not replace an earlier one's)
+        (result) => render.finalize(result, spec, call, env.ctx.turn === 0 ? env.ctx.runId : `${env.ctx.runId}/${env.ctx.turn}`, input)
       )
     )
     // The handler gets the call's context from `Invoke` (per attempt, only when it is not already done);
