@@ -266,7 +266,9 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
     case "agent.approval_requested":
       return `${at}  approval needed for ${event.toolName} ${event.toolCallId}`
     case "agent.state":
-      return `${at}  state after ${event.toolName} ${event.toolCallId}: ${JSON.stringify(event.state)}`
+      return event.refused === undefined
+        ? `${at}  state after ${event.toolName} ${event.toolCallId}: ${JSON.stringify(event.state)}`
+        : `${at}  state update of ${event.toolName} ${event.toolCallId} refused: ${event.refused}`
     case "agent.handoff":
       return `${at}  ${event.toolName} ${event.toolCallId} hands over to ${event.target}: ${event.task}`
     case "agent.tools_revealed":
