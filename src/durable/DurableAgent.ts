@@ -293,7 +293,8 @@ export interface DurableAgent<R, MR, S extends Agent.OutputSchema = never> {
    * once the cancellation is recorded, not when the run has stopped. Fails with `RunNotCancellable`
    * when the journal does not know the run or the run has ended otherwise; cancelling a cancelled
    * run again succeeds (and completes a cancellation that failed half-way). A run that finishes
-   * before it reaches a step keeps its result.
+   * before it reaches a step keeps its result. The runs nested in its calls (`asTool`) are cancelled
+   * with it, with the same reason.
    */
   readonly cancel: (
     runId: string,
@@ -365,6 +366,23 @@ const freshness = (options: { readonly pollInterval?: Duration.Input }): number 
 
 /** Completed by `cancel` with the reason: every approval wait races it. */
 export const cancelDeferred = DurableDeferred.make("cancel", { success: Schema.String })
+
+/** The workflow of a durable agent's runs, by its name (`tinyagents/<name>`): enough to address a run. */
+const workflowNamed = (tag: string): DurableWorkflow =>
+  Workflow.make(tag, { payload: Journal.Payload, success: Journal.Outcome, idempotencyKey: (payload) => payload.runId })
+
+/** Cancels nested run `run` as `cancel` does, unless it has ended (its approval waits end). */
+const cancelNested = (run: Tables.RunKey, reason: string) =>
+  Effect.gen(function*() {
+    const workflow = workflowNamed(run.workflow)
+    const id = yield* workflow.executionId({ runId: run.runId, messages: [] })
+    const ended = yield* workflow.poll(id)
+    if (Option.isSome(ended) && ended.value._tag === "Complete") return
+    const token = DurableDeferred.tokenFromExecutionId(cancelDeferred, { workflow, executionId: id })
+    yield* DurableDeferred.succeed(cancelDeferred, { token, value: reason })
+    yield* Tables.cancel(run, reason)
+    cancelled.set(cancelledKey(run), reason)
+  })
 
 /** Makes a durable agent (see the module comment). */
 export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = unknown>(
@@ -486,6 +504,9 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
       yield* DurableDeferred.succeed(cancelDeferred, { token, value: reason })
       yield* Tables.cancel(run, reason)
       cancelled.set(cancelledKey(run), reason)
+      // so are the runs nested in its calls (`asTool`): one waiting for an approval wakes (the others
+      // would stop at their next step anyway: they check the runs around them)
+      for (const nested of yield* Tables.nestedRuns(runId)) yield* cancelNested(nested, reason)
     })
 
   return { workflow, output: options.output, layer, start, result, poll, events, pending, approve, cancel }

@@ -7,7 +7,8 @@
  * and the calling run's call, re-run by the engine, starts the same nested run again, which joins it
  * (the tool is idempotent for that reason). Its events, stamped with the nesting (`parentRunId`,
  * `parentCallId`, `depth`), are journaled with the call's; its token usage (from its `agent.finished`)
- * adds to the calling run's; cancelling any run it is nested in stops it at its next step.
+ * adds to the calling run's; cancelling the calling run cancels it (`DurableAgent.cancel` cancels
+ * the runs nested in the run's calls, and each step of a nested run checks the runs around it).
  *
  * It owns the call's side only; the nested run is the nested agent's (`DurableAgent`), whose layer
  * must run on the same runners. Outside a durable run's call the tool dies (`NotInDurableRun`): an

@@ -244,6 +244,27 @@ describe("DurableAgent.asTool: a nested durable agent", () => {
       assert.deepStrictEqual(nested.map((r) => r.text), ["nested read x: value of x", "nested read y: value of y"])
     }), 30_000)
 
+  it.live("cancelling the parent while the nested run waits for an approval cancels it too: nothing waits on", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const { child, layer, parent } = make(counters, "durable-nested-cancel-wait", { approved: true })
+      const filename = Core.tempFile("nested-cancel-wait")
+      const { nested, result } = yield* Effect.provide(
+        Effect.gen(function*() {
+          yield* parent.start("w", user("plan: helper=x"))
+          yield* Stream.runDrain(Stream.takeUntil(child.events("w/0/0"), (e) => e._tag === "agent.approval_requested"))
+          yield* parent.cancel("w", { reason: "user left" })
+          const nested = yield* Effect.flip(child.result("w/0/0"))
+          return { result: yield* Effect.flip(parent.result("w")), nested }
+        }),
+        layer(sqliteRunner(filename))
+      )
+      assert.deepStrictEqual([result._tag, result._tag === "RunCancelled" ? result.reason : ""], ["RunCancelled", "user left"])
+      assert.deepStrictEqual([nested._tag, nested._tag === "RunCancelled" ? nested.reason : ""], ["RunCancelled", "user left"])
+      assert.strictEqual(counters.get("plain_write:x"), 0, "the call waiting for its approval never ran")
+      assert.deepStrictEqual(yield* Effect.provide(child.pending("w/0/0"), sqliteClient(filename)), [])
+    }), 30_000)
+
   it.live("nested two deep: the depth-2 run's events reach the top run stamped with depth 2, its usage adds at every level", () => {
     const counters = Core.makeCounters()
     const line = Schema.Struct({ line: Schema.String })

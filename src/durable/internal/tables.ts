@@ -183,6 +183,21 @@ export const cancelReason = (run: RunKey): Effect.Effect<string | undefined, nev
     (rows) => rows[0]?.reason
   )
 
+/**
+ * The runs nested in run `runId`'s calls, at any depth (`DurableAgent.asTool`: run ids
+ * `<runId>/<turn>/<index>/...`, in any workflow), that have journaled an event: what a cancellation
+ * of `runId` cancels too.
+ */
+export const nestedRuns = (runId: string): Effect.Effect<ReadonlyArray<RunKey>, never, SqlClient.SqlClient> => {
+  const prefix = `${runId}/`
+  return Effect.map(
+    withSql((sql) =>
+      sql<{ readonly workflow: string; readonly run_id: string }>`SELECT DISTINCT workflow, run_id FROM tinyagents_durable_run_events WHERE substr(run_id, 1, ${prefix.length}) = ${prefix}`
+    ),
+    (rows) => rows.map((row) => ({ workflow: row.workflow, runId: row.run_id }))
+  )
+}
+
 /** Whether activity `key` has a "started" marker (read only). */
 export const marked = (key: string): Effect.Effect<boolean, never, SqlClient.SqlClient> =>
   Effect.map(
