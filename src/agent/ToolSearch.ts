@@ -3,7 +3,7 @@
  * The run's `toolSearch` option marks tools as deferred (all, by name, or by a predicate, and only
  * once the catalogue passes a size); a deferred tool is not advertised until the model finds it
  * with the search tool this module adds (`search_tools`, one `query` parameter), which ranks the
- * deferred tools for the query (`lexical` by default: BM25 over names, descriptions and parameters;
+ * deferred tools for the query (`lexical` by default: BM25F over names, descriptions and parameters;
  * any {@link Searcher}) and answers the best {@link Options.maxResults}. It owns the deferral rule,
  * the search tool, and reading what a search revealed ({@link revealedBy}); the loop (`Agent`)
  * advertises what was revealed and reports it (`agent.tools_revealed`).
@@ -25,7 +25,7 @@
  * same tools. `selectTools` still bounds everything: a tool it hides is not advertised, found or not.
  */
 import { Effect, Result, Schema } from "effect"
-import * as Bm25 from "./internal/bm25.ts"
+import * as SearchIndex from "./internal/searchIndex.ts"
 import * as Tool from "../contract/Tool.ts"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type { ToolName } from "../contract/ToolName.ts"
@@ -101,50 +101,22 @@ export type Found = typeof Found.Type
 // lexical search
 // ---------------------------------------------------------------------------
 
-const nameWeight = 3
-
-const propertyTerms = (spec: ToolSpec): Array<string> => {
-  const properties = spec.inputSchema.properties
-  if (typeof properties !== "object" || properties === null) return []
-  return Object.entries(properties as Record<string, unknown>).flatMap(([key, value]) => {
-    const description = typeof value === "object" && value !== null
-      ? (value as { readonly description?: unknown }).description
-      : undefined
-    return [...Bm25.tokenize(key), ...(typeof description === "string" ? Bm25.tokenize(description) : [])]
-  })
-}
-
-const indexes = new WeakMap<ReadonlyArray<ToolSpec>, Bm25.Index>()
-
-const indexOf = (catalogue: ReadonlyArray<ToolSpec>): Bm25.Index => {
-  let index = indexes.get(catalogue)
-  if (index === undefined) {
-    index = Bm25.index(catalogue.map((spec) => {
-      const name = Bm25.tokenize(`${spec.name} ${spec.originalName ?? ""}`)
-      return [
-        ...Array.from({ length: nameWeight }, () => name).flat(),
-        ...Bm25.tokenize(spec.description),
-        ...propertyTerms(spec)
-      ]
-    }))
-    indexes.set(catalogue, index)
-  }
-  return index
-}
+const indexes = new WeakMap<ReadonlyArray<ToolSpec>, SearchIndex.SearchIndex>()
 
 /**
- * BM25 over each tool's name (weighted), description, parameter names and parameter descriptions;
- * a tool sharing no term with the query is never found. The index is built once per catalogue.
+ * BM25F over each tool's name, description and parameters (names and descriptions, nested ones
+ * too), each field with its own length normalisation; a tool sharing no term with the query is
+ * never found. The index is built once per catalogue (a run's deferred tools); a search touches
+ * only the tools holding a query term (measured in docs/tool-search.md).
  */
 export const lexical: Searcher = (query, catalogue, limit) =>
   Effect.sync(() => {
-    const scores = Bm25.score(indexOf(catalogue), Bm25.tokenize(query))
-    return catalogue
-      .map((spec, i) => ({ name: spec.name as string, score: scores[i] ?? 0, i }))
-      .filter((r) => r.score > 0)
-      .sort((a, b) => b.score - a.score || a.i - b.i)
-      .slice(0, Math.max(0, limit))
-      .map((r) => r.name)
+    let index = indexes.get(catalogue)
+    if (index === undefined) {
+      index = SearchIndex.make(catalogue)
+      indexes.set(catalogue, index)
+    }
+    return index.search(query, limit).map((hit) => hit.name as string)
   })
 
 // ---------------------------------------------------------------------------
