@@ -265,6 +265,34 @@ describe("DurableAgent.asTool: a nested durable agent", () => {
       assert.deepStrictEqual(yield* Effect.provide(child.pending("w/0/0"), sqliteClient(filename)), [])
     }), 30_000)
 
+  it.live("a nested agent with a typed output: the tool's output is the decoded value", () => {
+    const counters = Core.makeCounters()
+    const child = DurableAgent.make({
+      name: "durable-nested-typed-child",
+      tools: registry([]),
+      output: Schema.Struct({ city: Schema.String, nights: Schema.Int }),
+      pollInterval: "20 millis"
+    })
+    const parent = DurableAgent.make({
+      name: "durable-nested-typed",
+      tools: registry([
+        DurableAgent.asTool(child, { name: "helper", description: "Plans.", input: Schema.Struct({ line: Schema.String }), prompt: (i) => i.line })
+      ]),
+      pollInterval: "20 millis"
+    })
+    const childModel = ChatModel.fromFunction(() => Effect.succeed(ChatModel.answerJson({ city: "Lisbon", nights: 3 })), { structuredOutput: true })
+    const layer = Layer.mergeAll(
+      parent.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory])),
+      child.layer.pipe(Layer.provide([childModel, Stores.layerMemory]))
+    ).pipe(Layer.provideMerge(Core.memoryEngine()))
+    return Effect.gen(function*() {
+      yield* parent.start("o", user("plan: helper=x"))
+      const result = yield* parent.result("o")
+      assert.deepStrictEqual(result.results[0]?.value, { city: "Lisbon", nights: 3 })
+      assert.deepStrictEqual((yield* child.result("o/0/0")).output, { city: "Lisbon", nights: 3 })
+    }).pipe(Effect.provide(layer))
+  })
+
   it.live("nested two deep: the depth-2 run's events reach the top run stamped with depth 2, its usage adds at every level", () => {
     const counters = Core.makeCounters()
     const line = Schema.Struct({ line: Schema.String })
