@@ -96,6 +96,7 @@ import { HttpRouter, HttpServer as EffectHttpServer, HttpServerRequest } from "e
 import type { HttpServerError } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
+import * as ToolSearch from "../agent/ToolSearch.ts"
 import type { ToolSpec } from "../contract/Tool.ts"
 import type * as ToolRegistry from "../contract/ToolRegistry.ts"
 import type * as Executor from "../runtime/Executor.ts"
@@ -103,6 +104,7 @@ import * as Mcp from "../providers/Mcp.ts"
 import type { ProviderExportError } from "../providers/ProviderExportError.ts"
 import { guard } from "./internal/httpGuard.ts"
 import { registrations } from "./internal/registrations.ts"
+import * as Catalogue from "./internal/serveCatalogue.ts"
 import { extras } from "./internal/serveExtras.ts"
 import * as HttpSubscriptions from "./internal/serveSubscriptions.ts"
 import type * as McpPrompt from "./McpPrompt.ts"
@@ -144,7 +146,23 @@ export interface Options<MR = never> {
    * of those with `changes`). Their handlers get the executor's services.
    */
   readonly resources?: ReadonlyArray<McpResource.McpResource<MR>>
+  /**
+   * Serve the registry as a deferred catalogue (see {@link ToolSearchOptions}): each session lists
+   * the loaded tools and the search tool, and sees a deferred tool only once its own search found it.
+   */
+  readonly toolSearch?: ToolSearchOptions
 }
+
+/**
+ * A deferred catalogue: the agent's `toolSearch` options (`ToolSearch.Options`: `defer`, `loaded`,
+ * `minTools`, `name`, `description`, `maxResults`, `searcher`), per MCP session. `tools/list`
+ * answers the loaded tools and the search tool (`search_tools`), whose result lists each tool found
+ * with its input schema; the tools a session's search found join that session's `tools/list` for
+ * the rest of the session, with a `notifications/tools/list_changed` to it. A session's call to a
+ * deferred tool it has not found is refused (`ToolNotAllowed` with `searchWith`, an `isError` result
+ * that says to search first). `keep` and `native` are the agent loop's, not the server's.
+ */
+export type ToolSearchOptions = Omit<ToolSearch.Options, "keep" | "native">
 
 /** Options of {@link runStdio}, {@link serveStdio} and {@link layerStdio}. */
 export interface StdioOptions<MR = never> extends Options<MR> {
@@ -285,7 +303,11 @@ const prepare = <R, MR>(
   subscriptions?: HttpSubscriptions.HttpSubscriptions
 ) =>
   Effect.gen(function*() {
-    const definitions = yield* Mcp.toolDefinitions(registry.specs, { names: "canonical" })
+    const plan = options.toolSearch === undefined
+      ? undefined
+      : yield* Effect.fromResult(ToolSearch.plan(registry as ToolRegistry.ToolRegistry<unknown>, options.toolSearch))
+    const served = (plan?.tools ?? registry) as ToolRegistry.ToolRegistry<R>
+    const definitions = yield* Mcp.toolDefinitions(served.specs, { names: "canonical" })
     // The caller's services, less those of a request or a scope (as Effect's `McpServer` captures
     // a handler's): each request's own are kept, so a handler's finalizers run when its request ends.
     const services = Context.omit(
@@ -296,10 +318,11 @@ const prepare = <R, MR>(
       HttpServerRequest.HttpServerRequest
     )(yield* Effect.context<Requirements<R, MR>>()) as Context.Context<Requirements<R, MR>>
     return Layer.merge(
-      registrations(registry, definitions, {
+      registrations(served, definitions, {
         executor: options.executor ?? {},
         title: options.title ?? ((spec) => spec.title),
-        callIdPrefix: `mcp-${randomUUID().slice(0, 8)}`
+        callIdPrefix: `mcp-${randomUUID().slice(0, 8)}`,
+        ...(plan === undefined ? {} : { catalogue: Catalogue.make(plan) })
       }, services),
       extras(options.prompts ?? [], options.resources ?? [], services as Context.Context<MR>, subscriptions?.publish)
     )
@@ -312,8 +335,11 @@ export class McpServeError extends Data.TaggedError("McpServeError")<{
   readonly cause?: unknown
 }> {}
 
-/** Why serving fails: a tool that cannot be listed, an option `McpServer` refuses, or `@effect/platform-node` missing. */
-export type ServeFailure = ProviderExportError | Cause.IllegalArgumentError | McpServeError
+/**
+ * Why serving fails: a tool that cannot be listed, an option `McpServer` refuses, `toolSearch`
+ * options the registry does not fit (`InvalidToolSearch`), or `@effect/platform-node` missing.
+ */
+export type ServeFailure = ProviderExportError | Cause.IllegalArgumentError | ToolSearch.InvalidToolSearch | McpServeError
 
 /** Why serving over HTTP fails: a {@link ServeFailure}, or the server cannot listen. */
 export type HttpServeFailure = ServeFailure | HttpServerError.ServeError

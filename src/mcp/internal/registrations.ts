@@ -24,6 +24,7 @@ import * as StoreRegistry from "../../runtime/StoreRegistry.ts"
 import { redactStoredText, scrubberOf, secretsOf } from "../../internal/redact/policy.ts"
 import * as Mcp from "../../providers/Mcp.ts"
 import { withLogs, withProgress } from "./callNotifications.ts"
+import { type Catalogue, notifyToolsChanged } from "./serveCatalogue.ts"
 import { Client, fromServerClient } from "./serverClient.ts"
 
 /** What the registrations need from the caller. */
@@ -33,6 +34,8 @@ export interface Settings<MR> {
   readonly title: (spec: ToolSpec) => string | undefined
   /** Prefix of the call ids the executor sees (`<prefix>-<n>`). */
   readonly callIdPrefix: string
+  /** A deferred catalogue (`McpServe`'s `toolSearch`): what each session may see and call. */
+  readonly catalogue?: Catalogue
 }
 
 /** The URI scheme and authority of served artifacts: `tinyagents://artifacts/<store>/<key>`. */
@@ -177,6 +180,9 @@ export const registrations = <R, MR>(
     // The handlers log at Effect's levels, not at the one a request carries (Effect's server sets
     // `CurrentLogLevel` to the client's `logging/setLevel`, which a plain `Effect.log` would take).
     const logLevel = Context.get(services, References.CurrentLogLevel)
+    const catalogue = settings.catalogue
+    // A deferred tool is listed only to the sessions that found it.
+    const hidden = catalogue === undefined ? undefined : yield* Layer.build(catalogue.visibility)
 
     for (let index = 0; index < registry.specs.length; index++) {
       const spec = registry.specs[index]!
@@ -196,6 +202,7 @@ export const registrations = <R, MR>(
           annotations: { ...definition.annotations, ...(title === undefined ? {} : { title }) }
         }),
         annotations: Context.empty(),
+        ...(hidden !== undefined && catalogue!.isDeferred(spec.name) ? { services: hidden } : {}),
         handle: (payload: unknown) =>
           Effect.gen(function*() {
             const call = {
@@ -208,7 +215,10 @@ export const registrations = <R, MR>(
             const request = yield* Effect.context<never>()
             const serverClient = yield* Effect.serviceOption(McpSchema.McpServerClient)
             const sink = yield* EventSink
-            let run = Effect.flatMap(current, (executor) => executor.run(call))
+            const session = catalogue === undefined ? undefined : yield* catalogue.session
+            // Under a deferred catalogue the executor checks the call against the session's tools.
+            let run = Effect.flatMap(current, (executor) =>
+              executor.run(call, session === undefined ? undefined : { advertised: catalogue!.advertised(session) }))
             if (token !== undefined) {
               run = Effect.provideService(run, EventSink, withProgress(sink, call.id, token, request, server))
             }
@@ -218,6 +228,9 @@ export const registrations = <R, MR>(
             run = withLogs(run, spec.name, scrubberOf(spec.safety.redact, call.arguments), request, server)
             const exit = yield* Effect.exit(Effect.provideService(run, References.CurrentLogLevel, logLevel))
             if (Exit.isSuccess(exit)) {
+              if (session !== undefined && catalogue!.record(session, exit.value)) {
+                yield* notifyToolsChanged(server, request)
+              }
               return toCallToolResult(exit.value, spec, remember(owner, spec.safety.redact, call.arguments))
             }
             // A fatal error (or a repairable one with `repair: false`): still a tool result, never a

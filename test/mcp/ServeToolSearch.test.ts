@@ -1,0 +1,146 @@
+/**
+ * `McpServe`'s `toolSearch`: a registry served as a deferred catalogue, against the official SDK
+ * `Client` over a loopback Streamable HTTP server. `tools/list` answers the loaded tools and
+ * `search_tools`; a call to a deferred tool the session has not found is an `isError` result that
+ * says to search first; a search lists what it found with the input schemas, sends
+ * `notifications/tools/list_changed` to that session, and the found tools join its `tools/list`
+ * and can be called; another session still sees (and may call) only the short list.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import { Effect, Logger, Schema } from "effect"
+import { describe, expect, it } from "vitest"
+import * as Tool from "../../src/contract/Tool.ts"
+import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
+import * as ToolServices from "../../src/runtime/ToolServices.ts"
+import { McpServe } from "../../src/mcp/index.ts"
+
+const tool = (name: string, description: string) =>
+  Tool.make(name, {
+    description,
+    input: Schema.Struct({ city: Schema.String.annotate({ description: "the city" }) }),
+    safety: { access: "read" },
+    handler: ({ city }) => Effect.succeed(`${name}(${city})`)
+  })
+
+const registry = ToolRegistry.make([
+  tool("get_weather", "Current weather for a city: temperature and sky."),
+  tool("book_hotel", "Book a hotel room in a city."),
+  tool("find_restaurant", "Find restaurants in a city by cuisine."),
+  tool("convert_currency", "Convert an amount between currencies.")
+])
+
+const withServer = <A>(
+  options: Partial<McpServe.HttpOptions>,
+  test: (url: string) => Promise<A>
+): Promise<A> =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const server = yield* McpServe.serveHttp(yield* registry, { port: 0, ...options })
+      return yield* Effect.promise(() => test(server.url))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(ToolServices.layerTest({ runId: "mcp-tool-search" })),
+      Effect.provideService(Logger.CurrentLoggers, new Set())
+    )
+  )
+
+const connect = async (url: string) => {
+  const client = new Client({ name: "serve-tool-search-test", version: "1.0.0" })
+  const changes: Array<unknown> = []
+  client.setNotificationHandler(ToolListChangedNotificationSchema, (notification) => {
+    changes.push(notification.method)
+  })
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)))
+  return { client, changes }
+}
+
+const listed = async (client: Client) => (await client.listTools()).tools.map((t) => t.name)
+
+const textOf = (result: unknown) =>
+  (result as { content: ReadonlyArray<{ type: string; text?: string }> }).content.map((block) => block.text).join("")
+
+/** Waits until `check` holds (a notification travels on its own), at most `ms`. */
+const until = async (check: () => boolean, ms = 2_000) => {
+  const deadline = Date.now() + ms
+  while (!check() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+describe("McpServe toolSearch: a deferred catalogue per session", () => {
+  it("lists loaded + search, refuses an unfound tool, reveals what a search finds to that session only", () =>
+    withServer({ toolSearch: { loaded: ["convert_currency"], maxResults: 1 } }, async (url) => {
+      const a = await connect(url)
+      const b = await connect(url)
+      expect(a.client.getServerCapabilities()?.tools?.listChanged).toBe(true)
+      expect(await listed(a.client)).toEqual(["convert_currency", "search_tools"])
+
+      const refused = await a.client.callTool({ name: "get_weather", arguments: { city: "Oslo" } })
+      expect(refused.isError).toBe(true)
+      expect(textOf(refused)).toBe(
+        "tool \"get_weather\" is not loaded yet: call search_tools first with what you need, then call a tool it " +
+          "returns; available tools: convert_currency, search_tools"
+      )
+
+      const found = await a.client.callTool({ name: "search_tools", arguments: { query: "weather in a city" } })
+      expect(found.isError).toBe(false)
+      expect(found.structuredContent).toEqual({
+        query: "weather in a city",
+        tools: [{ name: "get_weather", description: "Current weather for a city: temperature and sky." }]
+      })
+      // the portable form: each tool found with its input schema
+      const text = textOf(found)
+      expect(text).toMatch(/^Found 1 tool; you can call it from your next step:\n/)
+      const [listedTool] = JSON.parse(text.slice(text.indexOf("\n") + 1)) as Array<
+        { name: string; parameters: { properties: Record<string, unknown> } }
+      >
+      expect(listedTool!.name).toBe("get_weather")
+      expect(listedTool!.parameters.properties["city"]).toEqual({ type: "string", description: "the city" })
+
+      await until(() => a.changes.length > 0)
+      expect(a.changes).toEqual(["notifications/tools/list_changed"])
+      expect(await listed(a.client)).toEqual(["get_weather", "convert_currency", "search_tools"])
+      const called = await a.client.callTool({ name: "get_weather", arguments: { city: "Oslo" } })
+      expect(called.isError).toBe(false)
+      expect(textOf(called)).toBe("get_weather(Oslo)")
+
+      // a search finding nothing new changes nothing
+      await a.client.callTool({ name: "search_tools", arguments: { query: "weather" } })
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      expect(a.changes).toHaveLength(1)
+
+      // the other session found nothing (and, with no request open then, heard nothing): its list is short
+      expect(b.changes).toEqual([])
+      expect(await listed(b.client)).toEqual(["convert_currency", "search_tools"])
+      const other = await b.client.callTool({ name: "get_weather", arguments: { city: "Oslo" } })
+      expect(other.isError).toBe(true)
+      expect(textOf(other)).toContain("call search_tools first")
+      // its own search reveals to it alone, independently
+      await b.client.callTool({ name: "search_tools", arguments: { query: "book a hotel room" } })
+      await until(() => b.changes.length > 0)
+      expect(b.changes).toEqual(["notifications/tools/list_changed"])
+      expect(await listed(b.client)).toEqual(["book_hotel", "convert_currency", "search_tools"])
+      expect(await listed(a.client)).toEqual(["get_weather", "convert_currency", "search_tools"])
+      const hotel = await a.client.callTool({ name: "book_hotel", arguments: { city: "Oslo" } })
+      expect(hotel.isError).toBe(true)
+      await a.client.close()
+      await b.client.close()
+    }), 30_000)
+
+  it("a catalogue of at most minTools tools is served whole, with no search tool", () =>
+    withServer({ toolSearch: { minTools: 10 } }, async (url) => {
+      const { client } = await connect(url)
+      expect(await listed(client)).toEqual(["get_weather", "book_hotel", "find_restaurant", "convert_currency"])
+      await client.close()
+    }), 30_000)
+
+  it("options naming a tool the registry lacks fail serving with InvalidToolSearch", async () => {
+    const error = await Effect.runPromise(
+      Effect.gen(function*() {
+        return yield* Effect.flip(McpServe.serveHttp(yield* registry, { port: 0, toolSearch: { loaded: ["nope"] } }))
+      }).pipe(Effect.scoped, Effect.provide(ToolServices.layerTest({ runId: "mcp-tool-search" })))
+    )
+    expect(error._tag).toBe("InvalidToolSearch")
+    expect(error.message).toBe("tool search names tools the registry lacks: nope")
+  })
+})
