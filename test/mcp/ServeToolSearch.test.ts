@@ -4,13 +4,17 @@
  * `search_tools`; a call to a deferred tool the session has not found is an `isError` result that
  * says to search first; a search lists what it found with the input schemas, sends
  * `notifications/tools/list_changed` to that session, and the found tools join its `tools/list`
- * and can be called; another session still sees (and may call) only the short list.
+ * and can be called; another session still sees (and may call) only the short list. The command
+ * line's `mcp serve --defer` serves a tools module so.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Logger, Schema } from "effect"
+import { Effect, Exit, Fiber, Layer, Logger, Schedule, Schema } from "effect"
+import { TestConsole } from "effect/testing"
+import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
+import * as Cli from "../../src/cli/Cli.ts"
 import * as Tool from "../../src/contract/Tool.ts"
 import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import * as ToolServices from "../../src/runtime/ToolServices.ts"
@@ -142,5 +146,63 @@ describe("McpServe toolSearch: a deferred catalogue per session", () => {
     )
     expect(error._tag).toBe("InvalidToolSearch")
     expect(error.message).toBe("tool search names tools the registry lacks: nope")
+  })
+})
+
+const toolsModule = fileURLToPath(new URL("../cli/fixtures/tools.ts", import.meta.url))
+
+/** Runs the command line on `args` with a console of its own: the exit code and stderr. */
+const cli = (...args: ReadonlyArray<string>) =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(Cli.run(args, { version: "1.2.3" }))
+      return { code: Cli.exitCode(exit), stderr: (yield* TestConsole.errorLines).map(String).join("\n") }
+    }).pipe(Effect.provide([Cli.layer, Layer.fresh(TestConsole.layer)]))
+  )
+
+describe("tinyagents mcp serve --defer", () => {
+  it("serves a tools module as a deferred catalogue: --loaded tools and search_tools listed, the rest found by search", () =>
+    Effect.runPromise(
+      Effect.gen(function*() {
+        const serving = yield* Cli.run(
+          ["mcp", "serve", toolsModule, "--http", "0", "--defer", "--loaded", "add", "--search-results", "1", "--events", "none"],
+          { version: "1.2.3" }
+        ).pipe(Effect.forkChild)
+        const announced = yield* TestConsole.errorLines.pipe(
+          Effect.map((lines) => lines.map(String).find((line) => line.includes("over MCP at"))),
+          Effect.flatMap((line) => line === undefined ? Effect.fail("not yet") : Effect.succeed(line)),
+          Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo({ times: 200 })))
+        )
+        expect(announced).toMatch(/^tinyagents: serving 4 tool\(s\) \(3 deferred behind search_tools\) over MCP at http:/)
+        const url = announced.slice(announced.indexOf("http://"))
+        yield* Effect.promise(async () => {
+          const { changes, client } = await connect(url)
+          expect(await listed(client)).toEqual(["add", "search_tools"])
+          const refused = await client.callTool({ name: "greet", arguments: { name: "Ada" } })
+          expect(refused.isError).toBe(true)
+          expect(textOf(refused)).toContain("is not loaded yet: call search_tools first")
+          await client.callTool({ name: "search_tools", arguments: { query: "greet someone" } })
+          await until(() => changes.length > 0)
+          expect(await listed(client)).toEqual(["add", "greet", "search_tools"])
+          const greeted = await client.callTool({ name: "greet", arguments: { name: "Ada" } })
+          expect(greeted.isError).toBe(false)
+          expect(greeted.structuredContent).toEqual({ text: "Hello, Ada!" })
+          await client.close()
+        })
+        yield* Fiber.interrupt(serving)
+        expect(Exit.isFailure(yield* Fiber.await(serving))).toBe(true)
+      }).pipe(Effect.provide([Cli.layer, Layer.fresh(TestConsole.layer)]))
+    ), 30_000)
+
+  it("--loaded, --defer-over and --search-results go with --defer; an unknown --loaded tool is a usage error", async () => {
+    const without = await cli("mcp", "serve", toolsModule, "--loaded", "add")
+    expect(without.code).toBe(2)
+    expect(without.stderr).toContain("--loaded, --defer-over and --search-results go with --defer")
+    const unknown = await cli("mcp", "serve", toolsModule, "--http", "0", "--defer", "--loaded", "nope")
+    expect(unknown.code).toBe(2)
+    expect(unknown.stderr).toContain("tool search names tools the registry lacks: nope")
+    const zero = await cli("mcp", "serve", toolsModule, "--http", "0", "--defer", "--search-results", "0")
+    expect(zero.code).toBe(2)
+    expect(zero.stderr).toContain("--search-results takes a number of at least 1, not 0")
   })
 })

@@ -1,10 +1,12 @@
 /**
  * `tinyagents mcp`: the Model Context Protocol both ways. `mcp serve <module> [--http <port>]`
- * serves a tools module (`McpServe`, on stdio or Streamable HTTP); `mcp tools -- <command>` or
+ * serves a tools module (`McpServe`, on stdio or Streamable HTTP; `--defer` as a deferred catalogue
+ * behind `search_tools`, `McpServe`'s `toolSearch`); `mcp tools -- <command>` or
  * `--url <url>` lists a server's tools as they are imported (`McpConnect`).
  */
-import { Console, Effect, Option, Redacted } from "effect"
+import { Console, Effect, Option, Redacted, Result } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import * as ToolSearch from "../../agent/ToolSearch.ts"
 import * as McpAuth from "../../mcp/McpAuth.ts"
 import * as McpConnect from "../../mcp/McpConnect.ts"
 import * as McpServe from "../../mcp/McpServe.ts"
@@ -38,8 +40,26 @@ const mcpServeCommand = Command.make("serve", {
     ),
     Flag.atLeast(0)
   ),
+  defer: Flag.Boolean("defer").pipe(
+    Flag.withDescription(
+      "Serve a deferred catalogue: tools/list shows the --loaded tools and search_tools; a client's search reveals the tools it finds to that client"
+    ),
+    Flag.withDefault(false)
+  ),
+  loaded: Flag.String("loaded").pipe(
+    Flag.withDescription("With --defer: a tool that stays listed (repeatable)"),
+    Flag.atLeast(0)
+  ),
+  deferOver: Flag.Int("defer-over").pipe(
+    Flag.withDescription("With --defer: defer only when the module has more than this many tools (default 0)"),
+    Flag.optional
+  ),
+  searchResults: Flag.Int("search-results").pipe(
+    Flag.withDescription(`With --defer: at most this many tools per search (default ${ToolSearch.defaultMaxResults})`),
+    Flag.optional
+  ),
   events: eventsFlag
-}, ({ allowOrigin, events, host, http, module }) =>
+}, ({ allowOrigin, deferOver, defer, events, host, http, loaded: loadedTools, module, searchResults }) =>
   Effect.gen(function*() {
     if (Option.isSome(http) && !(Number.isInteger(http.value) && http.value >= 0 && http.value <= 65535)) {
       return yield* new UsageError({ detail: `--http takes a port from 0 to 65535, not ${http.value}` })
@@ -53,6 +73,14 @@ const mcpServeCommand = Command.make("serve", {
     if (Option.isNone(http) && allowOrigin.length > 0) {
       return yield* new UsageError({ detail: "--allow-origin applies to --http only" })
     }
+    if (!defer && (loadedTools.length > 0 || Option.isSome(deferOver) || Option.isSome(searchResults))) {
+      return yield* new UsageError({ detail: "--loaded, --defer-over and --search-results go with --defer" })
+    }
+    for (const [flag, value] of [["--defer-over", deferOver], ["--search-results", searchResults]] as const) {
+      if (Option.isSome(value) && value.value < (flag === "--defer-over" ? 0 : 1)) {
+        return yield* new UsageError({ detail: `${flag} takes a number of at least ${flag === "--defer-over" ? 0 : 1}, not ${value.value}` })
+      }
+    }
     if (Option.isNone(http)) {
       // stdio: the protocol owns stdout from the start, also while the tools module is imported.
       yield* Effect.sync(() => {
@@ -62,7 +90,18 @@ const mcpServeCommand = Command.make("serve", {
       })
     }
     const loaded = yield* load(module)
-    const extras = { prompts: loaded.prompts, resources: loaded.resources }
+    const toolSearch: McpServe.ToolSearchOptions | undefined = defer
+      ? {
+        loaded: loadedTools,
+        ...(Option.isSome(deferOver) ? { minTools: deferOver.value } : {}),
+        ...(Option.isSome(searchResults) ? { maxResults: searchResults.value } : {})
+      }
+      : undefined
+    // Names the module lacks are a usage error, before anything is served.
+    const plan = toolSearch === undefined ? undefined : ToolSearch.plan(loaded.registry, toolSearch)
+    if (plan !== undefined && Result.isFailure(plan)) return yield* new UsageError({ detail: plan.failure.message })
+    const deferred = plan?.success?.deferred.length ?? 0
+    const extras = { prompts: loaded.prompts, resources: loaded.resources, ...(toolSearch === undefined ? {} : { toolSearch }) }
     const serve = Option.isNone(http)
       ? McpServe.runStdio(loaded.registry, extras)
       : Effect.scoped(Effect.gen(function*() {
@@ -72,7 +111,8 @@ const mcpServeCommand = Command.make("serve", {
           host,
           allowedOrigins: allowOrigin
         })
-        yield* Console.error(`tinyagents: serving ${served(loaded)} over MCP at ${server.url}`)
+        const behind = deferred === 0 ? "" : ` (${deferred} deferred behind ${ToolSearch.defaultName})`
+        yield* Console.error(`tinyagents: serving ${served(loaded)}${behind} over MCP at ${server.url}`)
         return yield* Effect.never
       }))
     yield* withModuleServices(serve, loaded, events).pipe(failedAs("mcp serve"), hideCliServices)
@@ -86,6 +126,10 @@ const mcpServeCommand = Command.make("serve", {
       {
         command: "tinyagents mcp serve ./tools.ts --http 8080 --allow-origin http://localhost:3000",
         description: "Also accept requests from a page served at http://localhost:3000"
+      },
+      {
+        command: "tinyagents mcp serve ./tools.ts --defer --loaded read_file",
+        description: "List read_file and search_tools; the other tools are found by searching"
       }
     ])
   )
