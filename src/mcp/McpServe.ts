@@ -47,6 +47,10 @@
  *   (`elicit`, `createMessage`); read it with
  *   `Effect.serviceOption(McpServe.Client)` (absent outside MCP serving, so
  *   it never enters a tool's requirements).
+ * - A deferred catalogue (`options.toolSearch`, `ToolSearch`'s options): `tools/list` answers the
+ *   loaded tools and `search_tools`; the tools a session's search finds join that session's list
+ *   (with `notifications/tools/list_changed`), and a session's call to a deferred tool it has not
+ *   found is refused (`ToolNotAllowed` with `searchWith`), per session (`internal/serveCatalogue.ts`).
  * - Capabilities: `tools`, `logging`, `resources` (the artifacts;
  *   `subscribe` only when a served resource has `changes`), and
  *   `completions` only when a registered prompt or resource template has a
