@@ -14,8 +14,9 @@
  * (`ChatModel.Request.toolSearch`), so that the request's tools never change and prompt caching
  * holds; a search result goes back as the provider's references to the tools found. Any other
  * model (Gemini, OpenAI Chat Completions and compatible servers, the effect/ai bridge) gets the
- * search tool as a plain tool whose result lists the tools found with their parameters, and those
- * tools are advertised from the next turn.
+ * search tool as a plain tool whose result lists the tools found with their parameters (Gemini,
+ * which reads a result's structured value, gets their names and descriptions), and those tools are
+ * advertised from the next turn.
  *
  * Fail closed, still: the search tool is the only way in. A call to a deferred tool that no search
  * has revealed is refused (a repairable `ToolNotAllowed` that tells the model to search first); a
