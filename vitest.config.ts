@@ -24,6 +24,7 @@ const fullOnly = [
   "test/mcp/ConnectFilesystem.test.ts",
   "test/mcp/Inspector.test.ts",
   "test/mcp/PromptsResourcesStdio.test.ts",
+  "test/mcp/ServeToolSearchStdio.test.ts",
   "test/mcp/ConformanceAuth.test.ts",
   "test/mcp/ConformanceClient.test.ts",
   "test/mcp/ConformanceServer.test.ts",
