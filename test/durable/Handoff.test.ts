@@ -173,6 +173,54 @@ describe("DurableAgent with handoffs", () => {
       )
     }), 30_000)
 
+  it.live("after a handoff, approve answers the receiving agent's request, not an earlier one with the same call id and turn", () =>
+    Effect.gen(function*() {
+      reset()
+      // ids as a provider that numbers calls per response gives them: both agents call "c0" in their turn 0
+      const sent = (request: ChatModel.Request) => request.messages.filter((m) => m.role === "tool").length
+      const triage = ChatModel.fromFunction((request) =>
+        Effect.succeed(
+          sent(request) === 0
+            ? ChatModel.callTools([["c0", "refund", { order: 1 }]])
+            : ChatModel.callTools([["c0", "transfer", { to: "billing", task: "refund order 2" }]])
+        )
+      )
+      const billingAgent = {
+        tools: registryOf([refund]),
+        model: ChatModel.fromFunction((request) => {
+          const last = request.messages.at(-1)
+          return Effect.succeed(
+            last?.role === "tool" && last.results[0]?.name === "refund"
+              ? ChatModel.answer(`billing: ${ToolResult.textOf(last.results[0])}`)
+              : ChatModel.callTools([["c0", "refund", { order: 2 }]])
+          )
+        })
+      }
+      const agent = DurableAgent.make({
+        name: "triage",
+        tools: registryOf([transfer, refund]),
+        handoffs: { agents: { billing: billingAgent } },
+        approval: (call) => call.name === "refund",
+        pollInterval: "10 millis"
+      })
+      yield* Effect.gen(function*() {
+        const requested = Stream.filter(agent.events("h6"), (e) => e._tag === "agent.approval_requested")
+        yield* agent.start("h6", user("refund"))
+        yield* Stream.runDrain(Stream.take(requested, 1))
+        yield* agent.approve("h6", "c0", Approval.approve("alice"))
+        yield* Stream.runDrain(Stream.take(requested, 2))
+        const pending = yield* agent.pending("h6")
+        assert.deepStrictEqual(pending.map((p) => [p.callId, p.arguments]), [["c0", { order: 2 }]])
+        yield* agent.approve("h6", "c0", Approval.approve("alice"))
+        // before the fix the decision went to triage's decided request again and billing's waited forever
+        const result = yield* Effect.timeout(agent.result("h6"), "10 seconds")
+        assert.strictEqual(result.text, "billing: order 2 refunded")
+        assert.deepStrictEqual(applied, ["refund 1", "transfer", "refund 2"])
+      }).pipe(
+        Effect.provide(agent.layer.pipe(Layer.provide([triage, Stores.layerMemory]), Layer.provideMerge(Core.memoryEngine())))
+      )
+    }), 30_000)
+
   it.live("a handoff to an agent the durable agent does not list is refused; the model reads why", () => {
     reset()
     const agent = DurableAgent.make({

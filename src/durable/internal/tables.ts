@@ -136,7 +136,21 @@ const rowOf = (raw: RawRow): ApprovalRow => ({
   decision: raw.decision
 })
 
-/** The run's approval requests (all, or those for call id `callId`), latest first. */
+/**
+ * The leg of the run a request belongs to: 0 for the durable agent's own part, k for the k-th agent
+ * a handoff passed the conversation to (its deferred is named under `handoff-<k>/`). Turns start at
+ * 0 in each leg, so requests are ordered by leg first.
+ */
+const legOf = (deferred: string): number => {
+  const match = /^handoff-([0-9]+)\//.exec(deferred)
+  return match === null ? 0 : Number(match[1])
+}
+
+/** Latest first: by leg, then turn, then position in the turn. */
+const latestFirst = (a: ApprovalRow, b: ApprovalRow): number =>
+  legOf(b.deferred) - legOf(a.deferred) || b.turn - a.turn || b.callIndex - a.callIndex
+
+/** The run's approval requests (all, or those for call id `callId`), latest first (see {@link latestFirst}). */
 export const approvals = (
   run: RunKey,
   callId?: string
@@ -144,10 +158,10 @@ export const approvals = (
   Effect.map(
     withSql((sql) =>
       callId === undefined
-        ? sql<RawRow>`SELECT deferred, turn, call_index, call_id, tool, arguments, decision FROM tinyagents_durable_approvals WHERE workflow = ${run.workflow} AND run_id = ${run.runId} ORDER BY turn DESC, call_index DESC`
-        : sql<RawRow>`SELECT deferred, turn, call_index, call_id, tool, arguments, decision FROM tinyagents_durable_approvals WHERE workflow = ${run.workflow} AND run_id = ${run.runId} AND call_id = ${callId} ORDER BY turn DESC, call_index DESC`
+        ? sql<RawRow>`SELECT deferred, turn, call_index, call_id, tool, arguments, decision FROM tinyagents_durable_approvals WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
+        : sql<RawRow>`SELECT deferred, turn, call_index, call_id, tool, arguments, decision FROM tinyagents_durable_approvals WHERE workflow = ${run.workflow} AND run_id = ${run.runId} AND call_id = ${callId}`
     ),
-    (rows) => rows.map(rowOf)
+    (rows) => rows.map(rowOf).sort(latestFirst)
   )
 
 /** Claims pending request `deferred` with `decision` (JSON text): `true` when this call claimed it. */
