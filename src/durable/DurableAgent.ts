@@ -828,6 +828,7 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
       // durable agent (`asTool`) names its run by the call's position
       let usage = ChatModel.noUsage
       const outerUsage = yield* Agent.NestedUsage
+      const caller = (yield* RunContext).runId
       let attempt = executor.runBatch([effective], { advertised: context.advertised, durable: { owner: key, resumed } })
         .pipe(
           Effect.provideService(EventSink, collect),
@@ -840,6 +841,8 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
           Effect.provideService(CurrentCall, {
             run: { workflow: run.workflow, runId: run.runId },
             index,
+            callId: call.id,
+            caller,
             within: run.within ?? []
           })
         )

@@ -12,7 +12,9 @@
  *
  * It owns the call's side only; the nested run is the nested agent's (`DurableAgent`), whose layer
  * must run on the same runners. Outside a durable run's call the tool dies (`NotInDurableRun`): an
- * `Agent.run` nests agents with `Agent.asTool`.
+ * `Agent.run` nests agents with `Agent.asTool`. Called by an agent that a durable call runs inline
+ * (`Agent.asTool`), it answers a repairable error and runs nothing: that agent's turns are not
+ * journaled, so no name of the nested run would be the same when the call runs again.
  */
 import { Context, Data, Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
@@ -110,6 +112,14 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR,
       const call = yield* ToolCallContext
       const here = yield* CurrentCall
       if (here === undefined) return yield* Effect.die(new NotInDurableRun({ tool: options.name }))
+      // called by an agent the durable call runs inline (`Agent.asTool`): its turns are not journaled,
+      // so no name of the nested run would be the same when the call runs again; refused
+      if (context.runId !== here.caller || call.toolCallId !== here.callId) {
+        return yield* failure(
+          `agent ${agentName} was not run: a durable agent tool must be called directly by a durable agent, not by an agent nested in its call; answer without it`,
+          { reason: "not called by a durable agent" }
+        )
+      }
       const depth = (context.nesting?.depth ?? 0) + 1
       if (depth > maxDepth) {
         return yield* failure(

@@ -244,6 +244,42 @@ describe("DurableAgent.asTool: a nested durable agent", () => {
       assert.deepStrictEqual(nested.map((r) => r.text), ["nested read x: value of x", "nested read y: value of y"])
     }), 30_000)
 
+  it.live("called by an inline agent (Agent.asTool) inside a durable call, the tool is refused: no run is shared or started", () => {
+    const counters = Core.makeCounters()
+    const child = DurableAgent.make({ name: "durable-nested-inline-child", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+    const helper = DurableAgent.asTool(child, {
+      name: "helper",
+      description: "Helps.",
+      input: Schema.Struct({ line: Schema.String }),
+      prompt: ({ line }) => line
+    })
+    // an inline planner whose model calls the durable helper twice in one turn
+    const planner = Agent.asTool({
+      tools: registry([helper]),
+      model: ChatModel.fromFunction((request) => {
+        const last = request.messages.at(-1)
+        return Effect.succeed(
+          last?.role === "tool"
+            ? ChatModel.answer(last.results.map((r) => ToolResult.textOf(r)).join(" | "))
+            : ChatModel.callTools([["a", "helper", { line: "alpha" }], ["b", "helper", { line: "beta" }]])
+        )
+      })
+    }, { name: "planner", description: "Plans.", input: Schema.Struct({ line: Schema.String }), prompt: ({ line }) => line })
+    const parent = DurableAgent.make({ name: "durable-nested-inline", tools: registry([planner]), pollInterval: "20 millis" })
+    const layer = Layer.mergeAll(
+      parent.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory])),
+      child.layer.pipe(Layer.provide([nestedModel(counters), Stores.layerMemory]))
+    ).pipe(Layer.provideMerge(Core.memoryEngine()))
+    return Effect.gen(function*() {
+      yield* parent.start("i", user("plan: planner=x"))
+      const result = yield* parent.result("i")
+      // before, both calls were named i/0/0 by the durable call's position: "nested read alpha" twice
+      const refused = "agent helper was not run: a durable agent tool must be called directly by a durable agent"
+      assert.strictEqual(result.text.split(" | ").filter((text) => text.includes(refused)).length, 2)
+      assert.strictEqual(counters.get("nested model"), 0)
+    }).pipe(Effect.provide(layer))
+  })
+
   it.live("cancelling the parent while the nested run waits for an approval cancels it too: nothing waits on", () =>
     Effect.gen(function*() {
       const counters = Core.makeCounters()
