@@ -506,7 +506,7 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
       cancelled.set(cancelledKey(run), reason)
       // so are the runs nested in its calls (`asTool`): one waiting for an approval wakes (the others
       // would stop at their next step anyway: they check the runs around them)
-      for (const nested of yield* Tables.nestedRuns(runId)) yield* cancelNested(nested, reason)
+      for (const nested of yield* Tables.nestedRuns(run)) yield* cancelNested(nested, reason)
     })
 
   return { workflow, output: options.output, layer, start, result, poll, events, pending, approve, cancel }
@@ -681,7 +681,11 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         // by its position, so a decision answers it alone
         const needsApproval = calls.flatMap((call, index) => {
           const entry = options.tools.get(call.name)
-          return entry !== undefined && options.approval?.(call, entry.spec) === true ? [{ call, index, entry }] : []
+          // a call refused anyway (its tool not advertised this turn: hidden, or deferred and not found) asks no one
+          return entry !== undefined && context.advertised.has(entry.spec.name) &&
+              options.approval?.(call, entry.spec) === true
+            ? [{ call, index, entry }]
+            : []
         })
         // a cancelled run requests no approval (a journaled check, so a replay takes the same path)
         const cancelled = needsApproval.length === 0 ? null : yield* Activity.make({

@@ -131,6 +131,8 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR,
       const messages: ReadonlyArray<ChatModel.Message> = typeof given === "string" ? [{ role: "user", content: given }] : given
       // named by position, so a re-run of the call (after a crash, or a retry) joins the same run
       const runId = `${context.runId}/${context.turn}/${here.index}`
+      // linked to the calling run before it starts: what cancelling that run cascades along
+      yield* Tables.link(here.run, { workflow: agent.workflow._tag, runId })
       const outcome = yield* agent.workflow.execute({
         runId,
         messages,

@@ -155,6 +155,30 @@ describe("DurableAgent.cancel", () => {
       assert.instanceOf(error, DurableAgent.RunCancelled)
       assert.strictEqual(counters.get("plain_write:0-0"), 0)
     }), 30_000)
+
+  it.live("cancelling run X leaves alone a run whose id merely starts with X/ (only runs nested in X's calls are cancelled with it)", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: "cancel-prefix",
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const { other, pending } = yield* Effect.gen(function*() {
+        for (const id of ["tenant", "tenant/order-7"]) {
+          yield* agent.start(id, user("plan: plain_write"))
+          yield* Stream.runHead(Stream.filter(agent.events(id), (e) => e._tag === "agent.approval_requested"))
+        }
+        yield* agent.cancel("tenant", { reason: "tenant closed" })
+        const pending = yield* agent.pending("tenant/order-7")
+        yield* agent.approve("tenant/order-7", "0-0", Approval.approve("alice"))
+        return { pending, other: yield* agent.result("tenant/order-7") }
+      }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
+      assert.deepStrictEqual(pending.map((p) => p.callId), ["0-0"])
+      assert.strictEqual(other.reason, "final_answer")
+      assert.strictEqual(counters.get("plain_write:0-0"), 1)
+    }), 30_000)
 })
 
 describe("DurableAgent.cancel: what a cancelled run keeps", () => {

@@ -7,8 +7,9 @@
  * activity that started a non-idempotent call, keyed or not: a re-run that finds it knows a first run
  * began; the key is the activity's idempotency key, which includes the execution id) and
  * `tinyagents_durable_cancels` (one row per cancelled run: the first reason given, and when, in
- * epoch milliseconds of the cancelling process's clock). SQLite and
- * Postgres alike.
+ * epoch milliseconds of the cancelling process's clock) and `tinyagents_durable_children` (one row
+ * per run nested in a run's call, `DurableAgent.asTool`, written before the nested run starts: what
+ * a cancellation cascades along). SQLite and Postgres alike.
  */
 import { Effect, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -41,7 +42,10 @@ export const ensure: Effect.Effect<void, never, SqlClient.SqlClient> = Effect.fl
         ),
         Effect.andThen(
           sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_markers (activity_key TEXT PRIMARY KEY)`,
-          sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_cancels (workflow TEXT NOT NULL, run_id TEXT NOT NULL, reason TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (workflow, run_id))`
+          Effect.andThen(
+            sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_cancels (workflow TEXT NOT NULL, run_id TEXT NOT NULL, reason TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (workflow, run_id))`,
+            sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_children (workflow TEXT NOT NULL, run_id TEXT NOT NULL, child_workflow TEXT NOT NULL, child_run_id TEXT NOT NULL, PRIMARY KEY (workflow, run_id, child_workflow, child_run_id))`
+          )
         )
       )
     ).pipe(
@@ -197,20 +201,34 @@ export const cancelReason = (run: RunKey): Effect.Effect<string | undefined, nev
     (rows) => rows[0]?.reason
   )
 
-/**
- * The runs nested in run `runId`'s calls, at any depth (`DurableAgent.asTool`: run ids
- * `<runId>/<turn>/<index>/...`, in any workflow), that have journaled an event: what a cancellation
- * of `runId` cancels too.
- */
-export const nestedRuns = (runId: string): Effect.Effect<ReadonlyArray<RunKey>, never, SqlClient.SqlClient> => {
-  const prefix = `${runId}/`
-  return Effect.map(
+/** Records that run `child` is nested in a call of run `parent` (before it starts; a replay writes nothing). */
+export const link = (parent: RunKey, child: RunKey): Effect.Effect<void, never, SqlClient.SqlClient> =>
+  Effect.asVoid(withSql((sql) =>
+    sql`INSERT INTO tinyagents_durable_children (workflow, run_id, child_workflow, child_run_id) VALUES (${parent.workflow}, ${parent.runId}, ${child.workflow}, ${child.runId}) ON CONFLICT (workflow, run_id, child_workflow, child_run_id) DO NOTHING`
+  ))
+
+/** The runs nested in run `run`'s calls (`DurableAgent.asTool`), one level down (see {@link link}). */
+export const children = (run: RunKey): Effect.Effect<ReadonlyArray<RunKey>, never, SqlClient.SqlClient> =>
+  Effect.map(
     withSql((sql) =>
-      sql<{ readonly workflow: string; readonly run_id: string }>`SELECT DISTINCT workflow, run_id FROM tinyagents_durable_run_events WHERE substr(run_id, 1, ${prefix.length}) = ${prefix}`
+      sql<{ readonly child_workflow: string; readonly child_run_id: string }>`SELECT child_workflow, child_run_id FROM tinyagents_durable_children WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
     ),
-    (rows) => rows.map((row) => ({ workflow: row.workflow, runId: row.run_id }))
+    (rows) => rows.map((row) => ({ workflow: row.child_workflow, runId: row.child_run_id }))
   )
-}
+
+/** The runs nested in run `run`'s calls at any depth, outermost first: what a cancellation of `run` cancels too. */
+export const nestedRuns = (run: RunKey): Effect.Effect<ReadonlyArray<RunKey>, never, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const found: Array<RunKey> = []
+    let level: ReadonlyArray<RunKey> = [run]
+    while (level.length > 0) {
+      const next: Array<RunKey> = []
+      for (const key of level) next.push(...(yield* children(key)))
+      found.push(...next)
+      level = next
+    }
+    return found
+  })
 
 /** Whether activity `key` has a "started" marker (read only). */
 export const marked = (key: string): Effect.Effect<boolean, never, SqlClient.SqlClient> =>
