@@ -94,6 +94,30 @@ describe("SearchIndex", () => {
     assert.deepStrictEqual(built.search("level", 5).map((h) => h.name as string), ["deep_tool"])
   })
 
+  it("reads any script, accents folded on both sides; scripts without spaces by character pairs", () => {
+    const world = SearchIndex.make([
+      spec("pogoda", "Текущая погода в городе."),
+      spec("tenki", "都市の天気予報"),
+      spec("vuelo", "Busca vuelos a París."),
+      spec("cafe_menu", "The menu of a café, with prices.")
+    ])
+    const found = (query: string) => world.search(query, 5).map((hit) => hit.name as string)
+    assert.deepStrictEqual(found("Погода"), ["pogoda"])
+    assert.deepStrictEqual(found("天気"), ["tenki"])
+    assert.deepStrictEqual(found("paris"), ["vuelo"])
+    assert.deepStrictEqual(found("París"), ["vuelo"])
+    assert.deepStrictEqual(found("cafe"), ["cafe_menu"])
+    assert.deepStrictEqual(found("CAFÉ"), ["cafe_menu"])
+    assert.deepStrictEqual(found("予約"), [])
+  })
+
+  it("accept: only the tools it admits, the limit filled from them", () => {
+    assert.deepStrictEqual(names("repository"), ["delete_repository", "remove_repository"])
+    const admitted = index.search("git repository", 1, (name) => name !== "delete_repository")
+    assert.deepStrictEqual(admitted.map((hit) => hit.name as string), ["remove_repository"])
+    assert.deepStrictEqual(index.search("git repository", 5, () => false), [])
+  })
+
   it("parameter weight 0 leaves parameters out", () => {
     const withoutParameters = SearchIndex.make(specs, { parameterWeight: 0 })
     assert.deepStrictEqual(withoutParameters.search("the person", 5), [])

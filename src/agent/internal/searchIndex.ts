@@ -3,8 +3,9 @@
  * Each tool is read as three fields, each with its weight and its own length normalisation: its
  * name (canonical and original: `math.factorial`, `getWeather`), its description, and its
  * parameters (names and descriptions, nested object properties and array items included, to a
- * bounded depth). Terms are `Bm25.tokenize`'s (snake_case and camelCase split, stop words dropped,
- * a light stemmer). A term's contribution to each tool it occurs in does not depend on the query,
+ * bounded depth). Text is read in any script, accents folded; ASCII words are `Bm25.tokenize`'s
+ * (snake_case and camelCase split, stop words dropped, a light stemmer), others lower-cased (scripts
+ * written without spaces, Han, kana, Hangul, Thai, as character pairs). A term's contribution to each tool it occurs in does not depend on the query,
  * so it is computed when the index is built and a search only adds up the postings of the query's
  * terms: a search costs the postings it touches, not the catalogue's size.
  *
@@ -28,9 +29,10 @@ export interface SearchIndex {
   readonly size: number
   /**
    * At most `limit` tools for `query`, best first, ties in catalogue order. A tool sharing no term
-   * with the query is never returned.
+   * with the query is never returned, nor one `accept` refuses (a part of the catalogue is searched
+   * in the whole's index).
    */
-  readonly search: (query: string, limit: number) => ReadonlyArray<Hit>
+  readonly search: (query: string, limit: number, accept?: (name: ToolName) => boolean) => ReadonlyArray<Hit>
 }
 
 /**
@@ -50,8 +52,32 @@ export interface Options {
 
 const defaults = { nameWeight: 1, descriptionWeight: 1, parameterWeight: 1, k1: 1.8, b: 1 } as const
 
-/** Runs of letters and digits: `Bm25.tokenize` splits at everything else, so it may see them one at a time. */
-const words = /[A-Za-z0-9]+/g
+/** Runs of letters and digits, in any script (read after {@link fold}). */
+const words = /[\p{L}\p{N}]+/gu
+
+/** Accents folded (`é` is `e`, `ﬁ` is `fi`): index and query alike. */
+const fold = (text: string): string => text.normalize("NFKD").replace(/\p{M}+/gu, "")
+
+const ascii = /^[A-Za-z0-9]+$/
+
+/** Scripts written without spaces: a run of them is read as its overlapping character pairs. */
+const unspaced = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Thai}]+$/u
+
+/**
+ * The terms of one word: `Bm25.tokenize`'s for ASCII (case and digit splits, stop words, stemming);
+ * otherwise the word lower-cased, or its character pairs for a script written without spaces.
+ */
+const termsOfWord = (word: string): Array<string> => {
+  if (ascii.test(word)) return Bm25.tokenize(word)
+  const lower = word.toLowerCase()
+  if (!unspaced.test(lower)) return [lower]
+  const chars = Array.from(lower)
+  if (chars.length === 1) return chars
+  return chars.slice(1).map((char, i) => chars[i]! + char)
+}
+
+/** The terms of a text (a field, a query). */
+export const termsOf = (text: string): Array<string> => (fold(text).match(words) ?? []).flatMap(termsOfWord)
 
 /** Deepest nesting of parameters read (root properties are depth 1). */
 const maxDepth = 3
@@ -93,10 +119,10 @@ export const make = (specs: ReadonlyArray<Indexed>, options: Options = {}): Sear
   const idsOfWord = new Map<string, ReadonlyArray<number>>()
   const idsOf = (text: string): Array<number> => {
     const ids: Array<number> = []
-    for (const word of text.match(words) ?? []) {
+    for (const word of fold(text).match(words) ?? []) {
       let found = idsOfWord.get(word)
       if (found === undefined) {
-        found = Bm25.tokenize(word).map((term) => {
+        found = termsOfWord(word).map((term) => {
           let id = termIds.get(term)
           if (id === undefined) {
             id = termIds.size
@@ -157,10 +183,10 @@ export const make = (specs: ReadonlyArray<Indexed>, options: Options = {}): Sear
 
   const names = specs.map((spec) => spec.name)
   const scores = new Float64Array(n)
-  const search = (query: string, limit: number): ReadonlyArray<Hit> => {
+  const search = (query: string, limit: number, accept?: (name: ToolName) => boolean): ReadonlyArray<Hit> => {
     if (limit <= 0) return []
     const touched: Array<number> = []
-    for (const term of new Set(Bm25.tokenize(query))) {
+    for (const term of new Set(termsOf(query))) {
       const t = termIds.get(term)
       if (t === undefined) continue
       for (let j = start[t]!; j < start[t + 1]!; j++) {
@@ -174,6 +200,7 @@ export const make = (specs: ReadonlyArray<Indexed>, options: Options = {}): Sear
     const before = (a: number, c: number) => scores[a]! > scores[c]! || (scores[a] === scores[c] && a < c)
     for (const tool of touched) {
       if (best.length === limit && !before(tool, best[limit - 1]!)) continue
+      if (accept !== undefined && !accept(names[tool]!)) continue
       let at = best.length === limit ? limit - 1 : best.length
       while (at > 0 && before(tool, best[at - 1]!)) {
         best[at] = best[at - 1]!
