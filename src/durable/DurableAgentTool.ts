@@ -6,8 +6,8 @@
  * runner resumes it (turns it answered are not asked again, calls that completed are not run again)
  * and the calling run's call, re-run by the engine, starts the same nested run again, which joins it
  * (the tool is idempotent for that reason). Its events, stamped with the nesting (`parentRunId`,
- * `parentCallId`, `depth`), are journaled with the call's; its token usage (from its `agent.finished`)
- * adds to the calling run's; cancelling the calling run cancels it (`DurableAgent.cancel` cancels
+ * `parentCallId`, `depth`), are journaled with the call's; its token usage (its result's: every
+ * agent's when it handed over) adds to the calling run's; cancelling the calling run cancels it (`DurableAgent.cancel` cancels
  * the runs nested in the run's calls, and each step of a nested run checks the runs around it).
  *
  * It owns the call's side only; the nested run is the nested agent's (`DurableAgent`), whose layer
@@ -94,6 +94,10 @@ const allEvents = (run: Tables.RunKey): Effect.Effect<ReadonlyArray<ToolEvent.Ev
     }
   })
 
+/** Whether `id` names a leg of run `runId` after a handoff (`<runId>/handoff-<k>`), not a run nested in it. */
+const isLeg = (runId: string, id: string): boolean =>
+  id.startsWith(`${runId}/handoff-`) && /^[0-9]+$/.test(id.slice(`${runId}/handoff-`.length))
+
 /** Makes durable agent `agent` a tool of durable runs (see the module comment). */
 export const make = <const Name extends string, Input extends Schema.Top, R, MR, S extends Agent.OutputSchema = never>(
   agent: DurableAgent.DurableAgent<R, MR, S>,
@@ -149,8 +153,14 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR,
       const events = yield* allEvents({ workflow: agent.workflow._tag, runId })
       const sink = yield* EventSink
       for (const event of events) yield* sink.emit(event)
-      const finished = events.findLast((event) => event._tag === "agent.finished" && event.runId === runId)
-      if (finished?._tag === "agent.finished") (yield* Agent.NestedUsage).add(finished.usage)
+      // every agent's usage when the nested run handed over: its result's, or (failed) its legs' ends
+      const legs = events.filter((event): event is ToolEvent.AgentFinished =>
+        event._tag === "agent.finished" && (event.runId === runId || isLeg(runId, event.runId))
+      )
+      const usage = outcome._tag === "Finished"
+        ? outcome.result.usage
+        : legs.reduce((sum, event) => ChatModel.addUsage(sum, event.usage), ChatModel.noUsage)
+      ;(yield* Agent.NestedUsage).add(usage)
       if (outcome._tag === "Failed") {
         const failed = new Agent.AgentFailed(outcome)
         return yield* failure(`agent ${agentName} failed: ${failed.message}`, {

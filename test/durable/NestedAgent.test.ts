@@ -280,6 +280,43 @@ describe("DurableAgent.asTool: a nested durable agent", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  it.live("a nested run that hands over: every agent's usage reaches the parent, not only the first leg's", () => {
+    const counters = Core.makeCounters()
+    const transfer = Tool.make("transfer", {
+      description: "Hands over.",
+      input: Schema.Struct({ to: Schema.String, task: Schema.String }),
+      safety: { access: "read", idempotent: true },
+      handler: ({ task, to }) => Effect.succeed({ __handoff: { target: to, task } })
+    })
+    // triage hands over (10 + 2 tokens); billing answers (30 + 6 tokens)
+    const triage = ChatModel.fromFunction(() =>
+      Effect.succeed({ ...ChatModel.callTools([["t1", "transfer", { to: "billing", task: "refund" }]]), usage: { inputTokens: 10, outputTokens: 2 } })
+    )
+    const billing = {
+      tools: registry([]),
+      model: ChatModel.fromFunction(() => Effect.succeed({ ...ChatModel.answer("billing done"), usage: { inputTokens: 30, outputTokens: 6 } }))
+    }
+    const child = DurableAgent.make({
+      name: "durable-nested-handoff-child",
+      tools: registry([transfer]),
+      handoffs: { agents: { billing } },
+      pollInterval: "20 millis"
+    })
+    const helper = DurableAgent.asTool(child, { name: "helper", description: "Helps.", input: Schema.Struct({ line: Schema.String }), prompt: ({ line }) => line })
+    const parent = DurableAgent.make({ name: "durable-nested-handoff", tools: registry([helper]), pollInterval: "20 millis" })
+    const layer = Layer.mergeAll(
+      parent.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory])),
+      child.layer.pipe(Layer.provide([triage, Stores.layerMemory]))
+    ).pipe(Layer.provideMerge(Core.memoryEngine()))
+    return Effect.gen(function*() {
+      yield* parent.start("h", user("plan: helper=x"))
+      const result = yield* parent.result("h")
+      assert.strictEqual(result.text, "done: billing done")
+      assert.deepStrictEqual((yield* child.result("h/0/0")).usage, { inputTokens: 40, outputTokens: 8 })
+      assert.deepStrictEqual(result.usage, { inputTokens: 40, outputTokens: 8 })
+    }).pipe(Effect.provide(layer))
+  })
+
   it.live("cancelling the parent while the nested run waits for an approval cancels it too: nothing waits on", () =>
     Effect.gen(function*() {
       const counters = Core.makeCounters()
