@@ -16,20 +16,39 @@
  * never carries the cause. The SDK still records it as a `tool-error`; add
  * {@link stopOnFatal} to `stopWhen` to end the loop there.
  *
- * Imports `ai` at run time (its `jsonSchema`, and `toolModelMessageSchema` to
+ * Streams for chat front-ends: {@link uiMessageChunks}, {@link toUIMessageStream} and
+ * {@link toUIMessageStreamResponse} turn a run's events (`Agent.stream`) into the SDK's UI
+ * message stream, the protocol `useChat` reads; {@link toEventStreamResponse} sends the same
+ * events as plain server-sent events, each encoded with the event Schemas, for any other client.
+ *
+ * Imports `ai` at run time (its `jsonSchema`, `createUIMessageStreamResponse`, and `toolModelMessageSchema` to
  * learn whether the installed SDK takes 7's `file` tool-result parts): an
  * optional peer dependency that only this entry point (`tinyagents/ai-sdk`)
  * loads. Everything else from `ai` is a type, and those types compile against
  * both majors.
  */
-import { type JSONSchema7, jsonSchema, type StopCondition, type Tool, toolModelMessageSchema, type ToolSet } from "ai"
+import {
+  createUIMessageStreamResponse,
+  type JSONSchema7,
+  jsonSchema,
+  type StopCondition,
+  type Tool,
+  toolModelMessageSchema,
+  type ToolSet
+} from "ai"
+import { Effect, Stream } from "effect"
+import type * as ToolEvent from "../contract/ToolEvent.ts"
 import type { ContentBlock } from "../contract/ToolResult.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 import * as ResultContent from "../providers/ResultContent.ts"
+import * as EventSse from "./internal/eventSse.ts"
 import * as Run from "./internal/run.ts"
+import * as UiStream from "./internal/uiMessageStream.ts"
 
 export { isToolCallError, ToolCallError } from "./internal/run.ts"
 export type { Services } from "./internal/run.ts"
+export type { Chunk, DataParts, Message, Metadata, ProgressData } from "./internal/uiMessageStream.ts"
+export { Message as SseMessage, MessageJson as SseMessageJson, RunFailed } from "./internal/eventSse.ts"
 
 /** Options of {@link toolSet}. */
 export interface Options<R> extends Run.Options<R> {
@@ -225,3 +244,89 @@ export const fatalErrors = (
       part.type === "tool-error" && Run.isToolCallError(part.error) && part.error.fatal ? [part.error] : []
     )
   )
+
+// ---------------------------------------------------------------------------
+// streams for chat front-ends
+// ---------------------------------------------------------------------------
+
+/** Options of {@link uiMessageChunks} and {@link toUIMessageStream}. */
+export interface UIMessageStreamOptions<E> extends UiStream.ChunkOptions<E> {}
+
+/**
+ * A run's events (`Agent.stream`) as the AI SDK's UI message chunks, one assistant message:
+ * `start` (the run's ids as metadata), a step per turn (`start-step` ... `finish-step`), text
+ * parts from `agent.text_delta`, a tool part per decided call (`tool-input-available` from
+ * `agent.tool_call`), then `tool-output-available` with the model-visible output (redacted) or
+ * `tool-output-error` with the message the model reads (an error result, a failed call, a refusal
+ * by policy); a call refused for its input (unknown tool, malformed or invalid arguments) is
+ * `tool-input-error`. Progress is a `data-tool-progress` part per call (id `progress-<toolCallId>`,
+ * updated in place); a typed answer is `data-output`. Last `finish`, with a finish reason and the
+ * run's turns, reason and usage as message metadata. A failed run ends with `error` and `finish`
+ * (reason `error`) instead of failing. Nested runs' events are left out.
+ */
+export const uiMessageChunks = <E, R>(
+  events: Stream.Stream<ToolEvent.Event, E, R>,
+  options?: UIMessageStreamOptions<E>
+): Stream.Stream<UiStream.Chunk, never, R> => UiStream.chunks(events, options)
+
+/**
+ * {@link uiMessageChunks} as a web `ReadableStream`, what `readUIMessageStream` and
+ * `createUIMessageStreamResponse` take. The run starts when the stream is read; cancelling the
+ * stream (the client went away) interrupts it.
+ */
+export const toUIMessageStream = <E, R>(
+  events: Stream.Stream<ToolEvent.Event, E, R>,
+  options?: UIMessageStreamOptions<E>
+): Effect.Effect<ReadableStream<UiStream.Chunk>, never, R> =>
+  Stream.toReadableStreamEffect(UiStream.chunks(events, options))
+
+/** Options of {@link toUIMessageStreamResponse} and {@link toEventStreamResponse}: the response's status and extra headers. */
+export interface ResponseOptions {
+  readonly status?: number
+  readonly statusText?: string
+  readonly headers?: Record<string, string>
+}
+
+/**
+ * The UI message stream as an SSE `Response` for a route handler (`useChat`'s default
+ * transport reads it), built by the SDK's own `createUIMessageStreamResponse`.
+ */
+export const toUIMessageStreamResponse = <E, R>(
+  events: Stream.Stream<ToolEvent.Event, E, R>,
+  options: UIMessageStreamOptions<E> & ResponseOptions = {}
+): Effect.Effect<Response, never, R> =>
+  Effect.map(toUIMessageStream(events, options), (stream) =>
+    createUIMessageStreamResponse({
+      stream,
+      ...(options.status === undefined ? {} : { status: options.status }),
+      ...(options.statusText === undefined ? {} : { statusText: options.statusText }),
+      ...(options.headers === undefined ? {} : { headers: options.headers })
+    }))
+
+/** Options of {@link toEventStreamResponse}. */
+export interface EventStreamOptions<E> extends EventSse.Options<E>, ResponseOptions {}
+
+/**
+ * A run's events as plain server-sent events (a `Response`) for any front-end: each event one
+ * `data:` message, its JSON the event's encoded form (`ToolEvent.EventJson`); a failed run ends with
+ * a `run.failed` message. Decode each with {@link SseMessageJson}. Nested runs' events are included.
+ */
+export const toEventStreamResponse = <E, R>(
+  events: Stream.Stream<ToolEvent.Event, E, R>,
+  options: EventStreamOptions<E> = {}
+): Effect.Effect<Response, never, R> =>
+  Effect.map(
+    Stream.toReadableStreamEffect(Stream.encodeText(EventSse.frames(events, options))),
+    (body) =>
+      new Response(body, {
+        ...(options.status === undefined ? {} : { status: options.status }),
+        ...(options.statusText === undefined ? {} : { statusText: options.statusText }),
+        headers: { ...EventSse.headers, ...options.headers }
+      })
+  )
+
+/** {@link toEventStreamResponse}'s body as a `Stream` of SSE frames (text), for a server of your own. */
+export const eventStreamFrames = <E, R>(
+  events: Stream.Stream<ToolEvent.Event, E, R>,
+  options?: EventSse.Options<E>
+): Stream.Stream<string, never, R> => EventSse.frames(events, options)
