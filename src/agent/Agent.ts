@@ -347,8 +347,12 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
     const output = options.output === undefined
       ? undefined
       : yield* Effect.orDie(Effect.fromResult(Output.plan(options.output, { name: options.outputName })))
-    if (output !== undefined && options.tools.get(output.name) !== undefined) {
-      return yield* Effect.die(new Error(`the output name ${output.name} is a registered tool's; choose another outputName`))
+    if (output !== undefined && (search?.tools ?? options.tools).get(output.name) !== undefined) {
+      return yield* Effect.die(
+        new Error(`the output name ${output.name} is a registered tool's${
+          search !== undefined && output.name === search.tool ? " (the tool search's)" : ""
+        }; choose another outputName`)
+      )
     }
     const outputRetries = options.outputRetries ?? 2
     let rejected = 0
@@ -507,7 +511,10 @@ const loopBody = <R, MR, X, Y, S extends OutputSchema, St>(
         const calls = finalCalls.length === 0 ? reply.toolCalls : reply.toolCalls.filter((call) => call.name !== output!.name)
 
         const batch = yield* Effect.result(
-          inTurn(step.batch(calls, { turn, advertised })).pipe(Effect.provideService(UsageMeter, meter))
+          inTurn(step.batch(calls, { turn, advertised })).pipe(
+            Effect.provideService(UsageMeter, meter),
+            searching === undefined ? (effect) => effect : ToolSearch.withinTurn(searching)
+          )
         )
         usage = ChatModel.addUsage(usage, nested)
         nested = ChatModel.noUsage

@@ -25,7 +25,7 @@
  * durable run resumed from its journal, or a conversation continued from its messages, has the
  * same tools. `selectTools` still bounds everything: a tool it hides is not advertised, found or not.
  */
-import { Effect, Result, Schema } from "effect"
+import { Context, Effect, Result, Schema } from "effect"
 import * as SearchIndex from "./internal/searchIndex.ts"
 import * as Tool from "../contract/Tool.ts"
 import type { ToolSpec } from "../contract/Tool.ts"
@@ -78,8 +78,16 @@ export interface Options {
 export const mcpTools = (spec: ToolSpec): boolean => (spec.safety.tags ?? []).includes("mcp")
 
 /** Tools imported from the MCP server labelled `server` (`McpConnect`'s `name`: tagged `mcp:<server>`). */
-export const mcpServer = (server: string) => (spec: ToolSpec): boolean =>
-  (spec.safety.tags ?? []).includes(`mcp:${server}`)
+export const mcpServer = (server: string): (spec: ToolSpec) => boolean => {
+  // one predicate per server, so that runs naming it again share their plan (kept by the predicate's identity)
+  let rule = serverRules.get(server)
+  if (rule === undefined) {
+    rule = (spec) => (spec.safety.tags ?? []).includes(`mcp:${server}`)
+    serverRules.set(server, rule)
+  }
+  return rule
+}
+const serverRules = new Map<string, (spec: ToolSpec) => boolean>()
 
 /** The search tool's default name. */
 export const defaultName = "search_tools"
@@ -104,20 +112,34 @@ export type Found = typeof Found.Type
 
 const indexes = new WeakMap<ReadonlyArray<ToolSpec>, SearchIndex.SearchIndex>()
 
+/** A turn's catalogue that is part of a run's (the tools its selection allows): searched in the run's index. */
+const parts = new WeakMap<
+  ReadonlyArray<ToolSpec>,
+  { readonly of: ReadonlyArray<ToolSpec>; readonly names: ReadonlySet<string> }
+>()
+
+const indexOf = (catalogue: ReadonlyArray<ToolSpec>): SearchIndex.SearchIndex => {
+  let index = indexes.get(catalogue)
+  if (index === undefined) {
+    index = SearchIndex.make(catalogue)
+    indexes.set(catalogue, index)
+  }
+  return index
+}
+
 /**
  * BM25F over each tool's name, description and parameters (names and descriptions, nested ones
  * too), each field with its own length normalisation; a tool sharing no term with the query is
- * never found. The index is built once per catalogue (a run's deferred tools); a search touches
- * only the tools holding a query term (measured in docs/tool-search.md).
+ * never found. The index is built once per catalogue (a run's deferred tools, shared by the runs
+ * over one registry); a search touches only the tools holding a query term (measured in
+ * docs/tool-search.md).
  */
 export const lexical: Searcher = (query, catalogue, limit) =>
   Effect.sync(() => {
-    let index = indexes.get(catalogue)
-    if (index === undefined) {
-      index = SearchIndex.make(catalogue)
-      indexes.set(catalogue, index)
-    }
-    return index.search(query, limit).map((hit) => hit.name as string)
+    const part = parts.get(catalogue)
+    const index = indexOf(part?.of ?? catalogue)
+    return index.search(query, limit, part === undefined ? undefined : (name) => part.names.has(name))
+      .map((hit) => hit.name as string)
   })
 
 // ---------------------------------------------------------------------------
@@ -133,6 +155,12 @@ export interface Plan<R> {
   /** The deferred tools, in registry order. */
   readonly deferred: ReadonlyArray<ToolSpec>
   readonly isDeferred: (canonical: string) => boolean
+  /**
+   * The deferred tools `selected` holds, in registry order: `deferred` itself when it holds them
+   * all, and the same array again while a selection holds the same ones (so what is built from it,
+   * a provider's export, an index, is built once).
+   */
+  readonly within: (selected: ToolRegistry.Advertised<unknown>) => ReadonlyArray<ToolSpec>
   readonly keep: "run" | "turn"
   readonly native: boolean
 }
@@ -142,11 +170,72 @@ export class InvalidToolSearch extends Schema.TaggedError<InvalidToolSearch>()("
   message: Schema.String
 }) {}
 
+/** The deferred tools the current turn's selection allows (set by the loop around a turn's calls). */
+const TurnCatalogue = Context.Reference<
+  { readonly of: ReadonlyArray<ToolSpec>; readonly catalogue: ReadonlyArray<ToolSpec> } | undefined
+>("tinyagents/ToolSearch/TurnCatalogue", { defaultValue: () => undefined })
+
+/**
+ * Runs `effect` (a turn's calls) with the search tool of `turn`'s plan searching only the deferred
+ * tools the turn's selection holds. Without it (an MCP server), the search tool searches them all.
+ */
+export const withinTurn = <R>(turn: TurnTools<R>) => <A, E, R2>(effect: Effect.Effect<A, E, R2>): Effect.Effect<A, E, R2> =>
+  Effect.provideService(effect, TurnCatalogue, { of: turn.plan.deferred, catalogue: turn.searchable })
+
+// plans are kept per registry, by the options that make them, so that the runs over one registry
+// share the registry with the search tool, the deferred tools and their index
+const plans = new WeakMap<ToolRegistry.ToolRegistry<any>, Map<string, Result.Result<Plan<any> | undefined, InvalidToolSearch>>>()
+/** Plans kept per registry (the oldest is dropped past it: options made afresh per run, a new predicate, miss). */
+const plansPerRegistry = 16
+const identities = new WeakMap<object, number>()
+let nextIdentity = 0
+const identityOf = (value: object | undefined): number | undefined => {
+  if (value === undefined) return undefined
+  let id = identities.get(value)
+  if (id === undefined) {
+    id = ++nextIdentity
+    identities.set(value, id)
+  }
+  return id
+}
+
+const keyOf = (options: Options): string =>
+  JSON.stringify([
+    typeof options.defer === "function" ? { f: identityOf(options.defer) } : options.defer ?? "all",
+    options.loaded ?? [],
+    options.minTools ?? 0,
+    options.name ?? defaultName,
+    options.description ?? defaultDescription,
+    options.maxResults ?? defaultMaxResults,
+    identityOf(options.searcher ?? lexical),
+    options.keep ?? "run",
+    options.native ?? true
+  ])
+
 /**
  * The plan for a run over `registry`: `undefined` when nothing is deferred (the catalogue is at most
- * `minTools`, or the rule defers no tool).
+ * `minTools`, or the rule defers no tool). Made once per registry and options (the `defer`
+ * predicate and the `searcher` by identity): the runs over one registry share it.
  */
 export const plan = <R>(
+  registry: ToolRegistry.ToolRegistry<R>,
+  options: Options
+): Result.Result<Plan<R> | undefined, InvalidToolSearch> => {
+  let kept = plans.get(registry)
+  if (kept === undefined) {
+    kept = new Map()
+    plans.set(registry, kept)
+  }
+  const key = keyOf(options)
+  const found = kept.get(key)
+  if (found !== undefined) return found as Result.Result<Plan<R> | undefined, InvalidToolSearch>
+  const made = makePlan(registry, options)
+  kept.set(key, made)
+  if (kept.size > plansPerRegistry) kept.delete(kept.keys().next().value!)
+  return made
+}
+
+const makePlan = <R>(
   registry: ToolRegistry.ToolRegistry<R>,
   options: Options
 ): Result.Result<Plan<R> | undefined, InvalidToolSearch> => {
@@ -189,13 +278,18 @@ export const plan = <R>(
     output: Found,
     safety: { access: "read", idempotent: true },
     handler: ({ query }) =>
-      Effect.map(searcher(query, deferred, maxResults), (names) => ({
-        query,
-        tools: names.flatMap((name) => {
-          const spec = byName.get(name)
-          return spec === undefined ? [] : [{ name: spec.name as string, description: spec.description }]
-        }).slice(0, maxResults)
-      })),
+      Effect.flatMap(TurnCatalogue, (turn) => {
+        // the turn's selection bounds the search: a tool it hides is never found
+        const catalogue = turn !== undefined && turn.of === deferred ? turn.catalogue : deferred
+        const within = catalogue === deferred ? deferredNames : parts.get(catalogue)?.names ?? new Set(catalogue.map((s) => s.name))
+        return Effect.map(searcher(query, catalogue, maxResults), (names) => ({
+          query,
+          tools: names.flatMap((name) => {
+            const spec = within.has(name) ? byName.get(name) : undefined
+            return spec === undefined ? [] : [{ name: spec.name as string, description: spec.description }]
+          }).slice(0, maxResults)
+        }))
+      }),
     // what a model without native tool search reads: each tool found with its parameters
     toModelOutput: ({ query, tools }) =>
       tools.length === 0
@@ -212,16 +306,29 @@ export const plan = <R>(
   if (Result.isFailure(extended)) {
     return Result.fail(
       new InvalidToolSearch({
-        message: `the search tool ${JSON.stringify(search.name)} cannot be added: ${extended.failure.message}`
+        message: `the search tool ${JSON.stringify(search.name)} cannot be added (${extended.failure.message}); ` +
+          `set toolSearch.name to a name no tool has`
       })
     )
   }
   const tools = extended.success as ToolRegistry.ToolRegistry<R>
+  // the last selection's deferred tools that was not all of them: the same array while it holds the same tools
+  let last: ReadonlyArray<ToolSpec> = deferred
+  const within = (selected: ToolRegistry.Advertised<unknown>): ReadonlyArray<ToolSpec> => {
+    const specs = deferred.filter((spec) => selected.has(spec.name))
+    if (specs.length === deferred.length) return deferred
+    const previous = last
+    if (specs.length === previous.length && specs.every((spec, i) => spec === previous[i])) return previous
+    parts.set(specs, { of: deferred, names: new Set(specs.map((spec) => spec.name)) })
+    last = specs
+    return specs
+  }
   return Result.succeed({
     tools,
     tool: tools.names[tools.names.length - 1]!,
     deferred,
     isDeferred: (name) => deferredNames.has(name),
+    within,
     keep: options.keep ?? "run",
     native: options.native ?? true
   })
@@ -263,10 +370,13 @@ export const revealedIn = (
 
 /** A turn under tool search: what is allowed, what the model is shown, and the request's `toolSearch`. */
 export interface TurnTools<R> {
+  readonly plan: Plan<R>
   /** The allowlist: the selected tools that are loaded or revealed, and the search tool. */
   readonly advertised: ToolRegistry.Advertised<R>
   /** The tools in the request: the allowlist (portable), or its loaded tools and the search tool (native). */
   readonly shown: ReadonlyArray<ToolSpec>
+  /** The deferred tools the turn's selection holds: all the search tool finds this turn ({@link withinTurn}). */
+  readonly searchable: ReadonlyArray<ToolSpec>
   /** The request's `toolSearch` (native only): the search tool and every selected deferred tool. */
   readonly request?: { readonly tool: string; readonly deferred: ReadonlyArray<ToolSpec> }
 }
@@ -275,6 +385,8 @@ export interface TurnTools<R> {
  * The tools of turn `turn` under `plan`: `selected` (the turn's selection over the run's own tools)
  * bounds them; a deferred tool is allowed once revealed (for the rest of the run, or with
  * `keep: "turn"` the turn after its search only); `native`: the model has tool search of its own.
+ * A call to a selected deferred tool not revealed is refused with "search first"; one the selection
+ * hides, deferred or not, is plainly not available.
  */
 export const turnTools = <R>(
   plan: Plan<R>,
@@ -292,12 +404,15 @@ export const turnTools = <R>(
   allowed.add(plan.tool)
   const advertised: ToolRegistry.Advertised<R> = {
     ...ToolRegistry.filter(plan.tools, (spec) => allowed.has(spec.name)),
-    search: { tool: plan.tool, deferred: plan.isDeferred }
+    search: { tool: plan.tool, deferred: (name) => plan.isDeferred(name) && selected.has(name) }
   }
-  if (!(native && plan.native)) return { advertised, shown: advertised.specs }
+  const searchable = plan.within(selected)
+  if (!(native && plan.native)) return { plan, advertised, shown: advertised.specs, searchable }
   return {
+    plan,
     advertised,
     shown: advertised.specs.filter((spec) => !plan.isDeferred(spec.name)),
-    request: { tool: plan.tool, deferred: selected.specs.filter((spec) => plan.isDeferred(spec.name)) }
+    searchable,
+    request: { tool: plan.tool, deferred: searchable }
   }
 }

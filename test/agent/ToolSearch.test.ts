@@ -6,9 +6,10 @@
  * in `request.toolSearch` and an unchanging tool list.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema, Stream } from "effect"
+import { Cause, Effect, Exit, Result, Schema, Stream } from "effect"
 import { Agent, ChatModel, EventSink, Tool, ToolRegistry, ToolSearch, ToolServices } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
+import type { ToolSpec } from "../../src/contract/Tool.ts"
 
 const tool = (name: string, description: string) =>
   Tool.make(name, {
@@ -189,9 +190,101 @@ describe("Agent toolSearch", () => {
       assert.isFalse(ToolSearch.mcpTools(mixed.success.specs[2]!))
     }).pipe(Effect.provide(ToolServices.layerTest({ runId: "ts" }))))
 
+  it.effect("runs over one registry share their plan: the deferral rule reads each tool once, one catalogue is searched", () =>
+    Effect.gen(function*() {
+      const made = ToolRegistry.makeResult([tool("get_weather", "Weather in a city."), tool("book_hotel", "Book a hotel.")])
+      const fresh = Result.getOrThrow(made)
+      let ruled = 0
+      const defer = (spec: ToolSpec) => (ruled++, spec.name !== "book_hotel")
+      const catalogues: Array<ReadonlyArray<ToolSpec>> = []
+      const searcher: ToolSearch.Searcher = (query, catalogue, limit) => (
+        catalogues.push(catalogue), ToolSearch.lexical(query, catalogue, limit)
+      )
+      // each run's options made afresh, with the same values (maxResults: the default, spelled out)
+      const once = (maxResults?: number) =>
+        Agent.run({
+          messages: [user("weather?")],
+          tools: fresh,
+          toolSearch: { defer, searcher, ...(maxResults === undefined ? {} : { maxResults }) }
+        }).pipe(Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([["c1", "search_tools", { query: "weather" }]]),
+          ChatModel.answer("ok")
+        ])))
+      yield* once()
+      yield* once()
+      yield* once(ToolSearch.defaultMaxResults)
+      assert.strictEqual(ruled, 2)
+      assert.strictEqual(catalogues.length, 3)
+      assert.deepStrictEqual(catalogues[0]!.map((spec) => spec.name as string), ["get_weather"])
+      assert.strictEqual(catalogues[1], catalogues[0])
+      assert.strictEqual(catalogues[2], catalogues[0])
+      const first = Result.getOrThrow(ToolSearch.plan(fresh, { defer, searcher }))!
+      const again = Result.getOrThrow(ToolSearch.plan(fresh, { defer, searcher }))!
+      assert.strictEqual(again.tools, first.tools)
+      assert.strictEqual(again.deferred, first.deferred)
+      // other options, another plan
+      assert.notStrictEqual(Result.getOrThrow(ToolSearch.plan(fresh, { defer, searcher, maxResults: 2 })), first)
+      assert.strictEqual(ToolSearch.mcpServer("fs"), ToolSearch.mcpServer("fs"))
+    }).pipe(Effect.provide(ToolServices.layerTest({ runId: "ts" }))))
+
+  it.effect("selectTools bounds the search: a hidden tool is never found, and a call to it is plainly not available", () =>
+    Effect.gen(function*() {
+      const catalogues: Array<ReadonlyArray<string>> = []
+      const requests: Array<ChatModel.Request> = []
+      const searcher: ToolSearch.Searcher = (query, catalogue, limit) => (
+        catalogues.push(catalogue.map((spec) => spec.name)), ToolSearch.lexical(query, catalogue, limit)
+      )
+      const turns: ReadonlyArray<ChatModel.ScriptedTurn> = [
+        (request) => (requests.push(request), ChatModel.callTools([["c1", "search_tools", { query: "book a hotel room in a city" }]])),
+        (request) => (requests.push(request), ChatModel.callTools([["c2", "book_hotel", { city: "Rome" }]])),
+        ChatModel.answer("done")
+      ]
+      for (const [native, searching] of [[false, { maxResults: 1 }], [true, { maxResults: 1, searcher }]] as const) {
+        requests.length = 0
+        const result = yield* Agent.run({
+          messages: [user("a hotel in Rome")],
+          tools: registry,
+          selectTools: (view) => view.registry.names.filter((name) => name !== "book_hotel"),
+          toolSearch: searching
+        }).pipe(Effect.provide(ChatModel.scripted(turns, { toolSearch: native })))
+        const [found, refused] = result.results
+        const foundNames = (found!.value as ToolSearch.Found).tools.map((t) => t.name)
+        assert.notInclude(foundNames, "book_hotel")
+        assert.lengthOf(foundNames, 1)
+        assert.strictEqual(refused!.error?._tag, "ToolNotAllowed")
+        const text = refused!.content[0]!.type === "text" ? refused!.content[0]!.text : ""
+        assert.match(text, /is not available this turn/)
+        assert.notMatch(text, /search_tools first/)
+        if (native) {
+          for (const request of requests) {
+            assert.notInclude(request.toolSearch!.deferred.map((spec) => spec.name as string), "book_hotel")
+          }
+        }
+      }
+      assert.deepStrictEqual(catalogues, [["get_weather", "find_restaurant", "convert_currency"]])
+      const revealed = (yield* events).filter((e): e is ToolEvent.AgentToolsRevealed => e._tag === "agent.tools_revealed")
+      for (const event of revealed) assert.notInclude(event.names, "book_hotel")
+    }).pipe(Effect.provide(ToolServices.layerTest({ runId: "ts" }))))
+
+  it.effect("an outputName that is the search tool's is refused at the run's start", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(
+        Agent.run({
+          messages: [user("x")],
+          tools: registry,
+          toolSearch: {},
+          output: Schema.Struct({ answer: Schema.String }),
+          outputName: "search_tools"
+        }).pipe(Effect.provide(ChatModel.scripted([ChatModel.answer("{}")])))
+      )
+      assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
+      if (Exit.isFailure(exit)) assert.match(Cause.pretty(exit.cause), /output name search_tools .*choose another outputName/)
+    }).pipe(Effect.provide(ToolServices.layerTest({ runId: "ts" }))))
+
   it("a search tool name the registry already holds, or a deferred name it lacks, is refused", () => {
     const taken = ToolSearch.plan(registry, { name: "get_weather" })
     assert.strictEqual(taken._tag, "Failure")
+    if (taken._tag === "Failure") assert.match(taken.failure.message, /set toolSearch\.name/)
     const unknown = ToolSearch.plan(registry, { loaded: ["nope"] })
     assert.strictEqual(unknown._tag, "Failure")
     if (unknown._tag === "Failure") assert.match(unknown.failure.message, /nope/)
