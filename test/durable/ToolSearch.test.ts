@@ -86,4 +86,34 @@ describe("DurableAgent with tool search", () => {
         [["c1", ["book_hotel"]]]
       )
     }), 30_000)
+
+  it.live("a call to a deferred tool not yet found asks no one for approval: it is refused, search first", () =>
+    Effect.gen(function*() {
+      ran.length = 0
+      const agent = DurableAgent.make({
+        name: "unfound",
+        tools,
+        toolSearch: {},
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "book_hotel"
+      })
+      const model = ChatModel.scripted([
+        ChatModel.callTools([["c1", "book_hotel", { city: "Rome" }]]),
+        ChatModel.answer("I need to search first")
+      ])
+      const { result, events } = yield* Effect.provide(
+        Effect.gen(function*() {
+          yield* agent.start("u", user("a hotel in Rome"))
+          // asking for an approval would leave the run waiting
+          const result = yield* agent.result("u").pipe(Effect.timeout("10 seconds"))
+          return { result, events: Array.from(yield* Stream.runCollect(agent.events("u"))) }
+        }),
+        agent.layer.pipe(Layer.provide([model, Stores.layerMemory]), Layer.provideMerge(Runner.layerMemory))
+      )
+      assert.strictEqual(result.text, "I need to search first")
+      assert.deepStrictEqual(ran, [])
+      assert.deepStrictEqual(events.filter((e) => e._tag === "agent.approval_requested"), [])
+      assert.strictEqual(result.results[0]!.error?._tag, "ToolNotAllowed")
+      assert.match(result.results[0]!.error?.message ?? "", /call search_tools first/)
+    }), 30_000)
 })
