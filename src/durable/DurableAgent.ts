@@ -60,7 +60,8 @@
  * a child workflow, `<run>/<turn>/<index>`, journaled in its own right; its payload carries the
  * nesting (`RunContext.nesting`) and the runs around it, whose cancellation its steps also check. A
  * call that the nested run suspended (it waits for an approval) suspends its activity, journaling
- * nothing; the nested run's end wakes the run, and the call runs again and reads it. The usage of runs
+ * nothing; the nested run's end wakes the run, and the call runs again and reads it. A call that
+ * times out cancels the nested runs it started (reason "timed out"). The usage of runs
  * nested in a call (either kind) is journaled with the call, and added again when it is replayed.
  *
  * Limits: the executor's run-scoped call counters (`limits`) are in memory, so a call replayed from
@@ -833,6 +834,7 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
       let usage = ChatModel.noUsage
       const outerUsage = yield* Agent.NestedUsage
       const caller = (yield* RunContext).runId
+      const started: Array<Tables.RunKey> = []
       let attempt = executor.runBatch([effective], { advertised: context.advertised, durable: { owner: key, resumed } })
         .pipe(
           Effect.provideService(EventSink, collect),
@@ -847,6 +849,7 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
             index,
             callId: call.id,
             caller,
+            started,
             within: run.within ?? []
           })
         )
@@ -871,6 +874,13 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
       if (instance.suspended) return yield* Workflow.suspend(instance)
       const result = exit._tag === "Success" ? exit.success[0]! : exit.failure.results[0]!
       const fatal = exit._tag === "Failure" ? exit.failure.errors[0] : undefined
+      // a call that timed out (not one that waits: that suspended above) cancels the nested durable
+      // runs it started, and theirs, before its answer is journaled: none goes on unwatched
+      if (result.error?._tag === "ToolTimeout") {
+        for (const nested of started) {
+          for (const each of [nested, ...(yield* Tables.nestedRuns(nested))]) yield* cancelNested(each, "timed out")
+        }
+      }
       const cancelRun = executor.runCancel.reasonUnsafe()
       const updates = (yield* AgentState.AgentState).recorded(call.id)
       return {

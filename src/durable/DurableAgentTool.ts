@@ -137,6 +137,7 @@ export const make = <const Name extends string, Input extends Schema.Top, R, MR,
       const runId = `${context.runId}/${context.turn}/${here.index}`
       // linked to the calling run before it starts: what cancelling that run cascades along
       yield* Tables.link(here.run, { workflow: agent.workflow._tag, runId })
+      if (!here.started.some((run) => run.runId === runId)) here.started.push({ workflow: agent.workflow._tag, runId })
       const outcome = yield* agent.workflow.execute({
         runId,
         messages,

@@ -317,6 +317,37 @@ describe("DurableAgent.asTool: a nested durable agent", () => {
     }).pipe(Effect.provide(layer))
   })
 
+  it.live("a call that times out cancels its nested run (reason \"timed out\"): it starts nothing more", () => {
+    const counters = Core.makeCounters()
+    const child = DurableAgent.make({ name: "durable-nested-timeout-child", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+    const helper = DurableAgent.asTool(child, {
+      name: "helper",
+      description: "Helps.",
+      input: Schema.Struct({ line: Schema.String }),
+      prompt: ({ line }) => line,
+      timeout: "100 millis"
+    })
+    const parent = DurableAgent.make({ name: "durable-nested-timeout", tools: registry([helper]), pollInterval: "20 millis" })
+    // the nested model takes 400 ms to call read_value: the call times out while it thinks
+    const slow = ChatModel.fromFunction((request) =>
+      Effect.as(Effect.sleep("400 millis"), request.messages.some((m) => m.role === "tool")
+        ? ChatModel.answer("nested done")
+        : ChatModel.callTools([["n0", "read_value", { name: "x" }]]))
+    )
+    const layer = Layer.mergeAll(
+      parent.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory])),
+      child.layer.pipe(Layer.provide([slow, Stores.layerMemory]))
+    ).pipe(Layer.provideMerge(Core.memoryEngine()))
+    return Effect.gen(function*() {
+      yield* parent.start("t", user("plan: helper=x"))
+      const result = yield* parent.result("t")
+      assert.match(result.text, /helper: timed out after 100 ms/)
+      const nested = yield* Effect.flip(Effect.timeout(child.result("t/0/0"), "5 seconds"))
+      assert.strictEqual(nested._tag === "RunCancelled" ? nested.reason : nested._tag, "timed out")
+      assert.strictEqual(counters.get("read_value"), 0)
+    }).pipe(Effect.provide(layer))
+  })
+
   it.live("cancelling the parent while the nested run waits for an approval cancels it too: nothing waits on", () =>
     Effect.gen(function*() {
       const counters = Core.makeCounters()

@@ -16,6 +16,8 @@ export interface DurableCall {
   /** The call's id and the run id its handler sees (`RunContext.runId`: a handoff's leg has its own). */
   readonly callId: string
   readonly caller: string
+  /** The nested runs the call started (`DurableAgent.asTool` adds them): a call that times out cancels them. */
+  readonly started: Array<Tables.RunKey>
   /** The runs that run is nested in, outermost first. */
   readonly within: ReadonlyArray<Tables.RunKey>
 }
