@@ -8,8 +8,8 @@
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Redacted } from "effect"
-import { Agent, EventSink, ToolRegistry } from "../../src/index.ts"
+import { Effect, Layer, Redacted, Result } from "effect"
+import { Agent, EventSink, ToolRegistry, ToolSearch } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 import { AnthropicModel } from "../../src/agent/models/index.ts"
 import { type Recorded, type Reply, serve } from "./support/loopback.ts"
@@ -186,5 +186,28 @@ describe("AnthropicModel: tool search", () => {
     })
     // without tool search the same result is text
     assert.deepStrictEqual(AnthropicModel.wireMessages(messages).messages[2], answer(["get_weather"]))
+  })
+
+  it("the deferred definitions are exported once per deferred list: every turn and run reuses them; another strict mode exports them again", () => {
+    const plan = Result.getOrThrow(ToolSearch.plan(catalogue, toolSearch))!
+    const deferredOf = (strict?: AnthropicModel.Options["strict"]) => {
+      const request = (turn: number) => {
+        const turnTools = ToolSearch.turnTools(plan, ToolRegistry.all(catalogue), new Map(), turn, true)
+        return { messages: [{ role: "user" as const, content: "x" }], tools: turnTools.shown, toolSearch: turnTools.request! }
+      }
+      return [0, 1].map((turn) => {
+        const body = Result.getOrThrow(AnthropicModel.encodeRequest({ ...{ model: "claude-sonnet-4-5" }, ...(strict === undefined ? {} : { strict }) }, request(turn)))
+        return (body.tools ?? []).filter((tool) => (tool as { defer_loading?: boolean }).defer_loading === true)
+      })
+    }
+    const [first, second] = deferredOf()
+    assert.deepStrictEqual(first!.map((tool) => (tool as { name: string }).name), deferredNames)
+    for (const [i, tool] of first!.entries()) assert.strictEqual(second![i], tool)
+    // the next run over the registry: the same plan, the same definitions
+    const [again] = deferredOf()
+    for (const [i, tool] of first!.entries()) assert.strictEqual(again![i], tool)
+    const [other] = deferredOf("auto")
+    assert.notStrictEqual(other![0], first![0])
+    assert.notDeepEqual(other![0], first![0])
   })
 })

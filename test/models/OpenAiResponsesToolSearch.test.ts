@@ -9,9 +9,9 @@
  */
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Redacted, Schema, Stream } from "effect"
+import { Effect, Layer, Redacted, Result, Schema, Stream } from "effect"
 import type OpenAI from "openai"
-import { Agent, ChatModel, Tool, ToolRegistry } from "../../src/index.ts"
+import { Agent, ChatModel, Tool, ToolRegistry, ToolSearch } from "../../src/index.ts"
 import { OpenAiResponsesModel } from "../../src/agent/models/index.ts"
 import { type Recorded, serve } from "./support/loopback.ts"
 import { assertStablePrefix, catalogue, deferredNames, toolSearch } from "./support/searchCatalogue.ts"
@@ -239,4 +239,27 @@ describe("OpenAiResponsesModel: tool search", () => {
       const sent = bodyOf(server.requests[0]).tools[0]!
       assert.deepInclude(sent, { name: "get_forecast", strict: true, defer_loading: true })
     }).pipe(Effect.scoped))
+
+  it("the deferred definitions are exported once per deferred list: every turn and run reuses them; another strict mode exports them again", () => {
+    const plan = Result.getOrThrow(ToolSearch.plan(catalogue, toolSearch))!
+    const deferredOf = (strict?: OpenAiResponsesModel.Options["strict"]) => {
+      const request = (turn: number) => {
+        const turnTools = ToolSearch.turnTools(plan, ToolRegistry.all(catalogue), new Map(), turn, true)
+        return { messages: [{ role: "user" as const, content: "x" }], tools: turnTools.shown, toolSearch: turnTools.request! }
+      }
+      return [0, 1].map((turn) => {
+        const body = Result.getOrThrow(OpenAiResponsesModel.encodeRequest({ ...{ model: "gpt-5" }, ...(strict === undefined ? {} : { strict }) }, request(turn)))
+        return (body.tools ?? []).filter((tool) => (tool as { defer_loading?: boolean }).defer_loading === true)
+      })
+    }
+    const [first, second] = deferredOf()
+    assert.deepStrictEqual(first!.map((tool) => (tool as { name: string }).name), deferredNames)
+    for (const [i, tool] of first!.entries()) assert.strictEqual(second![i], tool)
+    // the next run over the registry: the same plan, the same definitions
+    const [again] = deferredOf()
+    for (const [i, tool] of first!.entries()) assert.strictEqual(again![i], tool)
+    const [other] = deferredOf(false)
+    assert.notStrictEqual(other![0], first![0])
+    assert.notDeepEqual(other![0], first![0])
+  })
 })

@@ -22,6 +22,8 @@ import * as ToolSearch from "../ToolSearch.ts"
 import * as Anthropic from "../../providers/Anthropic.ts"
 import type { ToolResult } from "../../contract/ToolResult.ts"
 import type { ToolCall } from "../../contract/ToolCall.ts"
+import type { ToolSpec } from "../../contract/Tool.ts"
+import type { ProviderExportError } from "../../providers/ProviderExportError.ts"
 import type * as ModelConfig from "./internal/config.ts"
 import * as AnthropicStream from "./internal/anthropicStream.ts"
 import * as HttpChat from "./internal/httpChat.ts"
@@ -158,21 +160,53 @@ export const wireMessages = (
 }
 
 /**
+ * The deferred tools' definitions, kept per `Request.toolSearch.deferred` array (the same array every
+ * turn of a run, and across the runs over one registry) with the options they were exported under.
+ */
+const exportedDeferred = new WeakMap<ReadonlyArray<ToolSpec>, {
+  readonly strict: Anthropic.Strict
+  readonly cacheControl: Options["cacheControl"]
+  readonly tools: Result.Result<Array<Anthropic.Tool>, ProviderExportError>
+}>()
+
+const deferredDefinitions = (
+  deferred: ReadonlyArray<ToolSpec>,
+  strict: Anthropic.Strict,
+  cacheControl: Options["cacheControl"]
+): Result.Result<Array<Anthropic.Tool>, ProviderExportError> => {
+  const kept = exportedDeferred.get(deferred)
+  if (kept !== undefined && kept.strict === strict && kept.cacheControl === cacheControl) return kept.tools
+  const tools = Anthropic.toolDefinitionsResult(deferred, {
+    strict,
+    ...(cacheControl === undefined ? {} : { cacheControl }),
+    deferLoading: deferred.map((spec) => spec.name)
+  })
+  exportedDeferred.set(deferred, { strict, cacheControl, tools })
+  return tools
+}
+
+/**
  * The request body for `request`; fails when a tool cannot be exported. With `request.toolSearch`,
  * `tools` is the request's tools (the loaded ones and the search tool) and then every deferred tool
- * with `defer_loading: true`: the same list every turn.
+ * with `defer_loading: true`: the same list every turn (exported once per deferred list).
  */
 export const encodeRequest = (
   options: Pick<Options, "model" | "maxTokens" | "strict" | "cacheControl" | "parameters">,
   request: Request
 ): Result.Result<RequestBody, ChatModelError> => {
-  const shown = new Set<string>(request.tools.map((spec) => spec.name))
-  const deferred = (request.toolSearch?.deferred ?? []).filter((spec) => !shown.has(spec.name))
-  const tools = Anthropic.toolDefinitionsResult([...request.tools, ...deferred], {
-    strict: options.strict ?? false,
-    ...(options.cacheControl === undefined ? {} : { cacheControl: options.cacheControl }),
-    ...(deferred.length === 0 ? {} : { deferLoading: deferred.map((spec) => spec.name) })
+  const strict = options.strict ?? false
+  const own = Anthropic.toolDefinitionsResult(request.tools, {
+    strict,
+    ...(options.cacheControl === undefined ? {} : { cacheControl: options.cacheControl })
   })
+  const all = request.toolSearch?.deferred ?? []
+  const later = all.length === 0 ? Result.succeed([]) : deferredDefinitions(all, strict, options.cacheControl)
+  const shown = new Set<string>(request.tools.map((spec) => spec.name))
+  const tools = Result.flatMap(own, (own) =>
+    Result.map(later, (later) => [
+      ...own,
+      ...(all.some((spec) => shown.has(spec.name)) ? later.filter((_, i) => !shown.has(all[i]!.name)) : later)
+    ]))
   if (Result.isFailure(tools)) return Result.fail(HttpChat.requestError(provider, tools.failure.message))
   const { messages, system } = wireMessages(request.messages, request.toolSearch)
   let format: Anthropic.OutputFormat | undefined

@@ -159,32 +159,66 @@ const searchTools = (
   strict: OpenAi.Options["strict"]
 ): Result.Result<{ readonly tools: Array<WireTool>; readonly input: SearchInput }, ProviderExportError> => {
   const shown = new Set<string>(request.tools.map((spec) => spec.name))
-  const deferred = toolSearch.deferred.filter((spec) => !shown.has(spec.name))
   const loaded = request.tools.filter((spec) => spec.name !== toolSearch.tool)
   const searchSpec = request.tools.find((spec) => spec.name === toolSearch.tool)
-  return Result.map(
-    OpenAiResponses.toolDefinitionsResult([...loaded, ...deferred], {
-      strict: strict ?? "auto",
-      deferLoading: deferred.map((spec) => spec.name)
-    }),
-    (functions) => {
-      const tools: Array<WireTool> = functions.slice(0, loaded.length)
-      if (searchSpec !== undefined) {
-        tools.splice(request.tools.indexOf(searchSpec), 0, OpenAiResponses.toolSearchTool(searchSpec))
-      }
-      const later = functions.slice(loaded.length)
-      return {
-        tools: [...tools, ...later],
-        input: { tool: toolSearch.tool, deferred: new Map(later.map((tool) => [tool.name, tool] as const)) }
-      }
-    }
+  const all = toolSearch.deferred
+  return Result.flatMap(
+    OpenAiResponses.toolDefinitionsResult(loaded, { strict: strict ?? "auto" }),
+    (functions) =>
+      Result.map(deferredDefinitions(all, strict ?? "auto"), (deferred) => {
+        const tools: Array<WireTool> = functions
+        if (searchSpec !== undefined) {
+          tools.splice(request.tools.indexOf(searchSpec), 0, OpenAiResponses.toolSearchTool(searchSpec))
+        }
+        // a deferred tool the request also shows is sent once, shown
+        const later = all.some((spec) => shown.has(spec.name))
+          ? deferred.tools.filter((_, i) => !shown.has(all[i]!.name))
+          : deferred.tools
+        return {
+          tools: [...tools, ...later],
+          input: {
+            tool: toolSearch.tool,
+            deferred: later === deferred.tools
+              ? deferred.byName
+              : new Map(later.map((tool) => [tool.name, tool] as const))
+          }
+        }
+      })
   )
+}
+
+/**
+ * The deferred functions (and by name), kept per `Request.toolSearch.deferred` array (the same array
+ * every turn of a run, and across the runs over one registry) with the strict mode they were exported under.
+ */
+const exportedDeferred = new WeakMap<ReadonlyArray<ToolSpec>, {
+  readonly strict: OpenAiResponses.Strict
+  readonly exported: Result.Result<DeferredFunctions, ProviderExportError>
+}>()
+
+interface DeferredFunctions {
+  readonly tools: ReadonlyArray<OpenAiResponses.FunctionTool>
+  readonly byName: ReadonlyMap<string, OpenAiResponses.FunctionTool>
+}
+
+const deferredDefinitions = (
+  deferred: ReadonlyArray<ToolSpec>,
+  strict: OpenAiResponses.Strict
+): Result.Result<DeferredFunctions, ProviderExportError> => {
+  const kept = exportedDeferred.get(deferred)
+  if (kept !== undefined && kept.strict === strict) return kept.exported
+  const exported = Result.map(
+    OpenAiResponses.toolDefinitionsResult(deferred, { strict, deferLoading: deferred.map((spec) => spec.name) }),
+    (tools) => ({ tools, byName: new Map(tools.map((tool) => [tool.name, tool] as const)) })
+  )
+  exportedDeferred.set(deferred, { strict, exported })
+  return exported
 }
 
 /**
  * The request body for `request`; fails when a tool cannot be exported. With `request.toolSearch`, the
  * search tool is the client `tool_search` tool and the deferred tools follow the others with
- * `defer_loading: true`.
+ * `defer_loading: true` (exported once per deferred list).
  */
 export const encodeRequest = (
   options: Pick<Options, "model" | "strict" | "parameters">,
