@@ -159,22 +159,27 @@ const reducerText = (error: unknown): string =>
     : `it threw ${error instanceof Error ? error.name : typeof error} (the reducer's own words stay with the application)`
 
 /**
- * Freezes `value`'s plain objects and arrays, all the way down (iteratively: any depth). Values of
- * other classes (a `Date`, a `Map`) are frozen as objects, not walked.
+ * Freezes `value`'s plain objects and arrays, all the way down (iteratively: any depth), and says
+ * whether that is all it holds. Values of other classes (a `Date`, a `Map`, a `Set`) are frozen as
+ * objects, not walked: freezing does not stop `Set.add`, so such a value is `false`.
  */
-const deepFreeze = <A>(value: A): A => {
+const freeze = (value: unknown): boolean => {
+  let plain = true
   const pending: Array<unknown> = [value]
   while (pending.length > 0) {
     const next = pending.pop()
-    if (typeof next !== "object" || next === null || Object.isFrozen(next)) continue
-    Object.freeze(next)
+    if (typeof next !== "object" || next === null) continue
     const proto = Object.getPrototypeOf(next)
-    if (Array.isArray(next) || proto === Object.prototype || proto === null) {
-      for (const key of Object.keys(next)) pending.push((next as Record<string, unknown>)[key])
-    }
+    const walked = Array.isArray(next) || proto === Object.prototype || proto === null
+    plain &&= walked
+    if (Object.isFrozen(next)) continue
+    Object.freeze(next)
+    if (walked) for (const key of Object.keys(next)) pending.push((next as Record<string, unknown>)[key])
   }
-  return value
+  return plain
 }
+
+const deepFreeze = <A>(value: A): A => (freeze(value), value)
 
 const decodeOptions = { errors: "all" } as const
 
@@ -182,27 +187,42 @@ const decodeOptions = { errors: "all" } as const
 export const cell = (definition: Definition<any, any> | undefined): Cell => {
   const updateCodec = definition === undefined ? undefined : Schema.toCodecJson(definition.updateSchema)
   const stateCodec = definition === undefined ? undefined : Schema.toCodecJson(definition.schema)
-  /** `value` through the state's Schema: its JSON and a fresh, frozen copy; or why it does not match. */
-  const check = (value: unknown): Result.Result<{ readonly json: Schema.Json; readonly state: unknown }, string> => {
+  /**
+   * `value` through the state's Schema: its JSON and a fresh, frozen copy, and whether that copy holds
+   * plain objects and arrays only; or why it does not match.
+   */
+  const check = (
+    value: unknown
+  ): Result.Result<{ readonly json: Schema.Json; readonly state: unknown; readonly plain: boolean }, string> => {
     const json = Schema.encodeUnknownResult(stateCodec!, decodeOptions)(value)
     const copy = Result.isSuccess(json) ? Schema.decodeUnknownResult(stateCodec!, decodeOptions)(json.success) : json
     if (Result.isFailure(copy)) return Result.fail(issuesText(copy.failure))
-    return Result.succeed({ json: (json as Result.Success<unknown, never>).success as Schema.Json, state: deepFreeze(copy.success) })
+    const plain = freeze(copy.success)
+    return Result.succeed({ json: (json as Result.Success<unknown, never>).success as Schema.Json, state: copy.success, plain })
   }
+  /**
+   * The state as handed to a tool or a reducer: the cell's own (frozen) value when it is plain data;
+   * else (a `Set`, a `Map`, a `Date`, which freezing does not protect) a fresh decode of its JSON, so
+   * changing it in place changes nothing but that copy.
+   */
+  const handed = (value: unknown, json: Schema.Json | undefined, plain: boolean): unknown =>
+    plain ? value : deepFreeze(Schema.decodeUnknownSync(stateCodec!)(json))
   let state: unknown = undefined
   let stateJson: Schema.Json | undefined = undefined
+  let statePlain = true
   if (definition !== undefined) {
     const initial = check(definition.initial)
     if (Result.isFailure(initial)) throw new Error(`the initial state does not match the state's schema: ${initial.failure}`)
     state = initial.success.state
     stateJson = initial.success.json
+    statePlain = initial.success.plain
   }
   // `call` is the call's live context: its `attempt` is the attempt running now, so at `apply` (after
   // the call ended) a record whose `attempt` differs belongs to a failed attempt and is dropped.
   const pending = new Map<string, { attempt: number; call?: { readonly attempt: number }; updates: Array<Recorded> }>()
   const service: Service = {
     definition,
-    current: Effect.sync(() => state),
+    current: Effect.sync(() => handed(state, stateJson, statePlain)),
     record: (_, update) =>
       Effect.map(Effect.serviceOption(ToolCallContext), (call) => {
         if (Option.isNone(call)) throw new Error("AgentState.update is for tool handlers (no current call)")
@@ -231,6 +251,7 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
     if (entry.call !== undefined && entry.call.attempt !== entry.attempt) return Result.succeed([])
     let next = state
     let nextJson = stateJson
+    let nextPlain = statePlain
     const applied: Array<Applied> = []
     for (const recorded of entry.updates) {
       const refuse = (message: string, thrown?: string): Result.Result<never, Refused> =>
@@ -245,7 +266,7 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
       if (Result.isFailure(update)) return refuse(`the update does not match its schema: ${issuesText(update.failure)}`)
       let reduced: unknown
       try {
-        reduced = definition.reduce(next, deepFreeze(update.success))
+        reduced = definition.reduce(handed(next, nextJson, nextPlain), deepFreeze(update.success))
       } catch (error) {
         return refuse(
           `the reducer refused the update: ${reducerText(error)}`,
@@ -256,10 +277,12 @@ export const cell = (definition: Definition<any, any> | undefined): Cell => {
       if (Result.isFailure(checked)) return refuse(`the new state does not match the state's schema: ${checked.failure}`)
       next = checked.success.state
       nextJson = checked.success.json
+      nextPlain = checked.success.plain
       applied.push({ update: recorded.json as Schema.Json, state: next, stateJson: nextJson })
     }
     state = next
     stateJson = nextJson
+    statePlain = nextPlain
     return Result.succeed(applied)
   }
   const settle: Cell["settle"] = (calls) => {

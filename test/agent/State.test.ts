@@ -272,6 +272,50 @@ describe("Agent state", () => {
       assert.deepStrictEqual(initial, { items: ["a"] })
     }).pipe(Effect.provide(ToolServices.layerTest())))
 
+  it.live("a state holding a Set (which freezing does not protect): tools and reducers get a fresh copy, changing it changes nothing", () =>
+    Effect.gen(function*() {
+      const Tags = AgentState.make({
+        schema: Schema.Struct({ tags: Schema.ReadonlySet(Schema.String) }),
+        update: Schema.String,
+        initial: { tags: new Set<string>() },
+        reduce: (state, update) => {
+          // changes what it was handed, then refuses: the state must stay as it was
+          if (update === "in place") {
+            ;(state.tags as Set<string>).add("by the reducer")
+            throw new AgentState.UpdateRefused({ message: "no" })
+          }
+          return { tags: new Set([...state.tags, update]) }
+        }
+      })
+      const seen: Array<ReadonlyArray<string>> = []
+      const tag = Tool.make("tag", {
+        description: "Changes the state in place, then records an update.",
+        input: Schema.Struct({ add: Schema.String }),
+        services: [AgentState.AgentState],
+        handler: ({ add }) =>
+          Effect.gen(function*() {
+            const state = yield* Tags.get
+            seen.push([...state.tags])
+            ;(state.tags as Set<string>).add("by the tool")
+            yield* Tags.update(add)
+          })
+      })
+      const result = yield* Agent.run({
+        messages: [user("tag")],
+        tools: Result.getOrThrow(ToolRegistry.makeResult([tag])),
+        state: Tags
+      }).pipe(
+        Effect.provide(ChatModel.scripted([
+          ChatModel.callTools([["t1", "tag", { add: "a" }], ["t2", "tag", { add: "b" }]]),
+          ChatModel.callTools([["t3", "tag", { add: "in place" }]]),
+          ChatModel.answer("done")
+        ]))
+      )
+      // both calls of the first batch read the same, untouched state; the next turn only the updates
+      assert.deepStrictEqual(seen, [[], [], ["a", "b"]])
+      assert.deepStrictEqual([...(result.state?.tags ?? [])], ["a", "b"])
+    }).pipe(Effect.provide(ToolServices.layerTest())))
+
   it.live("calls of one batch sharing a call id: their updates cannot be told apart, so none applies (every time)", () =>
     Effect.gen(function*() {
       for (let round = 0; round < 10; round++) {
