@@ -10,7 +10,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
-import { Effect, Exit, Fiber, Layer, Logger, Schedule, Schema } from "effect"
+import { Effect, Exit, Fiber, Layer, Logger, Result, Schedule, Schema } from "effect"
 import { TestConsole } from "effect/testing"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
@@ -19,6 +19,9 @@ import * as Tool from "../../src/contract/Tool.ts"
 import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import * as ToolServices from "../../src/runtime/ToolServices.ts"
 import { McpServe } from "../../src/mcp/index.ts"
+import * as ToolSearch from "../../src/agent/ToolSearch.ts"
+import * as ServeCatalogue from "../../src/mcp/internal/serveCatalogue.ts"
+import type * as ToolResult from "../../src/contract/ToolResult.ts"
 
 const tool = (name: string, description: string) =>
   Tool.make(name, {
@@ -137,6 +140,32 @@ describe("McpServe toolSearch: a deferred catalogue per session", () => {
       expect(await listed(client)).toEqual(["get_weather", "book_hotel", "find_restaurant", "convert_currency"])
       await client.close()
     }), 30_000)
+
+  it("a session's call is checked without walking the catalogue; its lists are made when read", async () => {
+    const tools = await Effect.runPromise(registry)
+    const plan = Result.getOrThrow(ToolSearch.plan(tools, { loaded: ["convert_currency"] }))!
+    let asked = 0
+    const catalogue = ServeCatalogue.make({ ...plan, isDeferred: (name) => (asked++, plan.isDeferred(name)) })
+    const found: ToolResult.ToolResult = {
+      toolCallId: "s1",
+      name: "search_tools",
+      content: [],
+      value: { query: "weather", tools: [{ name: "get_weather", description: "w" }] },
+      artifacts: [],
+      isError: false,
+      elapsed: 0
+    }
+    expect(catalogue.record("a", found)).toBe(true)
+    asked = 0
+    const advertised = catalogue.advertised("a")
+    expect([advertised.has("get_weather"), advertised.has("convert_currency"), advertised.has("search_tools")])
+      .toEqual([true, true, true])
+    expect(advertised.has("book_hotel")).toBe(false)
+    expect(catalogue.advertised("b").has("get_weather")).toBe(false)
+    expect(asked).toBe(0)
+    expect(advertised.names).toEqual(["get_weather", "convert_currency", "search_tools"])
+    expect(catalogue.advertised("b").specs.map((spec) => spec.name)).toEqual(["convert_currency", "search_tools"])
+  })
 
   it("options naming a tool the registry lacks fail serving with InvalidToolSearch", async () => {
     const error = await Effect.runPromise(

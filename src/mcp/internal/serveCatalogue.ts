@@ -64,6 +64,7 @@ export const make = (plan: ToolSearch.Plan<unknown>): Catalogue => {
   }
   const isRevealed = (session: string, tool: string): boolean => found.get(session)?.has(tool) === true
   const search = { tool: plan.tool as string, deferred: plan.isDeferred }
+  const loaded = new Set<string>(plan.tools.names.filter((name) => !plan.isDeferred(name)))
 
   const visibility = McpServer.visibility((options) =>
     Effect.succeed(
@@ -77,8 +78,19 @@ export const make = (plan: ToolSearch.Plan<unknown>): Catalogue => {
     session: currentSession,
     advertised: (session) => {
       const names = touch(session)
+      const has = (canonical: string) => loaded.has(canonical) || names?.has(canonical) === true
+      // a call is checked with `has` alone; the lists (a refusal names them) are made when read
+      let view: ToolRegistry.Advertised<unknown> | undefined
+      const listed = () => (view ??= ToolRegistry.filter(plan.tools, (spec) => has(spec.name)))
       return {
-        ...ToolRegistry.filter(plan.tools, (spec) => !plan.isDeferred(spec.name) || names?.has(spec.name) === true),
+        registry: plan.tools,
+        get names() {
+          return listed().names
+        },
+        get specs() {
+          return listed().specs
+        },
+        has,
         search
       }
     },
