@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net"
 import { Readable } from "node:stream"
 import { assert, describe, it } from "@effect/vitest"
 import { DefaultChatTransport, readUIMessageStream, type UIMessageChunk } from "ai"
-import { Effect, Layer, ManagedRuntime, Schema, Stream } from "effect"
+import { Cause, Effect, Layer, ManagedRuntime, Schema, Stream } from "effect"
 import { Agent, ChatModel, Tool, ToolError, ToolEvent, ToolProgress, ToolRegistry, ToolServices } from "tinyagents"
 import * as AiSdk from "tinyagents/ai-sdk"
 
@@ -211,6 +211,65 @@ describe("AiSdk.toUIMessageStream: read by the ai package's readUIMessageStream"
     }))
 })
 
+describe("AiSdk.uiMessageChunks: nested runs and cancellation", () => {
+  it.effect("a nested run (an agent as a tool) adds no parts: its call shows the nested answer", () =>
+    Effect.gen(function*() {
+      const researcher = Agent.asTool({
+        tools: yield* ToolRegistry.make([lookup]),
+        model: ChatModel.scripted([ChatModel.callTools([["n1", "lookup", { q: "inner" }]], "Inner text."), ChatModel.answer("inner answer")])
+      }, { name: "researcher", description: "Researches.", input: Schema.Struct({ task: Schema.String }) })
+      const tools = yield* ToolRegistry.make([researcher])
+      const all: Array<ToolEvent.Event> = []
+      const chunks = yield* Stream.runCollect(
+        AiSdk.uiMessageChunks(
+          Agent.stream({ messages: [{ role: "user", content: "go" }], tools }).pipe(
+            Stream.tap((event) => Effect.sync(() => all.push(event)))
+          )
+        )
+      )
+      assert.isTrue(all.some((event) => event.parentRunId !== undefined), "the stream carries the nested run's events")
+      const { message } = yield* Effect.promise(() =>
+        assemble(new ReadableStream({ start: (c) => (chunks.forEach((chunk) => c.enqueue(chunk)), c.close()) }))
+      )
+      assert.deepStrictEqual(message.parts.map((part) => part.type), ["step-start", "tool-researcher", "step-start", "text"])
+      assert.strictEqual(toolParts(message)[0]!.output, "inner answer")
+      assert.notInclude(JSON.stringify(message), "Inner text.")
+    }).pipe(
+      Effect.provide(Layer.merge(
+        ChatModel.scripted([ChatModel.callTools([["c1", "researcher", { task: "t" }]]), ChatModel.answer("Top.")]),
+        ToolServices.layerTest()
+      ))
+    ))
+
+  it.effect("the client going away (the ReadableStream cancelled) interrupts the run and its running tool", () =>
+    Effect.gen(function*() {
+      let interrupted = false
+      let started!: () => void
+      const running = new Promise<void>((resolve) => (started = resolve))
+      const slow = Tool.make("slow", {
+        description: "Waits.",
+        input: Schema.Struct({}),
+        handler: () =>
+          Effect.andThen(Effect.sync(() => started()), Effect.never).pipe(
+            Effect.onInterrupt(() => Effect.sync(() => (interrupted = true)))
+          )
+      })
+      const runtime = ManagedRuntime.make(
+        Layer.merge(ChatModel.scripted([ChatModel.callTools([["c1", "slow", {}]])]), ToolServices.layerTest())
+      )
+      const stream = yield* Effect.promise(() =>
+        runtime.runPromise(Effect.flatMap(ToolRegistry.make([slow]), (tools) =>
+          AiSdk.toUIMessageStream(Agent.stream({ messages: [{ role: "user", content: "go" }], tools }))))
+      )
+      const reader = stream.getReader()
+      const read = reader.read()
+      yield* Effect.promise(() => Promise.all([read, running]))
+      yield* Effect.promise(() => reader.cancel())
+      assert.isTrue(interrupted)
+      yield* Effect.promise(() => runtime.dispose())
+    }))
+})
+
 /** A loopback HTTP server whose POST handler answers with `respond(body)`. */
 const serve = (respond: (body: unknown) => Promise<Response>) =>
   Effect.acquireRelease(
@@ -321,6 +380,14 @@ describe("AiSdk.toEventStreamResponse: plain SSE, decoded with the event Schemas
       const failed = messages.find((m): m is ToolEvent.ToolFailed => m._tag === "tool.failed")!
       assert.strictEqual(failed.cause, undefined)
       assert.strictEqual(failed.error.message, "internal error in tool boom")
+      assert.strictEqual(failed.error._tag === "ToolDefect" ? Cause.squash(failed.error.cause) : undefined, "(cause omitted)")
+      // Asked for, the causes are sent.
       yield* Effect.promise(() => runtime.dispose())
+      const again = runtimeOf(turns.failing)
+      const withCauses = yield* Effect.promise(() =>
+        again.runPromise(Effect.flatMap(events(), (run) => AiSdk.toEventStreamResponse(run, { causes: true })))
+      )
+      assert.include(yield* Effect.promise(() => withCauses.text()), "secret-defect-detail")
+      yield* Effect.promise(() => again.dispose())
     }))
 })
