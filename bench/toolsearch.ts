@@ -15,7 +15,8 @@
  *   as JSON text, with every tool advertised vs deferred (the search tool alone, then the search
  *   tool and the 5 tools one search revealed, averaged over the questions). Tokens by o200k_base
  *   (`gpt-tokenizer`) for the OpenAI dialects; characters for all (Anthropic and Google publish no
- *   tokenizer package for their current models).
+ *   tokenizer package for their current models). With OpenAI Responses' native tool search the model
+ *   still reads every deferred function's name and description: measured apart.
  *
  * - The portable search's result: what the model reads back from one `search_tools` call (the real
  *   tool of `ToolSearch.plan`, ranking with the search index, run through the executor).
@@ -192,6 +193,17 @@ export const promptRows = ({ questions, registry }: Loaded = load()) => {
 }
 
 /**
+ * What OpenAI Responses' native tool search still shows the model of the deferred functions: each
+ * one's name and description (only parameters are deferred), here as the JSON text of those pairs
+ * over the whole catalogue, every tool deferred: an estimate, as the provider does not publish how
+ * it renders them. Anthropic keeps a deferred tool's whole definition out until a search references it.
+ */
+export const nativeResponsesRow = ({ registry }: Loaded = load()) => {
+  const text = JSON.stringify(registry.specs.map((spec) => ({ name: spec.name, description: spec.description })))
+  return { "deferred tools": registry.specs.length, "o200k tokens": countTokens(text), characters: text.length }
+}
+
+/**
  * What the model reads back from one search in the portable form: the result of the real
  * `search_tools` (ToolSearch.plan, ranking with the search index) run through the executor for
  * each question, mean size.
@@ -225,6 +237,8 @@ export const report = async () => {
   console.table(timeRows(loaded))
   console.log("Prompt size of the request's tool definitions (JSON text): all tools vs deferred (search_tools, + the 5 one search revealed).")
   console.table(promptRows(loaded))
+  console.log("Native OpenAI Responses: what the model still reads of every deferred function (names and descriptions; JSON text, an estimate).")
+  console.table([nativeResponsesRow(loaded)])
   console.log("Portable form: the search_tools result the model reads (the 5 tools found, with their parameters), per search.")
   console.table([await searchResultRow(loaded)])
 }

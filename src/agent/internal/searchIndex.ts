@@ -76,8 +76,17 @@ const termsOfWord = (word: string): Array<string> => {
   return chars.slice(1).map((char, i) => chars[i]! + char)
 }
 
+/** Text all ASCII: read as before Unicode was (the same terms, at a fraction of the cost). */
+const asciiText = /^[\x00-\x7f]*$/
+const asciiWords = /[A-Za-z0-9]+/g
+
+/** The words of a text: runs of letters and digits, accents folded. */
+const wordsOf = (text: string): ReadonlyArray<string> =>
+  (asciiText.test(text) ? text.match(asciiWords) : fold(text).match(words)) ?? []
+
 /** The terms of a text (a field, a query). */
-export const termsOf = (text: string): Array<string> => (fold(text).match(words) ?? []).flatMap(termsOfWord)
+export const termsOf = (text: string): Array<string> =>
+  asciiText.test(text) ? Bm25.tokenize(text) : wordsOf(text).flatMap(termsOfWord)
 
 /** Deepest nesting of parameters read (root properties are depth 1). */
 const maxDepth = 3
@@ -119,7 +128,7 @@ export const make = (specs: ReadonlyArray<Indexed>, options: Options = {}): Sear
   const idsOfWord = new Map<string, ReadonlyArray<number>>()
   const idsOf = (text: string): Array<number> => {
     const ids: Array<number> = []
-    for (const word of fold(text).match(words) ?? []) {
+    for (const word of wordsOf(text)) {
       let found = idsOfWord.get(word)
       if (found === undefined) {
         found = termsOfWord(word).map((term) => {
