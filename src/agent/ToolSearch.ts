@@ -185,7 +185,10 @@ export const withinTurn = <R>(turn: TurnTools<R>) => <A, E, R2>(effect: Effect.E
 // plans are kept per registry, by the options that make them, so that the runs over one registry
 // share the registry with the search tool, the deferred tools and their index
 const plans = new WeakMap<ToolRegistry.ToolRegistry<any>, Map<string, Result.Result<Plan<any> | undefined, InvalidToolSearch>>>()
-/** Plans kept per registry (the oldest is dropped past it: options made afresh per run, a new predicate, miss). */
+/**
+ * Plans kept per registry; past it the oldest is dropped (a `defer` predicate or `searcher` made
+ * afresh per run never hits, and must not pile up).
+ */
 const plansPerRegistry = 16
 const identities = new WeakMap<object, number>()
 let nextIdentity = 0
@@ -370,6 +373,7 @@ export const revealedIn = (
 
 /** A turn under tool search: what is allowed, what the model is shown, and the request's `toolSearch`. */
 export interface TurnTools<R> {
+  /** The run's plan. */
   readonly plan: Plan<R>
   /** The allowlist: the selected tools that are loaded or revealed, and the search tool. */
   readonly advertised: ToolRegistry.Advertised<R>
