@@ -2,7 +2,7 @@
 import { DefaultChatTransport, isToolUIPart, readUIMessageStream } from "ai"
 import { Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { Agent, ChatModel, Tool, ToolProgress, ToolRegistry, ToolServices } from "tinyagents"
-import { type Message, toUIMessageStreamResponse } from "tinyagents/ai-sdk"
+import { fromUIMessages, type Message, toUIMessageStreamResponse } from "tinyagents/ai-sdk"
 
 const index = Tool.make("index_documents", {
   description: "Indexes `n` documents, reporting progress.",
@@ -15,10 +15,9 @@ const runtime = ManagedRuntime.make(Layer.merge(model, ToolServices.layerTest())
 
 // The route (Next.js, Hono, Bun, ...: a web `Request` in, a `Response` out).
 const POST = async (request: Request): Promise<Response> => {
-  const { messages } = await request.json() as { messages: Array<Message> }
-  const prompt = messages.at(-1)!.parts.flatMap((part) => part.type === "text" ? [part.text] : []).join("")
+  const { messages } = await request.json() as { messages: Array<Message> } // the whole chat, as useChat posts it
   return runtime.runPromise(Effect.flatMap(ToolRegistry.make([index]), (tools) =>
-    toUIMessageStreamResponse(Agent.stream({ messages: [{ role: "user", content: prompt }], tools }))))
+    toUIMessageStreamResponse(Agent.stream({ messages: fromUIMessages(messages), tools }))))
 }
 
 // The browser side, as useChat runs it: its transport posts the chat (here straight to the route), its reader assembles the message.

@@ -34,15 +34,18 @@ import {
   type StopCondition,
   type Tool,
   toolModelMessageSchema,
-  type ToolSet
+  type ToolSet,
+  type UIMessage
 } from "ai"
 import { Effect, Stream } from "effect"
+import type * as ChatModel from "../agent/ChatModel.ts"
 import type * as ToolEvent from "../contract/ToolEvent.ts"
 import type { ContentBlock } from "../contract/ToolResult.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 import * as ResultContent from "../providers/ResultContent.ts"
 import * as EventSse from "./internal/eventSse.ts"
 import * as Run from "./internal/run.ts"
+import * as UiMessages from "./internal/uiMessages.ts"
 import * as UiStream from "./internal/uiMessageStream.ts"
 
 export { isToolCallError, ToolCallError } from "./internal/run.ts"
@@ -302,6 +305,16 @@ export const toUIMessageStreamResponse = <E, R>(
       ...(options.statusText === undefined ? {} : { statusText: options.statusText }),
       ...(options.headers === undefined ? {} : { headers: options.headers })
     }))
+
+/**
+ * The chat `useChat` posts (its `UIMessage`s) as an agent's `messages`: system and user text, and each
+ * assistant step as an assistant message with its text and the calls that have an outcome, then the
+ * tool message with their outputs (or error texts). Files, reasoning and data parts are left out.
+ * The history is the client's word: a server that must not trust earlier tool outputs keeps the
+ * transcript itself (`AgentResult.transcript`) and takes only the new user message.
+ */
+export const fromUIMessages = (messages: ReadonlyArray<UIMessage>): Array<ChatModel.Message> =>
+  UiMessages.toTranscript(messages)
 
 /** Options of {@link toEventStreamResponse}. */
 export interface EventStreamOptions<E> extends EventSse.Options<E>, ResponseOptions {}

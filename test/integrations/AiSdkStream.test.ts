@@ -57,7 +57,7 @@ const turns = {
     { ...ChatModel.answer("Done: 3 documents."), usage: usage(20, 5) }
   ],
   failing: [ChatModel.callTools([["c1", "boom", {}]], "Trying.")]
-} satisfies Record<string, ReadonlyArray<ChatModel.Response>>
+} satisfies Record<string, ReadonlyArray<ChatModel.ScriptedTurn>>
 
 const events = (prompt = "Index my documents") =>
   Effect.map(
@@ -65,7 +65,7 @@ const events = (prompt = "Index my documents") =>
     (tools) => Agent.stream({ messages: [{ role: "user", content: prompt }], tools })
   )
 
-const runtimeOf = (script: ReadonlyArray<ChatModel.Response>) =>
+const runtimeOf = (script: ReadonlyArray<ChatModel.ScriptedTurn>) =>
   ManagedRuntime.make(Layer.merge(ChatModel.scripted(script), ToolServices.layerTest()))
 
 /** The message `readUIMessageStream` assembles (its last snapshot), and the errors it reported. */
@@ -328,6 +328,63 @@ describe("AiSdk.toUIMessageStreamResponse over loopback HTTP", () => {
       checkOkMessage(message)
       yield* Effect.promise(() => runtime.dispose())
     }).pipe(Effect.scoped))
+})
+
+describe("AiSdk.fromUIMessages: the chat useChat posts back, as the agent's messages", () => {
+  it.effect("each assistant step: its text and calls, then the tool message with their outputs or error texts", () =>
+    Effect.gen(function*() {
+      const runtime = runtimeOf(turns.ok)
+      const stream = yield* Effect.promise(() =>
+        runtime.runPromise(Effect.flatMap(events(), (run) => AiSdk.toUIMessageStream(run)))
+      )
+      const { message } = yield* Effect.promise(() => assemble(stream))
+      yield* Effect.promise(() => runtime.dispose())
+      const transcript = AiSdk.fromUIMessages([
+        { id: "s", role: "system", parts: [{ type: "text", text: "Be brief." }] },
+        { id: "u1", role: "user", parts: [{ type: "text", text: "Index my documents" }] },
+        message,
+        { id: "u2", role: "user", parts: [{ type: "text", text: "Thanks" }] }
+      ])
+      assert.deepStrictEqual(transcript.map((m) => m.role), ["system", "user", "assistant", "tool", "assistant", "user"])
+      const assistant = transcript[2]!
+      assert.deepStrictEqual(
+        assistant.role === "assistant" ? [assistant.content, assistant.toolCalls.map((c) => [c.id, c.name, c.arguments])] : [],
+        ["Indexing.", [
+          ["c1", "index_documents", { n: 3 }],
+          ["c2", "index_documents", { n: "three" }],
+          ["c3", "no_such_tool", {}],
+          ["c4", "lookup", { q: "x" }],
+          ["c5", "token", {}]
+        ]]
+      )
+      const tool = transcript[3]!
+      assert.deepStrictEqual(
+        tool.role === "tool" ? tool.results.map((r) => [r.toolCallId, r.isError, r.content]) : [],
+        [
+          ["c1", false, [{ type: "text", text: "indexed 3" }]],
+          ["c2", true, [{ type: "text", text: `index_documents: invalid arguments: at "n": Expected an integer, got "three"` }]],
+          ["c3", true, [{ type: "text", text: (toolParts(message)[2]!.errorText)! }]],
+          ["c4", true, [{ type: "text", text: "no record for x" }]],
+          ["c5", false, [{ type: "text", text: String(toolParts(message)[4]!.output) }]]
+        ]
+      )
+      assert.deepStrictEqual(transcript[4], { role: "assistant", content: "Done: 3 documents.", toolCalls: [] })
+      // The agent takes it as it is: a second run over the whole chat.
+      const seen: Array<ReadonlyArray<string>> = []
+      const next = runtimeOf([(request: ChatModel.Request) => {
+        seen.push(request.messages.map((m) => m.role))
+        return ChatModel.answer("You're welcome.")
+      }])
+      const result = yield* Effect.promise(() =>
+        next.runPromise(Effect.flatMap(
+          ToolRegistry.make([index, lookup, token, boom]),
+          (tools) => Agent.run({ messages: transcript, tools })
+        ))
+      )
+      assert.strictEqual(result.text, "You're welcome.")
+      assert.deepStrictEqual(seen, [["system", "user", "assistant", "tool", "assistant", "user"]])
+      yield* Effect.promise(() => next.dispose())
+    }))
 })
 
 describe("AiSdk.toEventStreamResponse: plain SSE, decoded with the event Schemas", () => {
