@@ -36,7 +36,7 @@ const fullOnly = [
 // Files that replace modules (vi.mock) get a module graph of their own; every other file shares
 // its worker's (isolate: false), which saves re-importing Effect and src/ for each file: about
 // half of the suite's CPU time.
-const isolated = ["test/integrations/AiSdk.v6.test.ts"]
+const isolated = ["test/integrations/AiSdk.v6.test.ts", "test/integrations/AiSdkStream.v6.test.ts"]
 
 const full = process.env["TINYAGENTS_TEST_TIER"] === "full"
 const excluded = full ? [] : fullOnly

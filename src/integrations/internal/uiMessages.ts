@@ -17,6 +17,8 @@ interface Part {
   readonly toolName?: string
   readonly state?: string
   readonly input?: unknown
+  /** Where AI SDK 6 keeps an input refused with `tool-input-error`. */
+  readonly rawInput?: unknown
   readonly output?: unknown
   readonly errorText?: string
 }
@@ -41,7 +43,7 @@ const step = (parts: ReadonlyArray<Part>): Array<ChatModel.Message> => {
       : typeof part.output === "string"
       ? part.output
       : JSON.stringify(part.output) ?? "null"
-    calls.push({ id: part.toolCallId, name, arguments: (part.input ?? {}) as ToolCall["arguments"] })
+    calls.push({ id: part.toolCallId, name, arguments: (part.input ?? part.rawInput ?? {}) as ToolCall["arguments"] })
     results.push({
       toolCallId: part.toolCallId,
       name,
