@@ -274,8 +274,9 @@ export const uiMessageChunks = <E, R>(
 
 /**
  * {@link uiMessageChunks} as a web `ReadableStream`, what `readUIMessageStream` and
- * `createUIMessageStreamResponse` take. The run starts when the stream is read; cancelling the
- * stream (the client went away) interrupts it.
+ * `createUIMessageStreamResponse` take. The run starts with the stream and waits whenever the
+ * reader is behind by `Agent.stream`'s buffer (`bufferSize` events); cancelling the stream (the
+ * client went away) interrupts it.
  */
 export const toUIMessageStream = <E, R>(
   events: Stream.Stream<ToolEvent.Event, E, R>,
