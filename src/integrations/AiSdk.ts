@@ -18,8 +18,9 @@
  *
  * Streams for chat front-ends: {@link uiMessageChunks}, {@link toUIMessageStream} and
  * {@link toUIMessageStreamResponse} turn a run's events (`Agent.stream`) into the SDK's UI
- * message stream, the protocol `useChat` reads; {@link toEventStreamResponse} sends the same
- * events as plain server-sent events, each encoded with the event Schemas, for any other client.
+ * message stream, the protocol `useChat` reads, and {@link fromUIMessages} turns the chat it posts
+ * into the agent's messages; {@link toEventStreamResponse} sends the same events as plain
+ * server-sent events, each encoded with the event Schemas, for any other client.
  *
  * Imports `ai` at run time (its `jsonSchema`, `createUIMessageStreamResponse`, and `toolModelMessageSchema` to
  * learn whether the installed SDK takes 7's `file` tool-result parts): an
