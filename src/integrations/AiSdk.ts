@@ -44,7 +44,7 @@ import type * as ToolEvent from "../contract/ToolEvent.ts"
 import type { ContentBlock } from "../contract/ToolResult.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 import * as ResultContent from "../providers/ResultContent.ts"
-import * as EventSse from "./internal/eventSse.ts"
+import * as EventSse from "../agent/EventSse.ts"
 import * as Run from "./internal/run.ts"
 import * as UiMessages from "./internal/uiMessages.ts"
 import * as UiStream from "./internal/uiMessageStream.ts"
@@ -52,7 +52,7 @@ import * as UiStream from "./internal/uiMessageStream.ts"
 export { isToolCallError, ToolCallError } from "./internal/run.ts"
 export type { Services } from "./internal/run.ts"
 export type { Chunk, DataParts, Message, Metadata, ProgressData } from "./internal/uiMessageStream.ts"
-export { Message as SseMessage, MessageJson as SseMessageJson, RunFailed } from "./internal/eventSse.ts"
+export { Message as SseMessage, MessageJson as SseMessageJson, RunFailed } from "../agent/EventSse.ts"
 
 /** Options of {@link toolSet}. */
 export interface Options<R> extends Run.Options<R> {
@@ -329,16 +329,7 @@ export interface EventStreamOptions<E> extends EventSse.Options<E>, ResponseOpti
 export const toEventStreamResponse = <E, R>(
   events: Stream.Stream<ToolEvent.Event, E, R>,
   options: EventStreamOptions<E> = {}
-): Effect.Effect<Response, never, R> =>
-  Effect.map(
-    Stream.toReadableStreamEffect(Stream.encodeText(EventSse.frames(events, options))),
-    (body) =>
-      new Response(body, {
-        ...(options.status === undefined ? {} : { status: options.status }),
-        ...(options.statusText === undefined ? {} : { statusText: options.statusText }),
-        headers: { ...EventSse.headers, ...options.headers }
-      })
-  )
+): Effect.Effect<Response, never, R> => EventSse.toResponse(events, options)
 
 /** {@link toEventStreamResponse}'s body as a `Stream` of SSE frames (text), for a server of your own. */
 export const eventStreamFrames = <E, R>(

@@ -1,11 +1,14 @@
 /**
- * A run's events as plain server-sent events, for any front-end: each event one SSE message
- * (`data: <JSON>`), encoded with the events' JSON codec (`ToolEvent.EventJson`), so a client
- * decodes each message back with the same Schema. A failed run ends with a `run.failed` message
- * (its text only). Failed calls' causes (a defect's message and stack) are left out unless asked for. Every message is a default `message` event, so `EventSource.onmessage` reads them all.
+ * A run's events as plain server-sent events, for any front-end (no AI SDK needed): each event one
+ * SSE message (`data: <JSON>`), encoded with the events' JSON codec (`ToolEvent.EventJson`), so a
+ * client decodes each message back with the same Schema ({@link MessageJson}). A failed run ends
+ * with a `run.failed` message (its text only). Failed calls' causes (a defect's message and stack)
+ * are left out unless asked for. Every message is a default `message` event, so
+ * `EventSource.onmessage` reads them all. The AI SDK's own protocol (`useChat`) is in
+ * `tinyagents/ai-sdk`.
  */
 import { Cause, Effect, Schema, Stream } from "effect"
-import * as ToolEvent from "../../contract/ToolEvent.ts"
+import * as ToolEvent from "../contract/ToolEvent.ts"
 
 /** The last message of a failed run: what went wrong, as the `onError` option renders it. */
 export const RunFailed = Schema.TaggedStruct("run.failed", { message: Schema.String })
@@ -81,3 +84,25 @@ export const frames = <E, R>(
       })
     )
   })
+
+/** Options of {@link toResponse}: SSE options, and the response's status and extra headers. */
+export interface ResponseOptions<E> extends Options<E> {
+  readonly status?: number
+  readonly statusText?: string
+  readonly headers?: Record<string, string>
+}
+
+/** A run's events as an SSE `Response` (a web route handler's answer): {@link frames} as its body. */
+export const toResponse = <E, R>(
+  events: Stream.Stream<ToolEvent.Event, E, R>,
+  options: ResponseOptions<E> = {}
+): Effect.Effect<Response, never, R> =>
+  Effect.map(
+    Stream.toReadableStreamEffect(Stream.encodeText(frames(events, options))),
+    (body) =>
+      new Response(body, {
+        ...(options.status === undefined ? {} : { status: options.status }),
+        ...(options.statusText === undefined ? {} : { statusText: options.statusText }),
+        headers: { ...headers, ...options.headers }
+      })
+  )
