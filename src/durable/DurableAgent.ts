@@ -49,12 +49,12 @@
  * `tinyagents_durable_cancels`, which each runner reads every `pollInterval` into memory (all of it
  * when it starts), and which every step checks there before it starts anything: a `turn/<n>`
  * activity then journals `Cancelled` instead of asking the model, a `tool/<n>/<i>` activity journals
- * the call as not started (`ToolCancelled`, `started: false`; a call whose "started" marker exists
- * is answered as after a crash), and a turn with approvals journals a check (`cancel-check/<n>`)
+ * the call as not started (`ToolCancelled`, `started: false`, with its terminal event: `tool.rejected`
+ * carrying that error; a call whose "started" marker exists is answered as after a crash), and a turn with approvals journals a check (`cancel-check/<n>`)
  * before requesting them. Every such answer is journaled, so a replay takes the same path. The loop
  * then ends as `Agent.run` ends a cancelled run (calls already running finish and keep their
  * events; `agent.finished` with reason `cancelled`), the outcome records the reason, and
- * `poll`/`result` answer `RunCancelled`.
+ * `poll`/`result` answer `RunCancelled` (`outcome`: status `cancelled`, beside `finished` and `failed`).
  *
  * Nested durable agents (`asTool`, `DurableAgentTool`): a call runs another durable agent's run as
  * a child workflow, `<run>/<turn>/<index>`, journaled in its own right; its payload carries the
@@ -77,7 +77,8 @@
  * deterministic sequence numbers (`ON CONFLICT DO NOTHING`, so a replay writes nothing twice); a
  * call's events are returned by its activity and appended, in call order, after the turn's calls
  * complete.
- * `events(runId, { since })` reads them from there. A durable stream carries `agent.turn_started`,
+ * `events(runId, { since })` reads them from there and follows the run until it ends; with
+ * `follow: false` it reads what is journaled now. A durable stream carries `agent.turn_started`,
  * `agent.model_responded`, `agent.approval_requested`, every tool event (`tool.started`,
  * `tool.completed`, `tool.failed`, `tool.rejected`, `tool.retrying`, `tool.progress`, ...), and
  * `agent.finished`; never `agent.text_delta` or `agent.tool_call` (a turn is journaled whole).
@@ -86,8 +87,12 @@
  *
  * `start(runId, messages, { threadId, user })` journals the run's `RunContext` with its payload:
  * handlers see that thread id (default the run id) and user context.
+ *
+ * Listing: a runner picking a run up records it (table `tinyagents_durable_runs`: its start, the turn
+ * it is at, the run it is nested in); `list` pages through them newest first with each run's status
+ * (from the engine), turn and pending approvals, and `pendingAll` lists every waiting call across runs.
  */
-import { Cause, Context, Data, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Cause, Clock, Context, Data, Effect, Exit, Layer, Option, Stream } from "effect"
 import { Schema } from "effect"
 import { Duration } from "effect"
 import type { SqlClient } from "effect/sql"
@@ -158,6 +163,73 @@ export interface PendingApproval {
   readonly index: number
 }
 
+/** A call waiting for its approval, with its run (see `pendingAll`). */
+export interface RunPendingApproval extends PendingApproval {
+  readonly runId: string
+}
+
+/**
+ * Where a run stands, as `list` reports it: `running`, `awaiting_approval` (running, with calls
+ * waiting for a decision), or ended: `finished` (a result, including one a handler's
+ * `Cancellation.cancelRun` ended), `failed` (`AgentFailed`, or a defect) or `cancelled` (`cancel`).
+ */
+export type RunStatus = "running" | "awaiting_approval" | "finished" | "failed" | "cancelled"
+
+/** One run of a durable agent, as `list` reports it. */
+export interface RunSummary {
+  readonly runId: string
+  readonly status: RunStatus
+  /** The latest turn the run started (from 0; after a handoff, the receiving agent's), `undefined` before its first. */
+  readonly turn: number | undefined
+  /** How many of its calls wait for a decision (0 once the run has ended or is cancelled). */
+  readonly pendingApprovals: number
+  /** When a runner first picked the run up (epoch ms: its first event's `timestamp`). */
+  readonly startedAt: number
+  /** The reason of a `cancel` that a running run has not acted on yet. */
+  readonly cancelling?: string
+  /** For a run nested in a durable run's call (`asTool`): that run's id. */
+  readonly parentRunId?: string
+}
+
+/** A page of `list`: the runs, and the cursor of the next page (`undefined` on the last). */
+export interface RunPage {
+  readonly runs: ReadonlyArray<RunSummary>
+  readonly next: string | undefined
+}
+
+/** Options of `list`: how many runs (default 50, at most 1,000) and from which page (`RunPage.next`). */
+export interface ListOptions {
+  readonly limit?: number
+  readonly cursor?: string
+}
+
+/**
+ * A run's end (or that it has none yet) as data, to switch on `status` (see `outcome`): `running`;
+ * `finished` with its result; `cancelled` with the `RunCancelled` that `result` fails with; `failed`
+ * with the `AgentFailed` (`undefined` when the workflow ended with a defect) and the whole cause.
+ */
+export type RunOutcome<Output = unknown> =
+  | { readonly status: "running" }
+  | { readonly status: "finished"; readonly result: DurableResult<Output> }
+  | { readonly status: "cancelled"; readonly error: RunCancelled }
+  | {
+    readonly status: "failed"
+    readonly error: Agent.AgentFailed | undefined
+    readonly cause: Cause.Cause<Agent.AgentFailed | RunCancelled>
+  }
+
+/** The outcome of a poll's answer (`Option.none()`: the run is still running). */
+export const outcomeOf = <Output>(
+  polled: Option.Option<Exit.Exit<DurableResult<Output>, Agent.AgentFailed | RunCancelled>>
+): RunOutcome<Output> => {
+  if (Option.isNone(polled)) return { status: "running" }
+  const exit = polled.value
+  if (Exit.isSuccess(exit)) return { status: "finished", result: exit.value }
+  const error = Option.getOrUndefined(Cause.findErrorOption(exit.cause))
+  if (error?._tag === "RunCancelled") return { status: "cancelled", error }
+  return { status: "failed", error, cause: exit.cause }
+}
+
 /**
  * `approve` found no request to decide: the run is unknown to the journal (`"no such run"`: never
  * started, or not yet picked up by a runner), no call `callId` waits (`"not pending"`), its latest
@@ -171,6 +243,13 @@ export class ApprovalNotPending extends Data.TaggedError("ApprovalNotPending")<{
 }> {
   override get message(): string {
     return `no pending approval for call ${this.callId} of run ${this.runId}: ${this.reason}`
+  }
+}
+
+/** `list` was given a cursor that is not a `RunPage.next` it returned. */
+export class InvalidCursor extends Data.TaggedError("InvalidCursor")<{ readonly cursor: string }> {
+  override get message(): string {
+    return `not a cursor of DurableAgent.list: ${JSON.stringify(this.cursor)}`
   }
 }
 
@@ -266,15 +345,36 @@ export interface DurableAgent<R, MR, S extends Agent.OutputSchema = never> {
     WorkflowEngine.WorkflowEngine
   >
   /**
+   * The run's end as data (see {@link RunOutcome}): `poll`'s answer to switch on, without reading an
+   * `Exit`; with `wait: true`, waits for the end as `result` does (never `running` then).
+   */
+  readonly outcome: (
+    runId: string,
+    options?: { readonly wait?: boolean }
+  ) => Effect.Effect<RunOutcome<S["Type"]>, never, WorkflowEngine.WorkflowEngine>
+  /**
    * The run's journaled events with a sequence number above `since` (default: all), then new ones
-   * as they are journaled, until `agent.finished` (or the run ends without one). See the module comment.
+   * as they are journaled, until `agent.finished` (or the run ends without one). With `follow: false`,
+   * only those journaled now (a snapshot: the stream ends at once, also while the run goes on).
+   * See the module comment.
    */
   readonly events: (
     runId: string,
-    options?: { readonly since?: number }
+    options?: { readonly since?: number; readonly follow?: boolean }
   ) => Stream.Stream<ToolEvent.Event, never, ClientServices>
   /** The run's calls waiting for a decision, in call order (none once the run has ended). */
   readonly pending: (runId: string) => Effect.Effect<ReadonlyArray<PendingApproval>, never, ClientServices>
+  /**
+   * Every call waiting for a decision, across the agent's runs (those that have not ended and are not
+   * cancelled), by run id, then call order.
+   */
+  readonly pendingAll: () => Effect.Effect<ReadonlyArray<RunPendingApproval>, never, ClientServices>
+  /**
+   * The agent's runs that a runner has picked up, newest first, a page at a time (see {@link ListOptions}):
+   * each one's status, turn, pending approvals and start. A run started while no runner runs is
+   * listed once a runner picks it up.
+   */
+  readonly list: (options?: ListOptions) => Effect.Effect<RunPage, InvalidCursor, ClientServices>
   /**
    * Decides the pending approval of run `runId`'s call `callId` (its latest request; from any process
    * connected to the same database). A decision answers exactly one request: it fails with
@@ -417,8 +517,13 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
     Effect.flatMap(poll(runId), (done) =>
       Option.isSome(done) ? done.value : Effect.andThen(Effect.sleep(pollEvery), result(runId)))
 
+  const outcome: DurableAgent<R, MR, S>["outcome"] = (runId, outcomeOptions) =>
+    outcomeOptions?.wait === true
+      ? Effect.map(Effect.exit(result(runId)), (exit) => outcomeOf(Option.some(exit)))
+      : Effect.map(poll(runId), outcomeOf)
+
   const events: DurableAgent<R, MR, S>["events"] = (runId, eventOptions) =>
-    Stream.paginate(
+    eventOptions?.follow === false ? snapshot(runKey(runId), eventOptions.since ?? -1) : Stream.paginate(
       { since: eventOptions?.since ?? -1, wait: false },
       (state): Effect.Effect<
         readonly [ReadonlyArray<ToolEvent.Event>, Option.Option<{ since: number; wait: boolean }>],
@@ -450,18 +555,58 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
       ...(startOptions?.user === undefined ? {} : { user: startOptions.user })
     }, { discard: true }))
 
+  /** Whether run `runId` no longer runs or waits: it has ended, or it is cancelled. */
+  const settled = (runId: string) =>
+    Effect.map(
+      Effect.all([poll(runId), Tables.cancelReason(runKey(runId))]),
+      ([done, reason]) => Option.isSome(done) || reason !== undefined
+    )
+
+  const pendingAll: DurableAgent<R, MR, S>["pendingAll"] = () =>
+    Effect.gen(function*() {
+      const rows = yield* Tables.undecided(workflow._tag)
+      const live = new Map<string, boolean>()
+      for (const row of rows) if (!live.has(row.runId)) live.set(row.runId, !(yield* settled(row.runId)))
+      return rows.filter((row) => live.get(row.runId) === true).map((row): RunPendingApproval => ({
+        runId: row.runId,
+        ...pendingOf(row)
+      }))
+    })
+
+  const list: DurableAgent<R, MR, S>["list"] = (listOptions) =>
+    Effect.gen(function*() {
+      const limit = Math.max(1, Math.min(1_000, Math.floor(listOptions?.limit ?? 50)))
+      const after = listOptions?.cursor === undefined ? undefined : yield* cursorAfter(listOptions.cursor)
+      // one more than asked: whether there is a next page
+      const rows = yield* Tables.runs(workflow._tag, { limit: limit + 1, after })
+      const page = rows.slice(0, limit)
+      const waiting = new Map<string, number>()
+      for (const row of yield* Tables.undecided(workflow._tag)) waiting.set(row.runId, (waiting.get(row.runId) ?? 0) + 1)
+      const runs: Array<RunSummary> = []
+      for (const row of page) {
+        const end = outcomeOf(yield* poll(row.runId))
+        const cancelling = end.status === "running" ? yield* Tables.cancelReason(runKey(row.runId)) : undefined
+        const pendingApprovals = end.status === "running" && cancelling === undefined ? waiting.get(row.runId) ?? 0 : 0
+        runs.push({
+          runId: row.runId,
+          status: end.status === "running" && pendingApprovals > 0 ? "awaiting_approval" : end.status,
+          turn: row.turn,
+          pendingApprovals,
+          startedAt: row.startedAt,
+          ...(cancelling === undefined ? {} : { cancelling }),
+          ...(row.parentRunId === undefined ? {} : { parentRunId: row.parentRunId })
+        })
+      }
+      const last = page.at(-1)
+      return { runs, next: rows.length > limit && last !== undefined ? cursorOf(last) : undefined }
+    })
+
   const pending: DurableAgent<R, MR, S>["pending"] = (runId) =>
     Effect.gen(function*() {
       if (Option.isSome(yield* poll(runId))) return []
       if ((yield* Tables.cancelReason(runKey(runId))) !== undefined) return []
       const rows = yield* Tables.approvals(runKey(runId))
-      return rows.filter((row) => row.decision === null).reverse().map((row): PendingApproval => ({
-        callId: row.callId,
-        toolName: row.tool,
-        arguments: JSON.parse(row.arguments),
-        turn: row.turn,
-        index: row.callIndex
-      }))
+      return rows.filter((row) => row.decision === null).reverse().map(pendingOf)
     })
 
   const approve: DurableAgent<R, MR, S>["approve"] = (runId, callId, decision) =>
@@ -510,8 +655,58 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
       for (const nested of yield* Tables.nestedRuns(run)) yield* cancelNested(nested, reason)
     })
 
-  return { workflow, output: options.output, layer, start, result, poll, events, pending, approve, cancel }
+  return {
+    workflow,
+    output: options.output,
+    layer,
+    start,
+    result,
+    poll,
+    outcome,
+    events,
+    pending,
+    pendingAll,
+    list,
+    approve,
+    cancel
+  }
 }
+
+/** A stored approval request as `pending` reports it. */
+const pendingOf = (row: Tables.ApprovalRow): PendingApproval => ({
+  callId: row.callId,
+  toolName: row.tool,
+  arguments: JSON.parse(row.arguments),
+  turn: row.turn,
+  index: row.callIndex
+})
+
+/** The run's events after `since` journaled now, page by page, ending at the last (`events` with `follow: false`). */
+const snapshot = (run: Tables.RunKey, since: number): Stream.Stream<ToolEvent.Event, never, SqlClient.SqlClient> =>
+  Stream.paginate(since, (after) =>
+    Effect.map(Tables.read(run, after, snapshotPage), (batch) => {
+      const last = batch.at(-1)
+      return [batch, batch.length < snapshotPage || last === undefined ? Option.none() : Option.some(last.sequence)] as const
+    }))
+
+const snapshotPage = 500
+
+/** `list`'s cursor: the last run of a page (its start and id), as base64url JSON. */
+const cursorOf = (row: Tables.RunRow): string =>
+  Buffer.from(JSON.stringify([row.startedAt, row.runId]), "utf8").toString("base64url")
+
+const cursorAfter = (cursor: string): Effect.Effect<{ readonly startedAt: number; readonly runId: string }, InvalidCursor> =>
+  Effect.suspend(() => {
+    try {
+      const value: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+      if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === "string") {
+        return Effect.succeed({ startedAt: value[0] as number, runId: value[1] })
+      }
+    } catch {
+      // not JSON: refused below
+    }
+    return Effect.fail(new InvalidCursor({ cursor }))
+  })
 
 /**
  * A durable agent as a tool of another durable agent: each call runs it as a child run, named by
@@ -574,11 +769,20 @@ const body = <R, MR, S extends Agent.OutputSchema, St>(
     // deterministic sequence numbers: the body makes the same events in the same order on every
     // replay, so those a run before this one journaled are not written again
     const journaled = yield* Tables.lastSequence(run)
+    // the run's row (what `list` reads): its start is its first event's time, also when a runner resumes it
+    const first = journaled < 0 ? undefined : (yield* Tables.read(run, -1, 1))[0]
+    yield* Tables.begin(run, first?.timestamp ?? (yield* Clock.currentTimeMillis), nesting?.parentRunId)
+    const ownTurn = isOwnRun(runId)
     const journal = EventSink.of({
       emit: (event) =>
         Effect.suspend(() => {
           const n = seq++
-          return n <= journaled ? Effect.void : Effect.provide(Tables.append(run, n, { ...event, sequence: n }), sql)
+          if (n <= journaled) return Effect.void
+          const write = Tables.append(run, n, { ...event, sequence: n })
+          return Effect.provide(
+            event._tag === "agent.turn_started" && ownTurn(event.runId) ? Effect.andThen(write, Tables.setTurn(run, event.turn)) : write,
+            sql
+          )
         })
     })
     // the reason of a `cancel` the run observed (journaled by the step that observed it)
@@ -793,7 +997,13 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
       const stop = cancelledReason(run) ??
         (approval.needsApproval && decision === undefined ? executor.runCancel.reasonUnsafe() ?? "cancelled" : undefined)
       if (stop !== undefined && !(marks && (yield* Tables.marked(key)))) {
+        // its terminal event: refused before it started (as a denied call is), journaled with its answer
         const error = new ToolError.ToolCancelled({ toolName, started: false })
+        yield* Effect.provideService(
+          executor.emit({ _tag: "tool.rejected", toolCallId: call.id, toolName, attempt: 1, error }),
+          EventSink,
+          collect
+        )
         return { result: ToolResult.fromError(call, error), events, cancelled: stop }
       }
       if (decision?._tag === "Deny") {
@@ -940,10 +1150,15 @@ const ActivityPrefix = Context.Reference<string>("tinyagents/durable/ActivityPre
  * handoff passed the conversation to (`<run id>/handoff-<k>`), unless it handed over in turn; never
  * that of a run nested in a call.
  */
-const endsRun = (runId: string) => (event: ToolEvent.Event): boolean => {
-  if (event._tag !== "agent.finished" || event.reason === "handoff") return false
-  const leg = event.runId.startsWith(`${runId}/handoff-`) ? event.runId.slice(`${runId}/handoff-`.length) : undefined
-  return event.runId === runId || (leg !== undefined && /^[0-9]+$/.test(leg))
+const endsRun = (runId: string) => {
+  const own = isOwnRun(runId)
+  return (event: ToolEvent.Event): boolean => event._tag === "agent.finished" && event.reason !== "handoff" && own(event.runId)
+}
+
+/** Whether an event's run id is run `runId`'s own or that of an agent a handoff passed it to (`<run id>/handoff-<k>`). */
+const isOwnRun = (runId: string) => (eventRunId: string): boolean => {
+  const leg = eventRunId.startsWith(`${runId}/handoff-`) ? eventRunId.slice(`${runId}/handoff-`.length) : undefined
+  return eventRunId === runId || (leg !== undefined && /^[0-9]+$/.test(leg))
 }
 
 /**

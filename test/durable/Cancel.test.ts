@@ -44,7 +44,8 @@ describe("DurableAgent.cancel", () => {
       assert.strictEqual(error.message, "run r was cancelled: the user changed their mind")
       assert.strictEqual(counters.get("plain_write:1-0"), 0)
       assert.strictEqual(counters.get("model"), 2, "no turn after the cancellation")
-      assert.deepStrictEqual(tags(events).slice(-2), ["agent.approval_requested", "agent.finished"])
+      // the call a cancel kept from starting ends with its own event
+      assert.deepStrictEqual(tags(events).slice(-3), ["agent.approval_requested", "tool.rejected", "agent.finished"])
       const finished = events.at(-1)!
       assert.strictEqual(finished._tag === "agent.finished" && finished.reason, "cancelled")
       assert.strictEqual(finished._tag === "agent.finished" && finished.turns, 2)
@@ -215,8 +216,11 @@ describe("DurableAgent.cancel: what a cancelled run keeps", () => {
         "agent.model_responded",
         "tool.started",
         "tool.completed",
+        "tool.rejected",
         "agent.finished"
       ])
+      const rejected = events.find((e) => e._tag === "tool.rejected")
+      assert.deepStrictEqual(rejected?._tag === "tool.rejected" && [rejected.toolCallId, rejected.error._tag], ["0-1", "ToolCancelled"])
       const finished = events.at(-1)!
       assert.strictEqual(finished._tag === "agent.finished" && finished.turns, 1, "the turns the model answered")
     }), 30_000)

@@ -9,7 +9,9 @@
  * `tinyagents_durable_cancels` (one row per cancelled run: the first reason given, and when, in
  * epoch milliseconds of the cancelling process's clock) and `tinyagents_durable_children` (one row
  * per run nested in a run's call, `DurableAgent.asTool`, written before the nested run starts: what
- * a cancellation cascades along). SQLite and Postgres alike.
+ * a cancellation cascades along) and `tinyagents_durable_runs` (one row per run a runner has picked
+ * up: when it started, the turn it is at, the run it is nested in: what `DurableAgent.list` pages
+ * through). SQLite and Postgres alike.
  */
 import { Effect, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -44,7 +46,10 @@ export const ensure: Effect.Effect<void, never, SqlClient.SqlClient> = Effect.fl
           sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_markers (activity_key TEXT PRIMARY KEY)`,
           Effect.andThen(
             sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_cancels (workflow TEXT NOT NULL, run_id TEXT NOT NULL, reason TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (workflow, run_id))`,
-            sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_children (workflow TEXT NOT NULL, run_id TEXT NOT NULL, child_workflow TEXT NOT NULL, child_run_id TEXT NOT NULL, PRIMARY KEY (workflow, run_id, child_workflow, child_run_id))`
+            Effect.andThen(
+              sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_children (workflow TEXT NOT NULL, run_id TEXT NOT NULL, child_workflow TEXT NOT NULL, child_run_id TEXT NOT NULL, PRIMARY KEY (workflow, run_id, child_workflow, child_run_id))`,
+              sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_runs (workflow TEXT NOT NULL, run_id TEXT NOT NULL, started_at BIGINT NOT NULL, turn INTEGER, parent_run_id TEXT, PRIMARY KEY (workflow, run_id))`
+            )
           )
         )
       )
@@ -263,4 +268,89 @@ export const cancelsSince = (since: number): Effect.Effect<
       sql<{ readonly workflow: string; readonly run_id: string; readonly reason: string; readonly at: number | string }>`SELECT workflow, run_id, reason, at FROM tinyagents_durable_cancels WHERE at >= ${since}`
     ),
     (rows) => rows.map((row) => ({ run: { workflow: row.workflow, runId: row.run_id }, reason: row.reason, at: Number(row.at) }))
+  )
+
+/** A run as `tinyagents_durable_runs` records it. */
+export interface RunRow {
+  readonly runId: string
+  /** When the run first journaled (epoch ms): its first event's timestamp. */
+  readonly startedAt: number
+  /** The latest turn it started (from 0; after a handoff, the receiving agent's), `undefined` before the first. */
+  readonly turn: number | undefined
+  /** For a run nested in a durable run's call (`DurableAgent.asTool`): that run's id. */
+  readonly parentRunId: string | undefined
+}
+
+/** Records run `run` as started at `startedAt` unless it is already there (a resumed run keeps its start). */
+export const begin = (
+  run: RunKey,
+  startedAt: number,
+  parentRunId: string | undefined
+): Effect.Effect<void, never, SqlClient.SqlClient> =>
+  Effect.asVoid(withSql((sql) =>
+    sql`INSERT INTO tinyagents_durable_runs (workflow, run_id, started_at, parent_run_id) VALUES (${run.workflow}, ${run.runId}, ${startedAt}, ${
+      parentRunId ?? null
+    }) ON CONFLICT (workflow, run_id) DO NOTHING`
+  ))
+
+/** Records that run `run` started turn `turn`. */
+export const setTurn = (run: RunKey, turn: number): Effect.Effect<void, never, SqlClient.SqlClient> =>
+  Effect.asVoid(withSql((sql) =>
+    sql`UPDATE tinyagents_durable_runs SET turn = ${turn} WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
+  ))
+
+/**
+ * Workflow `workflow`'s runs, newest first (by start, then run id descending), at most `limit`,
+ * those after `after` (the last row of the previous page) when given.
+ */
+export const runs = (
+  workflow: string,
+  options: { readonly limit: number; readonly after?: { readonly startedAt: number; readonly runId: string } | undefined }
+): Effect.Effect<ReadonlyArray<RunRow>, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      options.after === undefined
+        ? sql<RawRunRow>`SELECT run_id, started_at, turn, parent_run_id FROM tinyagents_durable_runs WHERE workflow = ${workflow} ORDER BY started_at DESC, run_id DESC LIMIT ${options.limit}`
+        : sql<RawRunRow>`SELECT run_id, started_at, turn, parent_run_id FROM tinyagents_durable_runs WHERE workflow = ${workflow} AND (started_at < ${options.after.startedAt} OR (started_at = ${options.after.startedAt} AND run_id < ${options.after.runId})) ORDER BY started_at DESC, run_id DESC LIMIT ${options.limit}`
+    ),
+    (rows) => rows.map(runRowOf)
+  )
+
+/** Run `run`'s row, if a runner has picked it up. */
+export const runRow = (run: RunKey): Effect.Effect<RunRow | undefined, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<RawRunRow>`SELECT run_id, started_at, turn, parent_run_id FROM tinyagents_durable_runs WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
+    ),
+    (rows) => rows[0] === undefined ? undefined : runRowOf(rows[0])
+  )
+
+/** A `tinyagents_durable_runs` row as the driver returns it (SQLite and Postgres alike). */
+interface RawRunRow {
+  readonly run_id: string
+  readonly started_at: number | string
+  readonly turn: number | string | null
+  readonly parent_run_id: string | null
+}
+
+/** A raw row as a {@link RunRow} (BIGINT columns come back as strings from Postgres). */
+const runRowOf = (raw: RawRunRow): RunRow => ({
+  runId: raw.run_id,
+  startedAt: Number(raw.started_at),
+  turn: raw.turn === null ? undefined : Number(raw.turn),
+  parentRunId: raw.parent_run_id ?? undefined
+})
+
+/** The undecided approval requests of workflow `workflow`'s runs, each with its run id, by run then call order. */
+export const undecided = (
+  workflow: string
+): Effect.Effect<ReadonlyArray<ApprovalRow & { readonly runId: string }>, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<RawRow & { readonly run_id: string }>`SELECT run_id, deferred, turn, call_index, call_id, tool, arguments, decision FROM tinyagents_durable_approvals WHERE workflow = ${workflow} AND decision IS NULL`
+    ),
+    (rows) =>
+      rows.map((raw) => ({ ...rowOf(raw), runId: raw.run_id })).sort((a, b) =>
+        a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : -latestFirst(a, b)
+      )
   )
