@@ -287,6 +287,10 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
       return `${at}    ${pad("retrying", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} attempt ${event.attempt} in ${event.delay} ms (${event.error.message})`
     case "tool.progress":
       return `${at}    ${pad("progress", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${progressText(event)}`
+    case "tool.question":
+      return `${at}    ${pad("question", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${JSON.stringify(event.message)}`
+    case "tool.answered":
+      return `${at}    ${pad("answered", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${event.outcome}`
     case "tool.artifact_stored":
       return `${at}    ${pad("artifact", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} stored as ${event.artifact.store}/${event.artifact.key}`
     case "tool.audit":

@@ -12,6 +12,7 @@ import * as os from "node:os"
 import * as nodePath from "node:path"
 import {
   Agent,
+  Ask,
   AgentState,
   Cancellation,
   ChatModel,
@@ -83,6 +84,18 @@ const index = Tool.make("index", {
     )
 })
 
+const pick = Tool.make("pick", {
+  description: "Asks which file, then answers.",
+  input: Schema.Struct({}),
+  failure: Ask.NotAnswered,
+  services: [Ask.Ask],
+  handler: () =>
+    Effect.map(
+      Ask.question({ message: "Which file?", answer: Schema.Struct({ file: Schema.String }), choices: [{ file: "a.md" }] }),
+      (answer) => answer.file
+    )
+})
+
 const add = Tool.make("add", {
   description: "Adds two integers.",
   input: Schema.Struct({ a: Schema.Int, b: Schema.Int }),
@@ -101,7 +114,7 @@ const call = (id: string, name: string, args: unknown = {}) => ({ id, name, argu
 
 /** Runs the executor and the agent loop over every kind of event; returns the events in emit order. */
 const produceEvents = Effect.gen(function*() {
-  const executor = yield* Executor.make(yield* ToolRegistry.make([echo, flaky, dump, boom, lookup, index]), {
+  const executor = yield* Executor.make(yield* ToolRegistry.make([echo, flaky, dump, boom, lookup, index, pick]), {
     middleware: [audited],
     artifacts: { threshold: 1_000 }
   })
@@ -114,8 +127,9 @@ const produceEvents = Effect.gen(function*() {
     call("c5", "missing", { x: 1 }),
     call("c6", "echo", { txt: "typo" }),
     call("c7", "boom"),
-    call("c8", "index")
-  ]))
+    call("c8", "index"),
+    call("c9", "pick")
+  ]).pipe(Effect.provide(Ask.layerFunction(() => Effect.succeed(Ask.answer({ file: "a.md" }, "user"))))))
   const tools = yield* ToolRegistry.make([add])
   // Streamed: the loop also reports the model's text and its decided calls (to the sink too).
   yield* Agent.stream({ messages: [{ role: "user", content: "2+3?" }], tools }).pipe(

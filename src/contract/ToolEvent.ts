@@ -8,7 +8,8 @@
  *
  * A running call may report progress (`ToolProgress`): `tool.progress` events,
  * bounded in size and rate, between its start and its terminal event, never
- * after it. The agent loop reports turns, the model's answers and the end of
+ * after it. A running call may ask a question (`Ask`): a `tool.question` and its
+ * `tool.answered`, also before its terminal event. The agent loop reports turns, the model's answers and the end of
  * the run; a streamed run (`Agent.stream`) also reports the model's text as it
  * arrives (`agent.text_delta`) and each tool call once the model has decided
  * it (`agent.tool_call`).
@@ -123,6 +124,41 @@ export interface ToolProgress extends CallStamp {
   readonly chunkDropped?: number
   /** How many reports this event stands for (reports within the rate bound are coalesced). */
   readonly reports: number
+}
+
+/**
+ * A running call asks a question (`Ask.question`): a person or the application answers it, or no one
+ * can. Its `tool.answered` follows before the call's terminal event.
+ */
+export interface ToolQuestion extends CallStamp {
+  readonly _tag: "tool.question"
+  /** The call's idempotency key, for tools that declare one. */
+  readonly idempotencyKey?: string
+  /** Numbers the call's questions: `1` for its first. */
+  readonly question: number
+  /** The question, redacted. */
+  readonly message: string
+  /** The JSON Schema (2020-12, an object) of the answer, for a front-end to render a form. */
+  readonly schema: unknown
+  /** Offered answers (encoded, redacted), when the tool gave some. */
+  readonly choices?: ReadonlyArray<unknown>
+}
+
+/** The end of a {@link ToolQuestion}: the answer (encoded, redacted), or why there is none. */
+export interface ToolAnswered extends CallStamp {
+  readonly _tag: "tool.answered"
+  /** The call's idempotency key, for tools that declare one. */
+  readonly idempotencyKey?: string
+  readonly question: number
+  readonly outcome: "answered" | "declined" | "unanswerable"
+  /** The decoded answer, encoded again and redacted (`outcome: "answered"`). */
+  readonly answer?: unknown
+  /** Why it was declined or could not be answered. */
+  readonly reason?: string
+  /** Who answered or declined (`Ask.Reply.answeredBy`). */
+  readonly answeredBy?: string
+  /** Milliseconds from the question to its end. */
+  readonly elapsed: number
 }
 
 export interface ToolArtifactStored extends CallStamp {
@@ -268,6 +304,8 @@ export type ToolEvent =
   | ToolRejected
   | ToolRetrying
   | ToolProgress
+  | ToolQuestion
+  | ToolAnswered
   | ToolArtifactStored
   | ToolAudit
 
@@ -363,6 +401,26 @@ export const ToolProgress = Schema.TaggedStruct("tool.progress", {
   chunk: Schema.optionalKey(Schema.String),
   chunkDropped: Schema.optionalKey(Schema.Number),
   reports: Schema.Number
+})
+
+export const ToolQuestion = Schema.TaggedStruct("tool.question", {
+  ...callStamp,
+  idempotencyKey,
+  question: Schema.Number,
+  message: Schema.String,
+  schema: JsonData,
+  choices: Schema.optionalKey(Schema.Array(JsonData))
+})
+
+export const ToolAnswered = Schema.TaggedStruct("tool.answered", {
+  ...callStamp,
+  idempotencyKey,
+  question: Schema.Number,
+  outcome: Schema.Literals(["answered", "declined", "unanswerable"]),
+  answer: Schema.optionalKey(JsonData),
+  reason: Schema.optionalKey(Schema.String),
+  answeredBy: Schema.optionalKey(Schema.String),
+  elapsed: Schema.Number
 })
 
 export const ToolArtifactStored = Schema.TaggedStruct("tool.artifact_stored", {
@@ -471,6 +529,8 @@ export const ToolEvent = Schema.Union([
   ToolRejected,
   ToolRetrying,
   ToolProgress,
+  ToolQuestion,
+  ToolAnswered,
   ToolArtifactStored,
   ToolAudit
 ]).pipe(Schema.toTaggedUnion("_tag"))

@@ -43,6 +43,7 @@ import type * as Middleware from "./Middleware.ts"
 import { RunContext } from "./RunContext.ts"
 import type { StoreRegistry } from "./StoreRegistry.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
+import type { Ask } from "../governance/Ask.ts"
 import type { ToolCallContext } from "./ToolCallContext.ts"
 import { limits as progressLimits, type ToolProgress } from "./ToolProgress.ts"
 import * as ToolError from "../contract/ToolError.ts"
@@ -149,7 +150,7 @@ export class BatchFailed extends Data.TaggedError("BatchFailed")<{
  * `Requirements<never>` and then only the first of them.)
  */
 export type Requirements<R> = [
-  | Exclude<R, Cancellation.Cancellation | ToolCallContext | ToolProgress>
+  | Exclude<R, Cancellation.Cancellation | ToolCallContext | ToolProgress | Ask>
   | RunContext
   | EventSink
   | StoreRegistry

@@ -2,10 +2,11 @@
  * The hidden services together: the type of everything a handler may require
  * from the runtime, and two layers that provide them. `layerTest` is for tests
  * (memory stores, an in-memory event log, a fixed run context, a never-aborting
- * cancellation, a fixed tool call context, progress reports dropped); `layer`
+ * cancellation, a fixed tool call context, progress reports dropped, questions
+ * put to the `Ask.Answerer` in context, if any, without events); `layer`
  * is an application's (stores in one SQLite file, events to a JSON-lines file
  * or the console, a run context with a generated id). Inside the executor,
- * `Cancellation`, `ToolCallContext` and `ToolProgress` are the call's own.
+ * `Cancellation`, `ToolCallContext`, `ToolProgress` and `Ask` are the call's own.
  *
  * The one runtime module that reaches into `src/stores`: `layer`'s default
  * stores are `Stores.layerSqlite` (the public module; no module imports this
@@ -24,9 +25,10 @@ import { RunContext, type RunInfo } from "./RunContext.ts"
 import { StoreRegistry } from "./StoreRegistry.ts"
 import { ToolCallContext, type ToolCallInfo } from "./ToolCallContext.ts"
 import { ToolProgress } from "./ToolProgress.ts"
+import { Ask } from "../governance/Ask.ts"
 
 /** Every hidden service the runtime can provide to a handler. */
-export type Hidden = RunContext | StoreRegistry | EventSink | Cancellation | ToolCallContext | ToolProgress
+export type Hidden = RunContext | StoreRegistry | EventSink | Cancellation | ToolCallContext | ToolProgress | Ask
 
 /**
  * Every hidden service, in memory, plus `EventLog` to read the events back. `call` fixes the
@@ -35,14 +37,15 @@ export type Hidden = RunContext | StoreRegistry | EventSink | Cancellation | Too
 export const layerTest = (
   info: Partial<RunInfo> = {},
   call: Partial<ToolCallInfo> = {}
-): Layer.Layer<RunContext | StoreRegistry | EventSink | EventLog | Cancellation | ToolCallContext | ToolProgress> =>
+): Layer.Layer<RunContext | StoreRegistry | EventSink | EventLog | Cancellation | ToolCallContext | ToolProgress | Ask> =>
   Layer.mergeAll(
     RunContext.layer({ threadId: "test-thread", runId: "test-run", turn: 0, ...info }),
     StoreRegistry.layerMemory,
     EventSink.layerMemory,
     Cancellation.layerNever,
     ToolCallContext.layer({ turn: info.turn ?? 0, ...call }),
-    ToolProgress.layerDiscard
+    ToolProgress.layerDiscard,
+    Ask.layerDirect
   )
 
 // ---------------------------------------------------------------------------

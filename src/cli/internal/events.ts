@@ -50,6 +50,12 @@ export const formatEvent = (event: ToolEvent.Event): string => {
       const fraction = event.fraction === undefined ? "" : ` (${Math.round(event.fraction * 100)}%)`
       return `progress  ${event.toolName} ${event.toolCallId}${count}${fraction}${event.message === undefined ? "" : ` ${event.message}`}`
     }
+    case "tool.question":
+      return `question  ${event.toolName} ${event.toolCallId} #${event.question} ${JSON.stringify(event.message)}`
+    case "tool.answered":
+      return `answered  ${event.toolName} ${event.toolCallId} #${event.question} ${event.outcome}${
+        event.outcome === "answered" ? ` ${JSON.stringify(event.answer)}` : event.reason === undefined ? "" : ` (${event.reason})`
+      }`
     case "agent.text_delta":
     case "agent.tool_call":
     case "agent.turn_started":

@@ -21,6 +21,7 @@ import * as ToolResult from "../../../contract/ToolResult.ts"
 import { redactCause, redactError } from "../../../internal/redact/errors.ts"
 import { redactAudit, redactValue } from "../../../internal/redact/policy.ts"
 import type * as Admission from "./Admission.ts"
+import * as Asking from "./Asking.ts"
 import * as CallState from "./CallState.ts"
 import * as Idempotency from "./Idempotency.ts"
 import type * as Invoke from "./Invoke.ts"
@@ -195,6 +196,7 @@ export const make = (config: Config) => {
     const state = new CallState.CallState(call.id, spec.name, key, shown, env.ctx.turn, config.runCancel.cancel)
     const started: Started = { call, spec, state, startedAt, env, input }
     if (Progress.reports(entry.tool)) state.progress = new Progress.Channel(config.progress, env, state, spec, input)
+    if (Asking.asks(entry.tool)) state.ask = Asking.forCall(reporter, env, state, spec, input)
     // 3 and 4, invoke and render: middleware around the handler (timeout, retries, exclusivity; a keyed
     // call at most once), encode, then redact or offload.
     const core: Middleware.Next = (invocation) =>

@@ -11,6 +11,7 @@ import { type Cause, Context, Effect } from "effect"
 import { Cancellation, type CancellationShape } from "../../Cancellation.ts"
 import { ToolCallContext, type ToolCallInfo } from "../../ToolCallContext.ts"
 import { ToolProgress } from "../../ToolProgress.ts"
+import { Ask, type AskShape } from "../../../governance/Ask.ts"
 import type { ToolError } from "../../../contract/ToolError.ts"
 import type { Channel } from "./Progress.ts"
 
@@ -22,6 +23,8 @@ export class CallState implements ToolCallInfo, CancellationShape {
   controller: AbortController | undefined = undefined
   /** The call's progress reports: only for tools that list `ToolProgress`. */
   progress: Channel | undefined = undefined
+  /** The call's questions: only for tools that list `Ask`. */
+  ask: AskShape | undefined = undefined
   /**
    * The last tool error `Invoke` made from a handler failure (an undeclared error, say), with the
    * handler's own cause (redacted): the `tool.failed` event carries that cause when the call ends
@@ -74,15 +77,16 @@ export class CallState implements ToolCallInfo, CancellationShape {
   }
 }
 
-/** Runs `effect` with `state` as its `ToolCallContext` and `Cancellation` (and its `ToolProgress`, when it has one). */
+/** Runs `effect` with `state` as its `ToolCallContext` and `Cancellation` (and its `ToolProgress` and `Ask`, when it has them). */
 export const provide = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
   state: CallState
-): Effect.Effect<A, E, Exclude<R, ToolCallContext | Cancellation | ToolProgress>> =>
+): Effect.Effect<A, E, Exclude<R, ToolCallContext | Cancellation | ToolProgress | Ask>> =>
   Effect.updateContext(
     effect,
-    (context: Context.Context<Exclude<R, ToolCallContext | Cancellation | ToolProgress>>) => {
+    (context: Context.Context<Exclude<R, ToolCallContext | Cancellation | ToolProgress | Ask>>) => {
       const call = Context.add(Context.add(context, Cancellation, state), ToolCallContext, state)
-      return (state.progress === undefined ? call : Context.add(call, ToolProgress, state.progress)) as Context.Context<R>
+      const reporting = state.progress === undefined ? call : Context.add(call, ToolProgress, state.progress)
+      return (state.ask === undefined ? reporting : Context.add(reporting, Ask, state.ask)) as Context.Context<R>
     }
   )
