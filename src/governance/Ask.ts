@@ -46,16 +46,26 @@ export interface Request {
   readonly choices?: ReadonlyArray<unknown>
 }
 
-/** An answerer's reply: an answer (encoded: JSON, as the schema describes it) or a refusal to answer. */
+/**
+ * An answerer's reply: an answer (encoded: JSON, as the schema describes it), a refusal to answer, or
+ * no answer to be had through this answerer (an MCP client without elicitation, a form it cannot show).
+ */
 export type Reply =
   | { readonly _tag: "Answer"; readonly value: unknown; readonly answeredBy: string }
   | { readonly _tag: "Decline"; readonly reason: string; readonly answeredBy: string }
+  | { readonly _tag: "Unanswerable"; readonly reason: "invalid-question" | "unsupported" | "failed"; readonly detail: string }
 
 /** The answer `value` (JSON, decoded with the question's schema). */
 export const answer = (value: unknown, answeredBy = "app"): Reply => ({ _tag: "Answer", value, answeredBy })
 
 /** No answer: the person (or rule) declines; the handler gets `Declined` with `reason`. */
 export const decline = (reason: string, answeredBy = "app"): Reply => ({ _tag: "Decline", reason, answeredBy })
+
+/** No answer through this answerer: `Unanswerable` with `reason` and `detail`. */
+export const unanswerable = (
+  reason: "invalid-question" | "unsupported" | "failed",
+  detail: string
+): Reply => ({ _tag: "Unanswerable", reason, detail })
 
 /** The person (or the application) declined to answer. A schema, so a tool can declare it as a `failure`. */
 export class Declined extends Schema.TaggedError<Declined>()("AskDeclined", {
@@ -68,12 +78,13 @@ export class Declined extends Schema.TaggedError<Declined>()("AskDeclined", {
 
 /**
  * No answer could be had: no answerer (`"no-answerer"`), the question's timeout passed (`"timeout"`),
- * the answer did not match the schema (`"invalid-answer"`), or the question cannot be asked
- * (`"invalid-question"`: the schema is not an object of JSON values; `"unsupported"`: the channel
- * cannot carry it, e.g. an MCP client without elicitation).
+ * the answer did not match the schema (`"invalid-answer"`), the question cannot be asked
+ * (`"invalid-question"`: the schema is not an object of JSON values, or not one the channel can show;
+ * `"unsupported"`: the channel cannot carry it, e.g. an MCP client without elicitation), or the
+ * channel failed on the way (`"failed"`).
  */
 export class Unanswerable extends Schema.TaggedError<Unanswerable>()("AskUnanswerable", {
-  reason: Schema.Literals(["no-answerer", "timeout", "invalid-answer", "invalid-question", "unsupported"]),
+  reason: Schema.Literals(["no-answerer", "timeout", "invalid-answer", "invalid-question", "unsupported", "failed"]),
   detail: Schema.String
 }) {
   override get message(): string {
@@ -213,6 +224,10 @@ export const make = (options: MakeOptions): AskShape => {
           const detail = `no answer within ${Duration.format(Duration.fromInputUnsafe(q.timeout!))}`
           yield* end({ _tag: "unanswerable", reason: detail })
           return yield* new Unanswerable({ reason: "timeout", detail })
+        }
+        if (reply.value._tag === "Unanswerable") {
+          yield* end({ _tag: "unanswerable", reason: reply.value.detail })
+          return yield* new Unanswerable({ reason: reply.value.reason, detail: reply.value.detail })
         }
         if (reply.value._tag === "Decline") {
           yield* end({ _tag: "declined", reason: reply.value.reason, answeredBy: reply.value.answeredBy })

@@ -25,6 +25,8 @@ import { redactStoredText, scrubberOf, secretsOf } from "../../internal/redact/p
 import * as Mcp from "../../providers/Mcp.ts"
 import { withLogs, withProgress } from "./callNotifications.ts"
 import { type Catalogue, notifyToolsChanged } from "./serveCatalogue.ts"
+import { Answerer } from "../../governance/Ask.ts"
+import { answererOf } from "./serveAsk.ts"
 import { Client, fromServerClient } from "./serverClient.ts"
 
 /** What the registrations need from the caller. */
@@ -223,7 +225,10 @@ export const registrations = <R, MR>(
               run = Effect.provideService(run, EventSink, withProgress(sink, call.id, token, request, server))
             }
             if (serverClient._tag === "Some") {
-              run = Effect.provideService(run, Client, fromServerClient(serverClient.value))
+              const client = fromServerClient(serverClient.value)
+              // A tool that asks (`Ask`) asks the client (elicitation), else the application's answerer.
+              const answerer = answererOf(client, yield* Effect.serviceOption(Answerer))
+              run = Effect.provideService(Effect.provideService(run, Client, client), Answerer, answerer)
             }
             run = withLogs(run, spec.name, scrubberOf(spec.safety.redact, call.arguments), request, server)
             const exit = yield* Effect.exit(Effect.provideService(run, References.CurrentLogLevel, logLevel))
