@@ -32,7 +32,8 @@
  *   stopped) when its `Scope` closes, or earlier with `connection.close`.
  * - Server requests, answered by local policy and advertised only when
  *   configured: `elicitation: "approval"` answers form elicitation through the
- *   `Approval` service (declined when none is in context), `sampling` answers
+ *   `Ask.Answerer` in context (asked as the calling tool's `Ask` question), else
+ *   the `Approval` service (declined when neither is), `sampling` answers
  *   `sampling/createMessage` with the `ChatModel` within limits (refused
  *   otherwise). A request that arrives while exactly one call of the
  *   connection is in flight is about that call and uses the services of its
@@ -119,9 +120,12 @@ export interface Options {
   /** Deadline of `initialize` and of each `tools/list` page. Default 60 seconds. */
   readonly requestTimeout?: Duration.Input
   /**
-   * `"approval"`: advertise form elicitation and answer it through the `Approval` service (the
-   * schema's defaults proposed as the arguments; Approve accepts them, Edit accepts valid edited
-   * content, Deny declines; declined when no `Approval` is in context). Default: not advertised.
+   * `"approval"`: advertise form elicitation and answer it through the `Ask.Answerer` in context,
+   * asked as a question of the imported tool's call (`tool.question` / `tool.answered` events; the
+   * schema's defaults fill keys the answer leaves out; `Declined` / `Unanswerable` decline); with no
+   * answerer, through the `Approval` service (the schema's defaults proposed as the arguments;
+   * Approve accepts them, Edit accepts valid edited content, Deny declines); declined when neither
+   * is in context. Default: not advertised.
    */
   readonly elicitation?: "approval"
   /** Advertise sampling and answer it with the `ChatModel` in context, within these limits. Default: not advertised. */

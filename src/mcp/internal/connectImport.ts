@@ -17,6 +17,7 @@ import * as ToolName from "../../contract/ToolName.ts"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import type * as ToolResult from "../../contract/ToolResult.ts"
 import * as AuditTrail from "../../governance/middleware/AuditTrail.ts"
+import { Ask } from "../../governance/Ask.ts"
 import { ToolCallContext } from "../../runtime/ToolCallContext.ts"
 import { ToolProgress, type ToolProgressShape, type Update } from "../../runtime/ToolProgress.ts"
 import type * as Mcp from "../../providers/Mcp.ts"
@@ -165,8 +166,9 @@ const importOne = (
   let tool = Tool.fromJsonSchema(name, remote.outputSchema === undefined ? base : { ...base, outputSchema: remote.outputSchema })
   if (Result.isFailure(tool) && remote.outputSchema !== undefined) tool = Tool.fromJsonSchema(name, base)
   if (Result.isFailure(tool)) return Result.fail(tool.failure.message)
-  // Lists `ToolProgress` so that the executor gives each call one; the handler takes it only when it is there.
-  const imported: Imported = { ...tool.success, services: [ToolProgress] }
+  // Lists `ToolProgress` and `Ask` so that the executor gives each call one: the handler takes progress
+  // when it is there, and the server's elicitations during the call are asked through the call's `Ask`.
+  const imported: Imported = { ...tool.success, services: [ToolProgress, Ask] }
   sources.set(imported, { server, tool: remote.name })
   return Result.succeed(imported)
 }

@@ -17,6 +17,8 @@ import { formatPath } from "../../contract/ToolError.ts"
 import * as ToolInput from "../../contract/ToolInput.ts"
 import type * as ToolSchema from "../../contract/ToolSchema.ts"
 import { Approval, type Request as ApprovalRequest } from "../../governance/Approval.ts"
+import { Answerer } from "../../governance/Ask.ts"
+import { askForm } from "./connectAsk.ts"
 import { base64Bytes } from "../../providers/ResultContent.ts"
 
 /** The call a server's request arrived during: whose services answer it, and what it is about. */
@@ -76,13 +78,16 @@ const contained = <A>(server: string, what: string, fallback: A) => (effect: Eff
       ))
 
 /**
- * Answers a form elicitation through the `Approval` service in context: the
+ * Answers a form elicitation through the `Ask.Answerer` in context when there is one: the
+ * question is asked through the calling tool's `Ask` (its events are the call's), the schema's
+ * defaults filled in for the keys the answer leaves out; `Declined` / `Unanswerable` decline.
+ * Otherwise through the `Approval` service in context: the
  * question is an approval `Request` whose `arguments` are the schema's
  * defaults, `why` the server's message, and `spec` a tool with the requested
  * schema as input (safety of the call in flight, tagged `mcp:elicitation`).
  * Approve accepts the defaults; Edit accepts the edited content with the
  * defaults filled in for the keys it leaves out, when it is valid against the
- * requested schema (else declines); Deny declines. No `Approval` in context:
+ * requested schema (else declines); Deny declines. Neither in context:
  * declined. A defect answering it is logged and declined.
  */
 export const elicit = (
@@ -92,8 +97,11 @@ export const elicit = (
   origin: Origin | undefined
 ): Effect.Effect<ElicitAnswer> =>
   Effect.gen(function*() {
+    const answerer = yield* Effect.serviceOption(Answerer)
     const approval = yield* Effect.serviceOption(Approval)
-    if (Option.isNone(approval)) return yield* declined(server, "no Approval service can answer it")
+    if (Option.isNone(answerer) && Option.isNone(approval)) {
+      return yield* declined(server, "no Ask.Answerer or Approval service can answer it")
+    }
     const toolName = origin?.toolName ?? `mcp:${server}`
     const defaults = defaultsOf(params.requestedSchema)
     const safety = origin?.safety ?? { tags: ["mcp", `mcp:${server}`] }
@@ -107,10 +115,17 @@ export const elicit = (
     const spec = Tool.spec(form.success)
     if (Result.isFailure(spec)) return yield* declined(server, `its schema cannot be read: ${spec.failure.message}`)
     const tool: Tool.Any = form.success
+    const callId = `${origin?.callId ?? server}:elicitation:${requestId}`
+    if (Option.isSome(answerer) || Option.isNone(approval)) {
+      const asked = yield* askForm(server, params.message, tool.input, defaults, toolName, callId)
+      return Result.isSuccess(asked)
+        ? { action: "accept", content: asked.success } as const
+        : yield* declined(server, asked.failure)
+    }
     const decode = ToolInput.decoder(toolName, tool.input)
     const request: ApprovalRequest = {
       toolName,
-      callId: `${origin?.callId ?? server}:elicitation:${requestId}`,
+      callId,
       arguments: defaults,
       spec: spec.success,
       why: `MCP server "${server}" asks: ${params.message}`
