@@ -110,7 +110,7 @@ describe("tinyagents durable", () => {
     Effect.gen(function*() {
       const group = yield* cli("durable", "--help")
       assert.strictEqual(group.code, 0)
-      for (const text of ["approve", "cancel", "status"]) assert.include(group.stdout, text)
+      for (const text of ["approve", "cancel", "status", "list", "pending"]) assert.include(group.stdout, text)
       const approve = yield* cli("durable", "approve", "--help")
       assert.strictEqual(approve.code, 0)
       for (const text of ["<run-id>", "<call-id>", "--db", "--postgres", "--workflow", "--deny", "--reason", "--by"]) {
@@ -153,6 +153,51 @@ describe("tinyagents durable", () => {
       assert.strictEqual(stateful.code, 0, stateful.stderr)
       assert.include(stateful.stdout, "state-1: finished (final_answer, 2 turns): done")
       assert.include(stateful.stdout, `state: {"sent":2}`)
+    }))
+
+  it.live("list prints each run's status, turn and start, newest first; pending every waiting call across runs; both read only", () =>
+    Effect.gen(function*() {
+      const files = [db, `${db}-wal`]
+      const before = files.map((file) => readFileSync(file))
+      const started = /started (\S+)/
+      const listed = yield* cli("durable", "list", ...journal())
+      assert.strictEqual(listed.code, 0, listed.stderr)
+      const rows = listed.stdout.split("\n").filter((line) => line !== "")
+      // cancel-1 was started after run-1
+      assert.deepStrictEqual(rows.map((line) => line.split("  ").slice(0, 3)), [
+        ["cancel-1", "awaiting approval (2)", "turn 0"],
+        ["run-1", "awaiting approval (2)", "turn 0"]
+      ])
+      for (const line of rows) assert.isFalse(Number.isNaN(Date.parse(started.exec(line)![1]!)), line)
+      const plainRuns = yield* cli("durable", "list", ...journal("plain"))
+      assert.match(plainRuns.stdout, /^done-1  finished  turn 0  started \S+Z$/m)
+      const stateful = yield* cli("durable", "list", ...journal("counting"))
+      assert.match(stateful.stdout, /^state-1  finished  turn 1  started /m)
+      const one = yield* cli("durable", "list", ...journal(), "--limit", "1")
+      assert.include(one.stdout, "cancel-1  awaiting approval (2)")
+      assert.notInclude(one.stdout, "run-1")
+      assert.include(one.stdout, "(the newest 1 of 2 runs: --limit to see more)")
+
+      const pending = yield* cli("durable", "pending", ...journal())
+      assert.strictEqual(pending.code, 0, pending.stderr)
+      assert.deepStrictEqual(pending.stdout.split("\n").filter((line) => line !== ""), [
+        `cancel-1  c1  send  {"to":"[redacted]","body":"one"}`,
+        `cancel-1  c2  send  {"to":"[redacted]","body":"two"}`,
+        `run-1  c1  send  {"to":"[redacted]","body":"one"}`,
+        `run-1  c2  send  {"to":"[redacted]","body":"two"}`
+      ])
+      const none = yield* cli("durable", "pending", ...journal("plain"))
+      assert.strictEqual(none.stdout.trim(), "no calls of workflow plain wait for approval")
+
+      for (const args of [["list", ...journal("mailr")], ["pending", ...journal("mailr")]]) {
+        const unknown = yield* cli("durable", ...args)
+        assert.strictEqual(unknown.code, 1, unknown.stderr)
+        assert.include(unknown.stderr, `no workflow "mailr" in the journal ${db} (its workflows: counting, mailer, plain)`)
+      }
+      const bad = yield* cli("durable", "list", ...journal(), "--limit", "0")
+      assert.strictEqual(bad.code, 2, bad.stderr)
+      assert.include(bad.stderr, "--limit: at least 1")
+      assert.deepStrictEqual(files.map((file) => readFileSync(file)), before, "the journal was written to")
     }))
 
   it.live("status and approve exit 1 in one line for an unknown run or workflow, and send nothing", () =>
@@ -250,6 +295,10 @@ describe("tinyagents durable", () => {
       assert.strictEqual(status.code, 0, status.stderr)
       assert.include(status.stdout, "cancel-1: cancelled: wrong customer")
       assert.notInclude(status.stdout, "waiting for approval")
+      const listed = yield* cli("durable", "list", ...journal())
+      assert.match(listed.stdout, /^cancel-1  cancelled  turn 0  /m)
+      const pending = yield* cli("durable", "pending", ...journal())
+      assert.notInclude(pending.stdout, "cancel-1")
       const again = yield* cli("durable", "cancel", "cancel-1", ...journal())
       assert.strictEqual(again.code, 0, again.stderr)
       const approve = yield* cli("durable", "approve", "cancel-1", "c2", ...journal())

@@ -1,12 +1,15 @@
 /**
  * `tinyagents durable`: a durable agent's runs from any process connected to its journal (a SQLite
  * file or a Postgres URL). `approve` decides a pending approval, `cancel` cancels a run (both
- * through `DurableAgent`), `status` says whether a run is running (with the calls waiting for
- * approval), finished or failed, read with `SELECT`s only (`internal/durableJournal.ts`). A
- * journal that is empty, not a journal or cannot be opened: exit 1, one line (no stack, no password).
+ * through `DurableAgent`); `status` says whether a run is running (with the calls waiting for
+ * approval), finished or failed, `list` lists a workflow's runs (status, turn, pending approvals,
+ * start) and `pending` every call waiting for approval across its runs, all three read with `SELECT`s
+ * only (`internal/durableJournal.ts`). A journal that is empty, not a journal or cannot be opened:
+ * exit 1, one line (no stack, no password).
  */
 import { Console, Effect, Option, Redacted, Result } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import type { SqlClient } from "effect/sql"
 import { statSync } from "node:fs"
 import { resolve } from "node:path"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
@@ -88,6 +91,37 @@ const inspectRun = (flags: JournalFlags, runId: string) =>
     const failedIn = (what: string) =>
       failWith((cause) => `cannot ${what} in ${journal.describe(location)}: ${journal.failureLine(location, cause)}`)
     return { state, agent, client, failedIn }
+  })
+
+/**
+ * Runs `f` on a read-only client of the journal the flags name, with a handle on the workflow (its
+ * `_tag` and a run's execution id); an unknown workflow or an unreadable journal fails with
+ * {@link CommandFailed} (exit 1) in one line without a password.
+ */
+const readWorkflow = <A extends { readonly _tag: string }>(
+  flags: JournalFlags,
+  f: (
+    workflow: { readonly tag: string; readonly executionIdOf: (runId: string) => Effect.Effect<string> },
+    journal: typeof DurableJournal
+  ) => Effect.Effect<A | { readonly _tag: "UnknownWorkflow"; readonly workflows: ReadonlyArray<string> }, unknown, SqlClient.SqlClient>
+) =>
+  Effect.gen(function*() {
+    const location = yield* journalLocation(flags)
+    const [durable, journal] = yield* loadDurable
+    const agent = durable.DurableAgent.make<never>({ name: flags.workflow, tools: noTools })
+    const executionIdOf = (runId: string) => agent.workflow.executionId({ runId, messages: [] })
+    const found = yield* journal.withJournal(location, f({ tag: agent.workflow._tag, executionIdOf }, journal).pipe(
+      Effect.mapError((error) => error instanceof journal.JournalError ? error : new journal.JournalError({ detail: `cannot read the journal ${journal.describe(location)}: ${errorText(error)}` }))
+    )).pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    if (found._tag === "UnknownWorkflow") {
+      const { workflows } = found as { readonly workflows: ReadonlyArray<string> }
+      return yield* new CommandFailed({
+        detail: `no workflow ${JSON.stringify(flags.workflow)} in the journal ${journal.describe(location)} (${
+          workflows.length === 0 ? "it has no runs" : `its workflows: ${workflows.join(", ")}`
+        })`
+      })
+    }
+    return found as A
   })
 
 /** How a run that no longer runs ended, as "run <id> has ..." says it. */
@@ -216,8 +250,64 @@ const durableStatusCommand = Command.make("status", {
     ])
   )
 
-/** `tinyagents durable approve`, `cancel` and `status`. */
+/** A listed run's status, as `list` prints it. */
+const listedStatus = (state: DurableJournal.ListedRun["state"]): string => {
+  if (state._tag === "Finished") return state.outcome._tag === "Failed" ? "failed" : "finished"
+  if (state._tag === "Cancelled") return "cancelled"
+  if (state._tag === "Ended") return `ended (${state.detail})`
+  if (state.cancelling !== undefined) return `running, cancelling: ${state.cancelling}`
+  return state.pending.length > 0 ? `awaiting approval (${state.pending.length})` : "running"
+}
+
+const durableListCommand = Command.make("list", {
+  ...journalFlags,
+  limit: Flag.Int("limit").pipe(Flag.withDescription("How many runs, newest first"), Flag.withDefault(50))
+}, ({ limit, ...flags }) =>
+  Effect.gen(function*() {
+    if (limit < 1) return yield* new UsageError({ detail: "--limit: at least 1" })
+    const { runs, total } = yield* readWorkflow(flags, (workflow, journal) =>
+      journal.listRuns({ workflow: workflow.tag, limit, executionIdOf: workflow.executionIdOf }))
+    if (runs.length === 0) return yield* Console.log(`no runs of workflow ${flags.workflow}`)
+    for (const run of runs) {
+      yield* Console.log(
+        [
+          run.runId,
+          listedStatus(run.state),
+          run.turn === undefined ? "no turn yet" : `turn ${run.turn}`,
+          `started ${new Date(run.startedAt).toISOString()}`,
+          ...(run.parentRunId === undefined ? [] : [`in run ${run.parentRunId}`])
+        ].join("  ")
+      )
+    }
+    if (total > runs.length) yield* Console.log(`(the newest ${runs.length} of ${total} runs: --limit to see more)`)
+  })).pipe(
+    Command.withDescription(
+      "List a durable agent's runs, newest first: each one's status (running, awaiting approval with how many calls wait, finished, failed, cancelled), the turn it is at and when a runner picked it up. A run started while no runner runs is listed once a runner picks it up. Reads the journal only (never writes to it); exit 1 for an unknown workflow."
+    ),
+    Command.withExamples([
+      { command: "tinyagents durable list --db journal.db --workflow mailer", description: "The runs on a SQLite journal" }
+    ])
+  )
+
+const durablePendingCommand = Command.make("pending", { ...journalFlags }, (flags) =>
+  Effect.gen(function*() {
+    const { pending } = yield* readWorkflow(flags, (workflow, journal) =>
+      journal.pendingAll({ workflow: workflow.tag, executionIdOf: workflow.executionIdOf }))
+    if (pending.length === 0) return yield* Console.log(`no calls of workflow ${flags.workflow} wait for approval`)
+    for (const p of pending) yield* Console.log(`${p.runId}  ${p.callId}  ${p.toolName}  ${JSON.stringify(p.arguments)}`)
+  })).pipe(
+    Command.withDescription(
+      "List every call waiting for approval across a durable agent's runs: run id, call id, tool and redacted arguments (what `durable approve` takes). Runs that have ended or are cancelled wait for none. Reads the journal only (never writes to it); exit 1 for an unknown workflow."
+    ),
+    Command.withExamples([
+      { command: "tinyagents durable pending --db journal.db --workflow mailer", description: "The waiting calls on a SQLite journal" }
+    ])
+  )
+
+/** `tinyagents durable approve`, `cancel`, `status`, `list` and `pending`. */
 export const durableCommand = Command.make("durable").pipe(
-  Command.withDescription("Durable agents (tinyagents/durable): decide a pending approval, cancel a run, or see a run's status"),
-  Command.withSubcommands([durableApproveCommand, durableCancelCommand, durableStatusCommand])
+  Command.withDescription(
+    "Durable agents (tinyagents/durable): decide a pending approval, cancel a run, see a run's status, list the runs or the calls waiting for approval"
+  ),
+  Command.withSubcommands([durableApproveCommand, durableCancelCommand, durableStatusCommand, durableListCommand, durablePendingCommand])
 )

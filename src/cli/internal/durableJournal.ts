@@ -1,14 +1,15 @@
 /**
- * A read-only look into a durable agent's journal, for `tinyagents durable status` and the checks
- * `tinyagents durable approve` makes before it sends a decision. Only `SELECT`s: the SQLite file is
+ * A read-only look into a durable agent's journal, for `tinyagents durable status`, `list` and
+ * `pending`, and the checks `tinyagents durable approve` makes before it sends a decision. Only `SELECT`s: the SQLite file is
  * opened read-only, and nothing here creates a table (a journal without the engine's tables is "no
  * journal", not a journal to set up).
  *
  * What it reads: the workflow engine's `cluster_messages` (a run is the `run` message of the
  * entity `Workflow/<workflow>` whose entity id is the run's execution id), `cluster_replies` (the run's `Complete` reply, with the
- * journaled `Journal.Outcome`), and `tinyagents_durable_approvals` (the requests with no decision
- * yet, whose arguments were redacted when they were written). `DurableAgent.pending` reads the same
- * rows, but through a client that creates the tables first.
+ * journaled `Journal.Outcome`), `tinyagents_durable_approvals` (the requests with no decision
+ * yet, whose arguments were redacted when they were written) and `tinyagents_durable_runs` (the runs
+ * runners have picked up: start, turn, parent). `DurableAgent.pending`, `pendingAll` and `list` read
+ * the same rows, but through a client that creates the tables first.
  */
 import { Cause, Data, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -269,4 +270,92 @@ const cancelReasonOf = (options: { readonly workflow: string; readonly runId: st
     if (!(yield* tablesOf).has("tinyagents_durable_cancels")) return undefined
     const rows = yield* sql<{ readonly reason: string }>`SELECT reason FROM tinyagents_durable_cancels WHERE workflow = ${options.workflow} AND run_id = ${options.runId}`
     return rows[0]?.reason
+  })
+
+/** One run as `tinyagents durable list` prints it: its row in `tinyagents_durable_runs` and its state. */
+export interface ListedRun {
+  readonly runId: string
+  readonly state: Exclude<RunState, { readonly _tag: "UnknownWorkflow" | "UnknownRun" }>
+  /** When a runner first picked it up (epoch ms). */
+  readonly startedAt: number
+  /** The latest turn it started, `undefined` before its first. */
+  readonly turn: number | undefined
+  readonly parentRunId: string | undefined
+}
+
+/** The workflows the journal has runs of (their names, without `tinyagents/`), sorted. */
+const workflowsOf = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const known = yield* sql<{ readonly entity_type: string }>`SELECT DISTINCT entity_type FROM cluster_messages WHERE entity_type LIKE ${`${workflowPrefix}%`}`
+  return known.map((row) => row.entity_type.slice(workflowPrefix.length)).sort()
+})
+
+/**
+ * Workflow `workflow`'s runs (its `_tag`), newest first, at most `limit`, with how many there are in
+ * all; `executionIdOf` gives a run's execution id (what its end is journaled under).
+ */
+export const listRuns = (options: {
+  readonly workflow: string
+  readonly limit: number
+  readonly executionIdOf: (runId: string) => Effect.Effect<string>
+}): Effect.Effect<
+  | { readonly _tag: "UnknownWorkflow"; readonly workflows: ReadonlyArray<string> }
+  | { readonly _tag: "Runs"; readonly runs: ReadonlyArray<ListedRun>; readonly total: number },
+  unknown,
+  SqlClient.SqlClient
+> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const workflows = yield* workflowsOf
+    if (!workflows.includes(options.workflow.slice("tinyagents/".length))) return { _tag: "UnknownWorkflow", workflows } as const
+    // a journal written before runs were recorded has no such table: no run is listed
+    if (!(yield* tablesOf).has("tinyagents_durable_runs")) return { _tag: "Runs", runs: [], total: 0 } as const
+    const total = yield* sql<{ readonly n: number | string }>`SELECT COUNT(*) AS n FROM tinyagents_durable_runs WHERE workflow = ${options.workflow}`
+    const rows = yield* sql<{
+      readonly run_id: string
+      readonly started_at: number | string
+      readonly turn: number | string | null
+      readonly parent_run_id: string | null
+    }>`SELECT run_id, started_at, turn, parent_run_id FROM tinyagents_durable_runs WHERE workflow = ${options.workflow} ORDER BY started_at DESC, run_id DESC LIMIT ${options.limit}`
+    const runs: Array<ListedRun> = []
+    for (const row of rows) {
+      const executionId = yield* options.executionIdOf(row.run_id)
+      const state = yield* runState({ workflow: options.workflow, runId: row.run_id, executionId })
+      // a run listed here was started: its state is never unknown (a defensive "ended" otherwise)
+      runs.push({
+        runId: row.run_id,
+        state: state._tag === "UnknownRun" || state._tag === "UnknownWorkflow" ? { _tag: "Ended", detail: "not in the engine's journal" } : state,
+        startedAt: Number(row.started_at),
+        turn: row.turn === null ? undefined : Number(row.turn),
+        parentRunId: row.parent_run_id ?? undefined
+      })
+    }
+    return { _tag: "Runs", runs, total: Number(total[0]?.n ?? 0) } as const
+  })
+
+/**
+ * Every call of workflow `workflow`'s runs waiting for its approval, by run id then call order (runs
+ * that have ended or are cancelled wait for none).
+ */
+export const pendingAll = (options: {
+  readonly workflow: string
+  readonly executionIdOf: (runId: string) => Effect.Effect<string>
+}): Effect.Effect<
+  | { readonly _tag: "UnknownWorkflow"; readonly workflows: ReadonlyArray<string> }
+  | { readonly _tag: "Pending"; readonly pending: ReadonlyArray<PendingApproval & { readonly runId: string }> },
+  unknown,
+  SqlClient.SqlClient
+> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const workflows = yield* workflowsOf
+    if (!workflows.includes(options.workflow.slice("tinyagents/".length))) return { _tag: "UnknownWorkflow", workflows } as const
+    if (!(yield* tablesOf).has("tinyagents_durable_approvals")) return { _tag: "Pending", pending: [] } as const
+    const ids = yield* sql<{ readonly run_id: string }>`SELECT DISTINCT run_id FROM tinyagents_durable_approvals WHERE workflow = ${options.workflow} AND decision IS NULL ORDER BY run_id`
+    const pending: Array<PendingApproval & { readonly runId: string }> = []
+    for (const { run_id: runId } of ids) {
+      const state = yield* runState({ workflow: options.workflow, runId, executionId: yield* options.executionIdOf(runId) })
+      if (state._tag === "Running") for (const p of state.pending) pending.push({ runId, ...p })
+    }
+    return { _tag: "Pending", pending } as const
   })
