@@ -1,6 +1,7 @@
 /**
  * DurableAgent on a real Postgres server started for this file (full tier: `npm run test:full`):
- * a runner and a client, an approval decided and a run cancelled by the client.
+ * a runner and a client, an approval decided and a run cancelled by the client, runs and pending
+ * approvals listed by the client.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Redacted, Stream } from "effect"
@@ -93,5 +94,49 @@ describe.skipIf(postgresSkipReason !== undefined)(`DurableAgent on Postgres${pos
       assert.strictEqual(counters.get("read_value"), 0)
       assert.strictEqual(events.at(-1)?._tag, "agent.finished")
       assert.deepStrictEqual(events.map((e) => e.sequence), events.map((_, i) => i))
+    }), 60_000)
+
+  it.live("a client on Postgres lists the runs (status, turn, pending approvals, pages), every pending approval, and a snapshot of events", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({
+        name: `pg-list-${Date.now()}`,
+        tools: Core.makeTools(counters),
+        pollInterval: "20 millis",
+        approval: (call) => call.name === "plain_write"
+      })
+      const url = Redacted.make(pg!.url)
+      const port = 40_000 + Math.floor(Math.random() * 10_000)
+      const runner = Runner.layerPostgres({
+        url,
+        address: { host: "127.0.0.1", port },
+        pollInterval: "50 millis",
+        lockExpiration: "3 seconds",
+        shutdownTimeout: "50 millis"
+      })
+      const client = Runner.layerPostgresClient({ url, pollInterval: "50 millis" })
+      const before = Date.now()
+      const seen = yield* Effect.gen(function*() {
+        yield* agent.start("done", user("plan: read_value"))
+        yield* agent.result("done")
+        yield* agent.start("waits", user("plan: plain_write,plain_write"))
+        yield* Stream.runHead(Stream.filter(agent.events("waits"), (e) => e._tag === "agent.approval_requested"))
+        yield* agent.pending("waits").pipe(Effect.repeat({ until: (p) => p.length === 2 }))
+        return yield* Effect.gen(function*() {
+          const first = yield* agent.list({ limit: 1 })
+          const second = yield* agent.list({ limit: 1, cursor: first.next! })
+          const pending = yield* agent.pendingAll()
+          const snapshot = Array.from(yield* Stream.runCollect(agent.events("waits", { follow: false })))
+          const outcome = yield* agent.outcome("done")
+          return { first, second, pending, snapshot, outcome }
+        }).pipe(Effect.provide(client))
+      }).pipe(Effect.provide(Core.runner(agent, runner, counters)))
+      assert.deepStrictEqual(seen.first.runs.map((r) => [r.runId, r.status, r.turn, r.pendingApprovals]), [["waits", "awaiting_approval", 0, 2]])
+      assert.deepStrictEqual(seen.second.runs.map((r) => [r.runId, r.status, r.turn, r.pendingApprovals]), [["done", "finished", 1, 0]])
+      assert.strictEqual(seen.second.next, undefined)
+      assert.isTrue(seen.second.runs[0]!.startedAt >= before && seen.first.runs[0]!.startedAt >= seen.second.runs[0]!.startedAt)
+      assert.deepStrictEqual(seen.pending.map((p) => [p.runId, p.callId]), [["waits", "0-0"], ["waits", "0-1"]])
+      assert.strictEqual(seen.snapshot.at(-1)?._tag, "agent.approval_requested")
+      assert.strictEqual(seen.outcome.status, "finished")
     }), 60_000)
 })
