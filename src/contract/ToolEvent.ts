@@ -4,7 +4,9 @@
  * attempt, a `Clock` timestamp and a per-run sequence number. Arguments and
  * outputs in events are redacted before they get here. A started call ends with
  * exactly one `tool.completed` or `tool.failed`; a refused one has one
- * `tool.rejected` and no start; a call that never started has no events.
+ * `tool.rejected` and no start; a call that never started has no events, except
+ * in a durable run (`tinyagents/durable`), where a call a cancel kept from
+ * starting has one `tool.rejected` carrying `ToolCancelled` (`started: false`).
  *
  * A running call may report progress (`ToolProgress`): `tool.progress` events,
  * bounded in size and rate, between its start and its terminal event, never
