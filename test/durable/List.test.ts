@@ -4,9 +4,10 @@
  * the `tool.rejected` event of a call a cancel kept from starting. In process, on a SQLite runner.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Option, Stream } from "effect"
+import { Deferred, Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import { DatabaseSync } from "node:sqlite"
-import { Approval, type ToolEvent } from "../../src/index.ts"
+import { Approval, type ToolEvent, ToolRegistry } from "../../src/index.ts"
+import * as Stores from "../../src/stores/Stores.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import * as Core from "./support/core.ts"
 
@@ -124,6 +125,40 @@ describe("DurableAgent.list and pendingAll", () => {
       }).pipe(Effect.provide(Core.runner(agent, Core.memoryEngine(), counters)))
       assert.deepStrictEqual(page.runs.map((r) => [r.runId, r.status, r.turn]), [["m", "finished", 1]])
       assert.strictEqual(page.next, undefined)
+    }), 30_000)
+})
+
+describe("DurableAgent.list: nested runs", () => {
+  it.live("a durable agent's run nested in another's call is listed by its own agent, with the calling run as its parent", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const child = DurableAgent.make({ name: "list-child", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+      const helper = DurableAgent.asTool(child, {
+        name: "helper",
+        description: "Helps.",
+        input: Schema.Struct({ line: Schema.String }),
+        prompt: ({ line }) => `plan: read_value=${line}`
+      })
+      const parent = DurableAgent.make({
+        name: "list-parent",
+        tools: Result.getOrThrow(ToolRegistry.makeResult([helper])),
+        pollInterval: "20 millis"
+      })
+      const layer = Layer.mergeAll(
+        parent.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory])),
+        child.layer.pipe(Layer.provide([Core.model(counters), Stores.layerMemory]))
+      ).pipe(Layer.provideMerge(Core.memoryEngine()))
+      const { parents, children } = yield* Effect.gen(function*() {
+        yield* parent.start("p", user("plan: helper=x"))
+        yield* parent.result("p")
+        return { parents: yield* parent.list(), children: yield* child.list() }
+      }).pipe(Effect.provide(layer))
+      assert.deepStrictEqual(parents.runs.map(({ startedAt: _, ...run }) => run), [
+        { runId: "p", status: "finished", turn: 1, pendingApprovals: 0 }
+      ])
+      assert.deepStrictEqual(children.runs.map(({ startedAt: _, ...run }) => run), [
+        { runId: "p/0/0", status: "finished", turn: 1, pendingApprovals: 0, parentRunId: "p" }
+      ])
     }), 30_000)
 })
 
