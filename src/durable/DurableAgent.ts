@@ -88,14 +88,14 @@
  * `start(runId, messages, { threadId, user })` journals the run's `RunContext` with its payload:
  * handlers see that thread id (default the run id) and user context.
  *
- * Listing: a runner picking a run up records it (table `tinyagents_durable_runs`: its start, the turn
- * it is at, the run it is nested in); `list` pages through them newest first with each run's status
+ * Listing: `start` (with the journal's SQL client at hand) and the runner that picks a run up record
+ * it (table `tinyagents_durable_runs`: its start, the turn it is at, the run it is nested in); `list` pages through them newest first with each run's status
  * (from the engine), turn and pending approvals, and `pendingAll` lists every waiting call across runs.
  */
 import { Cause, Clock, Context, Data, Effect, Exit, Layer, Option, Stream } from "effect"
 import { Schema } from "effect"
 import { Duration } from "effect"
-import type { SqlClient } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import { Activity, DurableDeferred, Workflow, WorkflowEngine } from "effect/workflow"
 import * as Agent from "../agent/Agent.ts"
 import * as AgentState from "../agent/AgentState.ts"
@@ -169,11 +169,11 @@ export interface RunPendingApproval extends PendingApproval {
 }
 
 /**
- * Where a run stands, as `list` reports it: `running`, `awaiting_approval` (running, with calls
- * waiting for a decision), or ended: `finished` (a result, including one a handler's
+ * Where a run stands, as `list` reports it: `queued` (started, not picked up by a runner yet),
+ * `running`, `awaiting_approval` (running, with calls waiting for a decision), or ended: `finished` (a result, including one a handler's
  * `Cancellation.cancelRun` ended), `failed` (`AgentFailed`, or a defect) or `cancelled` (`cancel`).
  */
-export type RunStatus = "running" | "awaiting_approval" | "finished" | "failed" | "cancelled"
+export type RunStatus = "queued" | "running" | "awaiting_approval" | "finished" | "failed" | "cancelled"
 
 /** One run of a durable agent, as `list` reports it. */
 export interface RunSummary {
@@ -183,7 +183,10 @@ export interface RunSummary {
   readonly turn: number | undefined
   /** How many of its calls wait for a decision (0 once the run has ended or is cancelled). */
   readonly pendingApprovals: number
-  /** When a runner first picked the run up (epoch ms: its first event's `timestamp`). */
+  /**
+   * When the run was started (epoch ms): when `start` returned, or, for a run started without the
+   * journal's SQL client at hand (or before runs were recorded), its first event's `timestamp`.
+   */
   readonly startedAt: number
   /** The reason of a `cancel` that a running run has not acted on yet. */
   readonly cancelling?: string
@@ -370,9 +373,9 @@ export interface DurableAgent<R, MR, S extends Agent.OutputSchema = never> {
    */
   readonly pendingAll: () => Effect.Effect<ReadonlyArray<RunPendingApproval>, never, ClientServices>
   /**
-   * The agent's runs that a runner has picked up, newest first, a page at a time (see {@link ListOptions}):
-   * each one's status, turn, pending approvals and start. A run started while no runner runs is
-   * listed once a runner picks it up.
+   * The agent's runs, newest first, a page at a time (see {@link ListOptions}): each one's status,
+   * turn, pending approvals and start. A run is listed once `start` returns (with the journal's SQL
+   * client in context, as every `Runner` layer provides; otherwise once a runner picks it up).
    */
   readonly list: (options?: ListOptions) => Effect.Effect<RunPage, InvalidCursor, ClientServices>
   /**
@@ -548,12 +551,20 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
     )
 
   const start: DurableAgent<R, MR, S>["start"] = (runId, messages, startOptions) =>
-    Effect.asVoid(workflow.execute({
-      runId,
-      messages,
-      ...(startOptions?.threadId === undefined ? {} : { threadId: startOptions.threadId }),
-      ...(startOptions?.user === undefined ? {} : { user: startOptions.user })
-    }, { discard: true }))
+    Effect.gen(function*() {
+      yield* workflow.execute({
+        runId,
+        messages,
+        ...(startOptions?.threadId === undefined ? {} : { threadId: startOptions.threadId }),
+        ...(startOptions?.user === undefined ? {} : { user: startOptions.user })
+      }, { discard: true })
+      // listed from now on, before a runner picks it up, when the journal's SQL client is at hand
+      // (after the run is queued: a crash in between leaves the row to the runner that picks it up)
+      const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
+      if (Option.isSome(sql)) {
+        yield* Effect.provideService(Tables.begin(runKey(runId), yield* Clock.currentTimeMillis, undefined), SqlClient.SqlClient, sql.value)
+      }
+    })
 
   /** Whether run `runId` no longer runs or waits: it has ended, or it is cancelled. */
   const settled = (runId: string) =>
@@ -587,9 +598,11 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
         const end = outcomeOf(yield* poll(row.runId))
         const cancelling = end.status === "running" ? yield* Tables.cancelReason(runKey(row.runId)) : undefined
         const pendingApprovals = end.status === "running" && cancelling === undefined ? waiting.get(row.runId) ?? 0 : 0
+        // started, and no runner has journaled anything of it yet
+        const queued = end.status === "running" && row.turn === undefined && !(yield* Tables.known(runKey(row.runId)))
         runs.push({
           runId: row.runId,
-          status: end.status === "running" && pendingApprovals > 0 ? "awaiting_approval" : end.status,
+          status: queued ? "queued" : end.status === "running" && pendingApprovals > 0 ? "awaiting_approval" : end.status,
           turn: row.turn,
           pendingApprovals,
           startedAt: row.startedAt,

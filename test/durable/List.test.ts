@@ -91,7 +91,7 @@ describe("DurableAgent.list and pendingAll", () => {
       assert.strictEqual(badCursor.message, `not a cursor of DurableAgent.list: "not-a-cursor"`)
     }), 30_000)
 
-  it.live("a run cancelled while it waits is listed `running` with the cancel's reason until it ends; pendingAll leaves it out", () =>
+  it.live("a run cancelled while it waits is listed `running` with the cancel's reason until it ends (pendingAll leaves it out); a run started while no runner runs is `queued`", () =>
     Effect.gen(function*() {
       const counters = Core.makeCounters()
       const agent = DurableAgent.make({ name: "list-cancelling", tools: Core.makeTools(counters), pollInterval: "20 millis", approval: () => true })
@@ -103,14 +103,23 @@ describe("DurableAgent.list and pendingAll", () => {
       }).pipe(Effect.provide(Core.runner(agent, sqliteRunner(filename), counters)))
       assert.strictEqual(page.runs[0]?.status, "awaiting_approval")
       assert.strictEqual(pending.length, 1)
-      // the runner is down: the cancel is recorded, the run has not acted on it
+      // the runner is down: the cancel is recorded, the run has not acted on it; a run started now waits for a runner
       const after = yield* Effect.gen(function*() {
         yield* agent.cancel("r", { reason: "later" })
+        yield* agent.start("q", user("plan: "))
         return { page: yield* agent.list(), pending: yield* agent.pendingAll() }
       }).pipe(Effect.provide(Runner.layerSqliteClient({ filename, pollInterval: "20 millis" })))
       assert.deepStrictEqual(after.page.runs.map(({ startedAt: _, ...run }) => run), [
+        { runId: "q", status: "queued", turn: undefined, pendingApprovals: 0 },
         { runId: "r", status: "running", turn: 0, pendingApprovals: 0, cancelling: "later" }
       ])
+      // a runner picks the queued run up: it keeps its start
+      const picked = yield* Effect.andThen(agent.result("q"), agent.list()).pipe(
+        Effect.provide(Core.runner(agent, sqliteRunner(filename), counters))
+      )
+      const queued = (page: DurableAgent.RunPage) => page.runs.find((run) => run.runId === "q")!
+      assert.strictEqual(queued(picked).status, "finished")
+      assert.strictEqual(queued(picked).startedAt, queued(after.page).startedAt)
       assert.deepStrictEqual(after.pending, [])
     }), 30_000)
 

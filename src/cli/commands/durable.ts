@@ -251,7 +251,8 @@ const durableStatusCommand = Command.make("status", {
   )
 
 /** A listed run's status, as `list` prints it. */
-const listedStatus = (state: DurableJournal.ListedRun["state"]): string => {
+const listedStatus = ({ queued, state }: DurableJournal.ListedRun): string => {
+  if (queued) return state._tag === "Running" && state.cancelling !== undefined ? `queued, cancelling: ${state.cancelling}` : "queued"
   if (state._tag === "Finished") return state.outcome._tag === "Failed" ? "failed" : "finished"
   if (state._tag === "Cancelled") return "cancelled"
   if (state._tag === "Ended") return `ended (${state.detail})`
@@ -272,7 +273,7 @@ const durableListCommand = Command.make("list", {
       yield* Console.log(
         [
           run.runId,
-          listedStatus(run.state),
+          listedStatus(run),
           run.turn === undefined ? "no turn yet" : `turn ${run.turn}`,
           `started ${new Date(run.startedAt).toISOString()}`,
           ...(run.parentRunId === undefined ? [] : [`in run ${run.parentRunId}`])
@@ -282,7 +283,7 @@ const durableListCommand = Command.make("list", {
     if (total > runs.length) yield* Console.log(`(the newest ${runs.length} of ${total} runs: --limit to see more)`)
   })).pipe(
     Command.withDescription(
-      "List a durable agent's runs, newest first: each one's status (running, awaiting approval with how many calls wait, finished, failed, cancelled), the turn it is at and when a runner picked it up. A run started while no runner runs is listed once a runner picks it up. Reads the journal only (never writes to it); exit 1 for an unknown workflow."
+      "List a durable agent's runs, newest first: each one's status (queued: not picked up by a runner yet, running, awaiting approval with how many calls wait, finished, failed, cancelled), the turn it is at and when it was started. Reads the journal only (never writes to it); exit 1 for an unknown workflow."
     ),
     Command.withExamples([
       { command: "tinyagents durable list --db journal.db --workflow mailer", description: "The runs on a SQLite journal" }

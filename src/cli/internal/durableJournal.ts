@@ -276,8 +276,10 @@ const cancelReasonOf = (options: { readonly workflow: string; readonly runId: st
 export interface ListedRun {
   readonly runId: string
   readonly state: Exclude<RunState, { readonly _tag: "UnknownWorkflow" | "UnknownRun" }>
-  /** When a runner first picked it up (epoch ms). */
+  /** When it was started (epoch ms). */
   readonly startedAt: number
+  /** Started, and no runner has journaled anything of it yet. */
+  readonly queued: boolean
   /** The latest turn it started, `undefined` before its first. */
   readonly turn: number | undefined
   readonly parentRunId: string | undefined
@@ -321,8 +323,10 @@ export const listRuns = (options: {
     for (const row of rows) {
       const executionId = yield* options.executionIdOf(row.run_id)
       const state = yield* runState({ workflow: options.workflow, runId: row.run_id, executionId })
+      const queued = state._tag === "Running" && row.turn === null && !(yield* journaled({ workflow: options.workflow, runId: row.run_id }))
       // a run listed here was started: its state is never unknown (a defensive "ended" otherwise)
       runs.push({
+        queued,
         runId: row.run_id,
         state: state._tag === "UnknownRun" || state._tag === "UnknownWorkflow" ? { _tag: "Ended", detail: "not in the engine's journal" } : state,
         startedAt: Number(row.started_at),
@@ -358,4 +362,13 @@ export const pendingAll = (options: {
       if (state._tag === "Running") for (const p of state.pending) pending.push({ runId, ...p })
     }
     return { _tag: "Pending", pending } as const
+  })
+
+/** Whether the run has journaled any event (a runner has picked it up). */
+const journaled = (options: { readonly workflow: string; readonly runId: string }) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (!(yield* tablesOf).has("tinyagents_durable_run_events")) return false
+    const rows = yield* sql<{ readonly seq: number }>`SELECT seq FROM tinyagents_durable_run_events WHERE workflow = ${options.workflow} AND run_id = ${options.runId} LIMIT 1`
+    return rows.length > 0
   })

@@ -9,9 +9,9 @@
  * `tinyagents_durable_cancels` (one row per cancelled run: the first reason given, and when, in
  * epoch milliseconds of the cancelling process's clock) and `tinyagents_durable_children` (one row
  * per run nested in a run's call, `DurableAgent.asTool`, written before the nested run starts: what
- * a cancellation cascades along) and `tinyagents_durable_runs` (one row per run a runner has picked
- * up: when it started, the turn it is at, the run it is nested in: what `DurableAgent.list` pages
- * through). SQLite and Postgres alike.
+ * a cancellation cascades along) and `tinyagents_durable_runs` (one row per run, written by `start`
+ * or by the runner that picks it up: when it started, the turn it is at, the run it is nested in:
+ * what `DurableAgent.list` pages through). SQLite and Postgres alike.
  */
 import { Effect, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -273,7 +273,7 @@ export const cancelsSince = (since: number): Effect.Effect<
 /** A run as `tinyagents_durable_runs` records it. */
 export interface RunRow {
   readonly runId: string
-  /** When the run first journaled (epoch ms): its first event's timestamp. */
+  /** When the run was started (epoch ms): by `start`, else its first event's timestamp. */
   readonly startedAt: number
   /** The latest turn it started (from 0; after a handoff, the receiving agent's), `undefined` before the first. */
   readonly turn: number | undefined
