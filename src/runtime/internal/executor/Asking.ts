@@ -33,8 +33,12 @@ export const forCall = (
   spec: Tool.ToolSpec,
   input: unknown
 ): AskShape => {
-  const redaction = redactionOf(spec, input)
-  const text = (value: string): string => withRegionsRedacted(value, redaction.regions(value, 0))
+  // made on the first question: most calls of a tool that may ask never do
+  let redaction: ReturnType<typeof redactionOf> | undefined
+  const text = (value: string): string => {
+    redaction ??= redactionOf(spec, input)
+    return withRegionsRedacted(value, redaction.regions(value, 0))
+  }
   const value = (raw: unknown): unknown => {
     const shown = redactValue(raw, spec.safety.redact).value
     // the arguments' secret values, wherever they appear in the value's strings
