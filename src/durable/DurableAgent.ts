@@ -50,7 +50,8 @@
  * when it starts), and which every step checks there before it starts anything: a `turn/<n>`
  * activity then journals `Cancelled` instead of asking the model, a `tool/<n>/<i>` activity journals
  * the call as not started (`ToolCancelled`, `started: false`, with its terminal event: `tool.rejected`
- * carrying that error; a call whose "started" marker exists is answered as after a crash), and a turn with approvals journals a check (`cancel-check/<n>`)
+ * carrying that error; a call whose "started" marker exists is answered as after a crash), and a
+ * turn with approvals journals a check (`cancel-check/<n>`)
  * before requesting them. Every such answer is journaled, so a replay takes the same path. The loop
  * then ends as `Agent.run` ends a cancelled run (calls already running finish and keep their
  * events; `agent.finished` with reason `cancelled`), the outcome records the reason, and
@@ -89,8 +90,9 @@
  * handlers see that thread id (default the run id) and user context.
  *
  * Listing: `start` (with the journal's SQL client at hand) and the runner that picks a run up record
- * it (table `tinyagents_durable_runs`: its start, the turn it is at, the run it is nested in); `list` pages through them newest first with each run's status
- * (from the engine), turn and pending approvals, and `pendingAll` lists every waiting call across runs.
+ * it (table `tinyagents_durable_runs`: its start, the turn it is at, the run it is nested in);
+ * `list` pages through them newest first with each run's status (from the engine), turn and pending
+ * approvals, and `pendingAll` lists every waiting call across runs.
  */
 import { Cause, Clock, Context, Data, Effect, Exit, Layer, Option, Stream } from "effect"
 import { Schema } from "effect"
@@ -170,8 +172,9 @@ export interface RunPendingApproval extends PendingApproval {
 
 /**
  * Where a run stands, as `list` reports it: `queued` (started, not picked up by a runner yet),
- * `running`, `awaiting_approval` (running, with calls waiting for a decision), or ended: `finished` (a result, including one a handler's
- * `Cancellation.cancelRun` ended), `failed` (`AgentFailed`, or a defect) or `cancelled` (`cancel`).
+ * `running`, `awaiting_approval` (running, with calls waiting for a decision), or ended: `finished`
+ * (a result, including one a handler's `Cancellation.cancelRun` ended), `failed` (`AgentFailed`, or
+ * a defect) or `cancelled` (`cancel`).
  */
 export type RunStatus = "queued" | "running" | "awaiting_approval" | "finished" | "failed" | "cancelled"
 
