@@ -354,7 +354,7 @@ describe("ToolInput fast path", () => {
     }
     assert.isAbove(tools, 1_000)
     assert.isAbove(checked, 20_000)
-  })
+  }, 120_000)
 
   it("agrees on schemas written with Effect: unions, tagged unions, arrays, records, optional, enums, checks", () => {
     const Mode = { Fast: "fast", Slow: "slow" } as const

@@ -43,7 +43,7 @@ interface ResultLine {
 }
 
 describe("durable agents under SIGKILL (SQLite journal)", () => {
-  it(`waves of ${runs} runs × ${turns} turns finish through ${kills} kills, applying nothing twice`, { timeout: 120_000 + kills * 4_000 }, async () => {
+  it(`waves of ${runs} runs × ${turns} turns finish through ${kills} kills, applying nothing twice`, { timeout: 240_000 + kills * 8_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "tinyagents-crash-"))
     dirs.push(dir)
     const env = {
