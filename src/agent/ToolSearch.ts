@@ -184,7 +184,7 @@ export const withinTurn = <R>(turn: TurnTools<R>) => <A, E, R2>(effect: Effect.E
 
 // plans are kept per registry, by the options that make them, so that the runs over one registry
 // share the registry with the search tool, the deferred tools and their index
-const plans = new WeakMap<ToolRegistry.ToolRegistry<any>, Map<string, Result.Result<Plan<any> | undefined, InvalidToolSearch>>>()
+const plans = new WeakMap<ToolRegistry.ToolRegistry<unknown>, Map<string, Result.Result<Plan<unknown> | undefined, InvalidToolSearch>>>()
 /**
  * Plans kept per registry; past it the oldest is dropped (a `defer` predicate or `searcher` made
  * afresh per run never hits, and must not pile up).
