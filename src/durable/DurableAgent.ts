@@ -112,6 +112,7 @@ import type * as ToolEvent from "../contract/ToolEvent.ts"
 import * as ToolResult from "../contract/ToolResult.ts"
 import * as ToolSchema from "../contract/ToolSchema.ts"
 import * as Approval from "../governance/Approval.ts"
+import * as Ask from "../governance/Ask.ts"
 import { redactArguments } from "../internal/redact/policy.ts"
 import { EventSink } from "../runtime/EventSink.ts"
 import * as Executor from "../runtime/Executor.ts"
@@ -119,6 +120,7 @@ import { RunContext } from "../runtime/RunContext.ts"
 import * as DurableAgentTool from "./DurableAgentTool.ts"
 import * as Journal from "./Journal.ts"
 import { CurrentCall } from "./internal/call.ts"
+import * as Questions from "./internal/questions.ts"
 import * as Tables from "./internal/tables.ts"
 
 /**
@@ -170,13 +172,40 @@ export interface RunPendingApproval extends PendingApproval {
   readonly runId: string
 }
 
+/** A question a call of a run asked (`Ask.question`), waiting for its answer (see `questions`). */
+export interface PendingQuestion {
+  /** The asking call's id, as the model sent it (what `answer` takes). */
+  readonly callId: string
+  readonly toolName: string
+  /** The call's question number (1 for its first; what `answer`'s `question` option takes). */
+  readonly question: number
+  /** The question, redacted like the call's arguments. */
+  readonly message: string
+  /** The answer's JSON Schema (2020-12, an object): what `answer` checks a value against. */
+  readonly schema: ToolSchema.JsonSchemaObject
+  /** The offered answers, encoded. */
+  readonly choices?: ReadonlyArray<unknown>
+  /** The turn (from 0) and the call's position in it. */
+  readonly turn: number
+  readonly index: number
+}
+
+/** A question waiting for its answer, with its run (see `questionsAll`). */
+export interface RunPendingQuestion extends PendingQuestion {
+  readonly runId: string
+}
+
+/** What `answer` takes: an answer (`Ask.answer(value, answeredBy)`) or a refusal (`Ask.decline(reason, answeredBy)`). */
+export type QuestionReply = Ask.AnswerReply | Ask.DeclineReply
+
 /**
  * Where a run stands, as `list` reports it: `queued` (started, not picked up by a runner yet),
- * `running`, `awaiting_approval` (running, with calls waiting for a decision), or ended: `finished`
+ * `running`, `awaiting_approval` (running, with calls waiting for a decision), `awaiting_answer`
+ * (running, suspended on questions its calls asked), or ended: `finished`
  * (a result, including one a handler's `Cancellation.cancelRun` ended), `failed` (`AgentFailed`, or
  * a defect) or `cancelled` (`cancel`).
  */
-export type RunStatus = "queued" | "running" | "awaiting_approval" | "finished" | "failed" | "cancelled"
+export type RunStatus = "queued" | "running" | "awaiting_approval" | "awaiting_answer" | "finished" | "failed" | "cancelled"
 
 /** One run of a durable agent, as `list` reports it. */
 export interface RunSummary {
@@ -186,6 +215,8 @@ export interface RunSummary {
   readonly turn: number | undefined
   /** How many of its calls wait for a decision (0 once the run has ended or is cancelled). */
   readonly pendingApprovals: number
+  /** How many questions of its calls wait for an answer (0 once the run has ended or is cancelled). */
+  readonly pendingQuestions: number
   /**
    * When the run was started (epoch ms): when `start` returned, or, for a run started without the
    * journal's SQL client at hand (or before runs were recorded), its first event's `timestamp`.
@@ -249,6 +280,33 @@ export class ApprovalNotPending extends Data.TaggedError("ApprovalNotPending")<{
 }> {
   override get message(): string {
     return `no pending approval for call ${this.callId} of run ${this.runId}: ${this.reason}`
+  }
+}
+
+/**
+ * `answer` found no open question to answer: the run is unknown to the journal (`"no such run"`), no
+ * question of call `callId` waits (`"not pending"`), the question was answered otherwise (`"already
+ * answered"`), the run has ended (`"finished"`) or it was cancelled (`"cancelled"`).
+ */
+export class QuestionNotPending extends Data.TaggedError("QuestionNotPending")<{
+  readonly runId: string
+  readonly callId: string
+  readonly reason: "no such run" | "not pending" | "already answered" | "finished" | "cancelled"
+}> {
+  override get message(): string {
+    return `no open question of call ${this.callId} of run ${this.runId}: ${this.reason}`
+  }
+}
+
+/** `answer` was given a value that does not match the question's answer schema: nothing was sent, the question stays open. */
+export class AnswerRefused extends Data.TaggedError("AnswerRefused")<{
+  readonly runId: string
+  readonly callId: string
+  readonly question: number
+  readonly reason: string
+}> {
+  override get message(): string {
+    return `answer to question ${this.question} of call ${this.callId} of run ${this.runId} refused: ${this.reason}`
   }
 }
 
@@ -392,6 +450,25 @@ export interface DurableAgent<R, MR, S extends Agent.OutputSchema = never> {
     callId: string,
     decision: Approval.Decision
   ) => Effect.Effect<void, ApprovalNotPending, ClientServices>
+  /** The questions the run's calls asked that wait for an answer, in call order (none once the run has ended or is cancelled). */
+  readonly questions: (runId: string) => Effect.Effect<ReadonlyArray<PendingQuestion>, never, ClientServices>
+  /** Every question waiting for an answer, across the agent's runs (those not ended nor cancelled), by run id, then call order. */
+  readonly questionsAll: () => Effect.Effect<ReadonlyArray<RunPendingQuestion>, never, ClientServices>
+  /**
+   * Answers (or declines) the open question of run `runId`'s call `callId` (its latest; `question`
+   * picks one by number), from any process connected to the same database. An answer is checked
+   * against the question's JSON Schema first: one that does not match fails with `AnswerRefused`
+   * (the reason; nothing is sent, the question stays open). The reply is journaled (a claim, then the
+   * question's deferred), the run resumes, and the call runs again from its start: the same question
+   * gets this reply at once. Fails with `QuestionNotPending` when no such question waits; repeating
+   * the same reply succeeds (and delivers it again).
+   */
+  readonly answer: (
+    runId: string,
+    callId: string,
+    reply: QuestionReply,
+    options?: { readonly question?: number }
+  ) => Effect.Effect<void, QuestionNotPending | AnswerRefused, ClientServices>
   /**
    * Cancels run `runId`, from any process connected to the same database, also while no runner runs
    * (it is journaled): the run starts no new model turn or tool call, its approvals stop waiting,
@@ -489,6 +566,7 @@ const cancelNested = (run: Tables.RunKey, reason: string) =>
     yield* DurableDeferred.succeed(cancelDeferred, { token, value: reason })
     yield* Tables.cancel(run, reason)
     cancelled.set(cancelledKey(run), reason)
+    yield* closeQuestions(workflow, id, run, reason)
   })
 
 /** Makes a durable agent (see the module comment). */
@@ -596,18 +674,28 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
       const page = rows.slice(0, limit)
       const waiting = new Map<string, number>()
       for (const row of yield* Tables.undecided(workflow._tag)) waiting.set(row.runId, (waiting.get(row.runId) ?? 0) + 1)
+      const asking = new Map<string, number>()
+      for (const row of yield* Tables.unanswered(workflow._tag)) asking.set(row.runId, (asking.get(row.runId) ?? 0) + 1)
       const runs: Array<RunSummary> = []
       for (const row of page) {
         const end = outcomeOf(yield* poll(row.runId))
         const cancelling = end.status === "running" ? yield* Tables.cancelReason(runKey(row.runId)) : undefined
         const pendingApprovals = end.status === "running" && cancelling === undefined ? waiting.get(row.runId) ?? 0 : 0
+        const pendingQuestions = end.status === "running" && cancelling === undefined ? asking.get(row.runId) ?? 0 : 0
         // started, and no runner has journaled anything of it yet
         const queued = end.status === "running" && row.turn === undefined && !(yield* Tables.known(runKey(row.runId)))
         runs.push({
           runId: row.runId,
-          status: queued ? "queued" : end.status === "running" && pendingApprovals > 0 ? "awaiting_approval" : end.status,
+          status: queued
+            ? "queued"
+            : end.status === "running" && pendingApprovals > 0
+            ? "awaiting_approval"
+            : end.status === "running" && pendingQuestions > 0
+            ? "awaiting_answer"
+            : end.status,
           turn: row.turn,
           pendingApprovals,
+          pendingQuestions,
           startedAt: row.startedAt,
           ...(cancelling === undefined ? {} : { cancelling }),
           ...(row.parentRunId === undefined ? {} : { parentRunId: row.parentRunId })
@@ -646,6 +734,58 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
       yield* DurableDeferred.succeed(deferred, { token, value: decision as typeof Journal.Decision.Type })
     })
 
+  const questions: DurableAgent<R, MR, S>["questions"] = (runId) =>
+    Effect.gen(function*() {
+      if (Option.isSome(yield* poll(runId))) return []
+      if ((yield* Tables.cancelReason(runKey(runId))) !== undefined) return []
+      const rows = yield* Tables.questions(runKey(runId))
+      return rows.filter((row) => row.reply === null).reverse().map(questionOf)
+    })
+
+  const questionsAll: DurableAgent<R, MR, S>["questionsAll"] = () =>
+    Effect.gen(function*() {
+      const rows = yield* Tables.unanswered(workflow._tag)
+      const live = new Map<string, boolean>()
+      for (const row of rows) if (!live.has(row.runId)) live.set(row.runId, !(yield* settled(row.runId)))
+      return rows.filter((row) => live.get(row.runId) === true).map((row): RunPendingQuestion => ({
+        runId: row.runId,
+        ...questionOf(row)
+      }))
+    })
+
+  const answer: DurableAgent<R, MR, S>["answer"] = (runId, callId, reply, answerOptions) =>
+    Effect.gen(function*() {
+      const run = runKey(runId)
+      const notPending = (reason: QuestionNotPending["reason"]) =>
+        Effect.fail(new QuestionNotPending({ runId, callId, reason }))
+      if (Option.isSome(yield* poll(runId))) return yield* notPending("finished")
+      if ((yield* Tables.cancelReason(run)) !== undefined) return yield* notPending("cancelled")
+      const rows = yield* Tables.questions(run, callId)
+      const asked = answerOptions?.question === undefined ? rows : rows.filter((row) => row.question === answerOptions.question)
+      // the latest open one, else the latest (a reply repeated after a crash re-delivers it)
+      const target = asked.find((row) => row.reply === null) ?? asked[0]
+      if (target === undefined) return yield* notPending((yield* Tables.known(run)) ? "not pending" : "no such run")
+      const value: typeof Journal.QuestionReply.Type = reply._tag === "Answer"
+        ? { _tag: "Answer", value: reply.value, answeredBy: reply.answeredBy }
+        : { _tag: "Decline", reason: reply.reason, answeredBy: reply.answeredBy }
+      if (reply._tag === "Answer") {
+        const refused = Questions.refusal(target, reply.value)
+        if (refused !== undefined) {
+          return yield* Effect.fail(new AnswerRefused({ runId, callId, question: target.question, reason: refused }))
+        }
+      }
+      const text = JSON.stringify(value)
+      // the claim makes the reply answer this question only; the same reply again re-delivers it
+      const claimed = target.reply === null && (yield* Tables.reply(run, target.deferred, text))
+      if (!claimed) {
+        const stored = target.reply ?? (yield* Tables.questions(run, callId)).find((row) => row.deferred === target.deferred)?.reply
+        if (stored !== text) return yield* notPending("already answered")
+      }
+      const deferred = Questions.questionDeferred(target.deferred)
+      const token = DurableDeferred.tokenFromExecutionId(deferred, { workflow, executionId: yield* executionId(runId) })
+      yield* DurableDeferred.succeed(deferred, { token, value })
+    })
+
   const cancel: DurableAgent<R, MR, S>["cancel"] = (runId, cancelOptions) =>
     Effect.gen(function*() {
       const run = runKey(runId)
@@ -666,6 +806,9 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
       yield* DurableDeferred.succeed(cancelDeferred, { token, value: reason })
       yield* Tables.cancel(run, reason)
       cancelled.set(cancelledKey(run), reason)
+      // its open questions close, declined (which wakes a run suspended on one: the call's handler
+      // reads `Ask.Declined`, then the run stops at its next step)
+      yield* closeQuestions(workflow, id, run, reason)
       // so are the runs nested in its calls (`asTool`): one waiting for an approval wakes (the others
       // would stop at their next step anyway: they check the runs around them)
       for (const nested of yield* Tables.nestedRuns(run)) yield* cancelNested(nested, reason)
@@ -684,9 +827,41 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
     pendingAll,
     list,
     approve,
+    questions,
+    questionsAll,
+    answer,
     cancel
   }
 }
+
+/** A stored question as `questions` reports it. */
+const questionOf = (row: Tables.QuestionRow): PendingQuestion => ({
+  callId: row.callId,
+  toolName: row.tool,
+  question: row.question,
+  message: row.message,
+  schema: JSON.parse(row.schema) as ToolSchema.JsonSchemaObject,
+  ...(row.choices === null ? {} : { choices: JSON.parse(row.choices) as ReadonlyArray<unknown> }),
+  turn: row.turn,
+  index: row.callIndex
+})
+
+/** Declines run `run`'s open questions ("the run was cancelled: <reason>", `answeredBy: "cancel"`), waking it. */
+const closeQuestions = (workflow: DurableWorkflow, executionId: string, run: Tables.RunKey, reason: string) =>
+  Effect.gen(function*() {
+    const value: typeof Journal.QuestionReply.Type = {
+      _tag: "Decline",
+      reason: `the run was cancelled: ${reason}`,
+      answeredBy: "cancel"
+    }
+    for (const row of yield* Tables.questions(run)) {
+      if (row.reply !== null) continue
+      if (!(yield* Tables.reply(run, row.deferred, JSON.stringify(value)))) continue
+      const deferred = Questions.questionDeferred(row.deferred)
+      const token = DurableDeferred.tokenFromExecutionId(deferred, { workflow, executionId })
+      yield* DurableDeferred.succeed(deferred, { token, value })
+    }
+  })
 
 /** A stored approval request as `pending` reports it. */
 const pendingOf = (row: Tables.ApprovalRow): PendingApproval => ({
@@ -1002,6 +1177,8 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
     execute: Effect.gen(function*() {
       const key = yield* Activity.idempotencyKey(name)
       const entry = options.tools.get(call.name)
+      // a tool that lists `Ask`: its questions suspend the run (see `internal/questions.ts`)
+      const asks = entry !== undefined && entry.tool.services.some((service) => service.key === Ask.Ask.key)
       const events: Array<ToolEvent.Event> = []
       const collect = EventSink.of({ emit: (event) => Effect.sync(() => void events.push(event)) })
       // whether a re-run may run the call again: the rule of automatic retries after a timeout
@@ -1012,7 +1189,11 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
       // a cancelled run starts no call (one whose marker shows an earlier start is answered as after a crash)
       const stop = cancelledReason(run) ??
         (approval.needsApproval && decision === undefined ? executor.runCancel.reasonUnsafe() ?? "cancelled" : undefined)
-      if (stop !== undefined && !(marks && (yield* Tables.marked(key)))) {
+      // a call that asked a question before the run was cancelled runs again: its handler reads the
+      // question declined (the cancellation closed it), as it would have, had it been waiting
+      const askedBefore = stop !== undefined && asks && (yield* Tables.questions(run, call.id))
+        .some((row) => row.deferred.startsWith(Questions.callQuestions(context.prefix, context.turn, index)))
+      if (stop !== undefined && !askedBefore && !(marks && (yield* Tables.marked(key)))) {
         // its terminal event: refused before it started (as a denied call is), journaled with its answer
         const error = new ToolError.ToolCancelled({ toolName, started: false })
         yield* Effect.provideService(
@@ -1079,6 +1260,24 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
             within: run.within ?? []
           })
         )
+      // a question of the call waits, durably, for `answer`: the run suspends, and the call runs again
+      let waiting = false
+      if (asks) {
+        const journalContext = yield* Effect.context<WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance | SqlClient.SqlClient>()
+        const outerAnswerer = yield* Effect.serviceOption(Ask.Answerer)
+        attempt = Effect.provideService(
+          attempt,
+          Ask.Answerer,
+          Questions.answerer(
+            { run, prefix: context.prefix, turn: context.turn, index, callId: call.id },
+            journalContext,
+            outerAnswerer,
+            () => {
+              waiting = true
+            }
+          )
+        )
+      }
       if (decision !== undefined) {
         // the decision answers this call's own request; anything else asked during the call (an MCP
         // server's elicitation) goes to the application's `Approval`, and is denied when there is none
@@ -1097,7 +1296,12 @@ const callActivity = <R, MR, S extends Agent.OutputSchema, St>(
       // which interrupted the call: the activity suspends too, journaling nothing, and runs again
       // when the nested run ends (that run's end answers it then)
       const instance = yield* WorkflowEngine.WorkflowInstance
-      if (instance.suspended) return yield* Workflow.suspend(instance)
+      if (instance.suspended) {
+        // suspended on a question: the call runs again from its start once answered, so its
+        // "started" marker goes (it did not end; what it did before asking must be idempotent)
+        if (waiting && marks) yield* Tables.unmark(key)
+        return yield* Workflow.suspend(instance)
+      }
       const result = exit._tag === "Success" ? exit.success[0]! : exit.failure.results[0]!
       const fatal = exit._tag === "Failure" ? exit.failure.errors[0] : undefined
       // a call that timed out (not one that waits: that suspended above) cancels the nested durable

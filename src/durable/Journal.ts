@@ -60,6 +60,16 @@ export const Decision = Schema.Union([
 /** What an approval's wait ended with: a decision, or the run's cancellation (its reason). */
 export const Waited = Schema.Union([Decision, Schema.TaggedStruct("Cancelled", { reason: Schema.String })])
 
+/**
+ * The reply to a question a call asked (`Ask`) in a durable run: an answer (its value encoded, as the
+ * question's JSON Schema describes it) or a refusal; a cancelled run's open questions are declined
+ * (`answeredBy: "cancel"`).
+ */
+export const QuestionReply = Schema.Union([
+  Schema.TaggedStruct("Answer", { value: ToolError.JsonData, answeredBy: Schema.String }),
+  Schema.TaggedStruct("Decline", { reason: Schema.String, answeredBy: Schema.String })
+])
+
 /** An `Agent.AgentResult` as data: what a finished durable run returns. */
 export const RunResult = Schema.Struct({
   text: Schema.String,

@@ -14,8 +14,9 @@
  * Time: a question's own `timeout` bounds the wait (then `Unanswerable`). The
  * call's timeout (`Tool.make({ timeout })`) is not paused while a person thinks:
  * give a tool that asks a timeout that leaves time to answer. This module does
- * not decide whether a call runs (that is `Approval`), and does not keep a
- * question across a crash (a durable run does not suspend on it).
+ * not decide whether a call runs (that is `Approval`). In a durable run
+ * (`tinyagents/durable`) a call's question suspends the run until
+ * `DurableAgent.answer` replies, and the call then runs again from its start.
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Result, Schema } from "effect"
 import * as ToolSchema from "../contract/ToolSchema.ts"
@@ -51,15 +52,29 @@ export interface Request {
  * no answer to be had through this answerer (an MCP client without elicitation, a form it cannot show).
  */
 export type Reply =
-  | { readonly _tag: "Answer"; readonly value: unknown; readonly answeredBy: string }
-  | { readonly _tag: "Decline"; readonly reason: string; readonly answeredBy: string }
+  | AnswerReply
+  | DeclineReply
   | { readonly _tag: "Unanswerable"; readonly reason: "invalid-question" | "unsupported" | "failed"; readonly detail: string }
 
+/** A {@link Reply} that answers (what {@link answer} makes). */
+export interface AnswerReply {
+  readonly _tag: "Answer"
+  readonly value: unknown
+  readonly answeredBy: string
+}
+
+/** A {@link Reply} that declines (what {@link decline} makes). */
+export interface DeclineReply {
+  readonly _tag: "Decline"
+  readonly reason: string
+  readonly answeredBy: string
+}
+
 /** The answer `value` (JSON, decoded with the question's schema). */
-export const answer = (value: unknown, answeredBy = "app"): Reply => ({ _tag: "Answer", value, answeredBy })
+export const answer = (value: unknown, answeredBy = "app"): AnswerReply => ({ _tag: "Answer", value, answeredBy })
 
 /** No answer: the person (or rule) declines; the handler gets `Declined` with `reason`. */
-export const decline = (reason: string, answeredBy = "app"): Reply => ({ _tag: "Decline", reason, answeredBy })
+export const decline = (reason: string, answeredBy = "app"): DeclineReply => ({ _tag: "Decline", reason, answeredBy })
 
 /** No answer through this answerer: `Unanswerable` with `reason` and `detail`. */
 export const unanswerable = (

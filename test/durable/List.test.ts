@@ -67,11 +67,11 @@ describe("DurableAgent.list and pendingAll", () => {
         const { startedAt: _, ...rest } = byId.get(id)!
         return rest
       }
-      assert.deepStrictEqual(view("finished"), { runId: "finished", status: "finished", turn: 2, pendingApprovals: 0 })
-      assert.deepStrictEqual(view("failed"), { runId: "failed", status: "failed", turn: 0, pendingApprovals: 0 })
-      assert.deepStrictEqual(view("cancelled"), { runId: "cancelled", status: "cancelled", turn: 0, pendingApprovals: 0 })
-      assert.deepStrictEqual(view("waiting"), { runId: "waiting", status: "awaiting_approval", turn: 1, pendingApprovals: 2 })
-      assert.deepStrictEqual(view("running"), { runId: "running", status: "running", turn: 0, pendingApprovals: 0 })
+      assert.deepStrictEqual(view("finished"), { runId: "finished", status: "finished", turn: 2, pendingApprovals: 0, pendingQuestions: 0 })
+      assert.deepStrictEqual(view("failed"), { runId: "failed", status: "failed", turn: 0, pendingApprovals: 0, pendingQuestions: 0 })
+      assert.deepStrictEqual(view("cancelled"), { runId: "cancelled", status: "cancelled", turn: 0, pendingApprovals: 0, pendingQuestions: 0 })
+      assert.deepStrictEqual(view("waiting"), { runId: "waiting", status: "awaiting_approval", turn: 1, pendingApprovals: 2, pendingQuestions: 0 })
+      assert.deepStrictEqual(view("running"), { runId: "running", status: "running", turn: 0, pendingApprovals: 0, pendingQuestions: 0 })
       assert.strictEqual(all.next, undefined)
       for (const run of all.runs) assert.isTrue(run.startedAt >= before && run.startedAt <= Date.now(), run.runId)
       // newest first (ties by run id, descending); the pages are the whole list, in order, without repeats
@@ -110,8 +110,8 @@ describe("DurableAgent.list and pendingAll", () => {
         return { page: yield* agent.list(), pending: yield* agent.pendingAll() }
       }).pipe(Effect.provide(Runner.layerSqliteClient({ filename, pollInterval: "20 millis" })))
       assert.deepStrictEqual(after.page.runs.map(({ startedAt: _, ...run }) => run), [
-        { runId: "q", status: "queued", turn: undefined, pendingApprovals: 0 },
-        { runId: "r", status: "running", turn: 0, pendingApprovals: 0, cancelling: "later" }
+        { runId: "q", status: "queued", turn: undefined, pendingApprovals: 0, pendingQuestions: 0 },
+        { runId: "r", status: "running", turn: 0, pendingApprovals: 0, pendingQuestions: 0, cancelling: "later" }
       ])
       // a runner picks the queued run up: it keeps its start
       const picked = yield* Effect.andThen(agent.result("q"), agent.list()).pipe(
@@ -163,10 +163,10 @@ describe("DurableAgent.list: nested runs", () => {
         return { parents: yield* parent.list(), children: yield* child.list() }
       }).pipe(Effect.provide(layer))
       assert.deepStrictEqual(parents.runs.map(({ startedAt: _, ...run }) => run), [
-        { runId: "p", status: "finished", turn: 1, pendingApprovals: 0 }
+        { runId: "p", status: "finished", turn: 1, pendingApprovals: 0, pendingQuestions: 0 }
       ])
       assert.deepStrictEqual(children.runs.map(({ startedAt: _, ...run }) => run), [
-        { runId: "p/0/0", status: "finished", turn: 1, pendingApprovals: 0, parentRunId: "p" }
+        { runId: "p/0/0", status: "finished", turn: 1, pendingApprovals: 0, pendingQuestions: 0, parentRunId: "p" }
       ])
     }), 30_000)
 })

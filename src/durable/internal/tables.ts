@@ -11,7 +11,10 @@
  * per run nested in a run's call, `DurableAgent.asTool`, written before the nested run starts: what
  * a cancellation cascades along) and `tinyagents_durable_runs` (one row per run, written by `start`
  * or by the runner that picks it up: when it started, the turn it is at, the run it is nested in:
- * what `DurableAgent.list` pages through). SQLite and Postgres alike.
+ * what `DurableAgent.list` pages through) and `tinyagents_durable_questions` (one row per question a
+ * call asked (`Ask`), named by its deferred `question/<turn>/<index>/<n>`: the call, the redacted
+ * message, the answer's JSON Schema and choices, and the reply once `answer` claimed it). SQLite and
+ * Postgres alike.
  */
 import { Effect, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -48,7 +51,10 @@ export const ensure: Effect.Effect<void, never, SqlClient.SqlClient> = Effect.fl
             sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_cancels (workflow TEXT NOT NULL, run_id TEXT NOT NULL, reason TEXT NOT NULL, at BIGINT NOT NULL, PRIMARY KEY (workflow, run_id))`,
             Effect.andThen(
               sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_children (workflow TEXT NOT NULL, run_id TEXT NOT NULL, child_workflow TEXT NOT NULL, child_run_id TEXT NOT NULL, PRIMARY KEY (workflow, run_id, child_workflow, child_run_id))`,
-              sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_runs (workflow TEXT NOT NULL, run_id TEXT NOT NULL, started_at BIGINT NOT NULL, turn INTEGER, parent_run_id TEXT, PRIMARY KEY (workflow, run_id))`
+              Effect.andThen(
+                sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_runs (workflow TEXT NOT NULL, run_id TEXT NOT NULL, started_at BIGINT NOT NULL, turn INTEGER, parent_run_id TEXT, PRIMARY KEY (workflow, run_id))`,
+                sql`CREATE TABLE IF NOT EXISTS tinyagents_durable_questions (workflow TEXT NOT NULL, run_id TEXT NOT NULL, deferred TEXT NOT NULL, turn INTEGER NOT NULL, call_index INTEGER NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL, question INTEGER NOT NULL, message TEXT NOT NULL, answer_schema TEXT NOT NULL, choices TEXT, reply TEXT, PRIMARY KEY (workflow, run_id, deferred))`
+              )
             )
           )
         )
@@ -352,5 +358,103 @@ export const undecided = (
     (rows) =>
       rows.map((raw) => ({ ...rowOf(raw), runId: raw.run_id })).sort((a, b) =>
         a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : -latestFirst(a, b)
+      )
+  )
+
+/** Removes the "started" marker of activity `key` (a call suspended on a question runs again from its start). */
+export const unmark = (key: string): Effect.Effect<void, never, SqlClient.SqlClient> =>
+  Effect.asVoid(withSql((sql) => sql`DELETE FROM tinyagents_durable_markers WHERE activity_key = ${key}`))
+
+/** One question a call asked, as stored. */
+export interface QuestionRow {
+  readonly deferred: string
+  readonly turn: number
+  readonly callIndex: number
+  readonly callId: string
+  readonly tool: string
+  /** The call's question number (1 for its first). */
+  readonly question: number
+  /** Redacted like the call's arguments. */
+  readonly message: string
+  /** The answer's JSON Schema, as JSON text. */
+  readonly schema: string
+  /** The offered answers (encoded, redacted), as JSON text, or `null`. */
+  readonly choices: string | null
+  /** The claimed reply (`Journal.QuestionReply`) as JSON text, or `null` while open. */
+  readonly reply: string | null
+}
+
+interface RawQuestionRow {
+  readonly deferred: string
+  readonly turn: number | string
+  readonly call_index: number | string
+  readonly call_id: string
+  readonly tool: string
+  readonly question: number | string
+  readonly message: string
+  readonly answer_schema: string
+  readonly choices: string | null
+  readonly reply: string | null
+}
+
+const questionOf = (raw: RawQuestionRow): QuestionRow => ({
+  deferred: raw.deferred,
+  turn: Number(raw.turn),
+  callIndex: Number(raw.call_index),
+  callId: raw.call_id,
+  tool: raw.tool,
+  question: Number(raw.question),
+  message: raw.message,
+  schema: raw.answer_schema,
+  choices: raw.choices,
+  reply: raw.reply
+})
+
+/** Latest first: by leg, then turn, then position in the turn, then question number. */
+const latestQuestionFirst = (a: QuestionRow, b: QuestionRow): number =>
+  legOf(b.deferred) - legOf(a.deferred) || b.turn - a.turn || b.callIndex - a.callIndex || b.question - a.question
+
+/** Records question `row` (open) unless it is already there (the call asked it before it was suspended). */
+export const ask = (run: RunKey, row: Omit<QuestionRow, "reply">): Effect.Effect<void, never, SqlClient.SqlClient> =>
+  Effect.asVoid(withSql((sql) =>
+    sql`INSERT INTO tinyagents_durable_questions (workflow, run_id, deferred, turn, call_index, call_id, tool, question, message, answer_schema, choices) VALUES (${run.workflow}, ${run.runId}, ${row.deferred}, ${row.turn}, ${row.callIndex}, ${row.callId}, ${row.tool}, ${row.question}, ${row.message}, ${row.schema}, ${row.choices}) ON CONFLICT (workflow, run_id, deferred) DO NOTHING`
+  ))
+
+const questionColumns = "deferred, turn, call_index, call_id, tool, question, message, answer_schema, choices, reply"
+
+/** The run's questions (all, or those of call id `callId`), latest first. */
+export const questions = (
+  run: RunKey,
+  callId?: string
+): Effect.Effect<ReadonlyArray<QuestionRow>, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      callId === undefined
+        ? sql<RawQuestionRow>`SELECT ${sql.literal(questionColumns)} FROM tinyagents_durable_questions WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
+        : sql<RawQuestionRow>`SELECT ${sql.literal(questionColumns)} FROM tinyagents_durable_questions WHERE workflow = ${run.workflow} AND run_id = ${run.runId} AND call_id = ${callId}`
+    ),
+    (rows) => rows.map(questionOf).sort(latestQuestionFirst)
+  )
+
+/** Claims open question `deferred` with `reply` (JSON text): `true` when this call claimed it. */
+export const reply = (run: RunKey, deferred: string, text: string): Effect.Effect<boolean, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<{ readonly deferred: string }>`UPDATE tinyagents_durable_questions SET reply = ${text} WHERE workflow = ${run.workflow} AND run_id = ${run.runId} AND deferred = ${deferred} AND reply IS NULL RETURNING deferred`
+    ),
+    (rows) => rows.length > 0
+  )
+
+/** The open questions of workflow `workflow`'s runs, each with its run id, by run then call order. */
+export const unanswered = (
+  workflow: string
+): Effect.Effect<ReadonlyArray<QuestionRow & { readonly runId: string }>, never, SqlClient.SqlClient> =>
+  Effect.map(
+    withSql((sql) =>
+      sql<RawQuestionRow & { readonly run_id: string }>`SELECT run_id, ${sql.literal(questionColumns)} FROM tinyagents_durable_questions WHERE workflow = ${workflow} AND reply IS NULL`
+    ),
+    (rows) =>
+      rows.map((raw) => ({ ...questionOf(raw), runId: raw.run_id })).sort((a, b) =>
+        a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : -latestQuestionFirst(a, b)
       )
   )
