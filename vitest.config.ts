@@ -14,6 +14,7 @@ const fullOnly = [
   "test/Production.test.ts",
   "test/cli/Bin.test.ts",
   "test/durable/Approve.test.ts",
+  "test/durable/AskCrash.test.ts",
   "test/durable/Crash.test.ts",
   "test/durable/CrashCancel.test.ts",
   "test/durable/CrashNested.test.ts",

@@ -16,6 +16,8 @@
  * - `tinyagents durable approve <runId> <callId> --db <file> | --postgres <url> --workflow <name>
  *   [--deny --reason ...]`: decide a durable run's pending approval from another process (exit 1,
  *   sending nothing, unless the run exists for that workflow, is unfinished and waits for that call);
+ *   `tinyagents durable answer <runId> <callId> ... --json '<object>' | --decline [--reason ...]`: answer
+ *   a tool call's question (`DurableAgent.answer`; an answer that does not match its schema: exit 1).
  *   `tinyagents durable cancel <runId> ... [--reason ...]`: cancel a durable run (`DurableAgent.cancel`).
  *   `tinyagents durable status <runId> ...`: whether the run is running (with the calls waiting for
  *   approval), finished or failed, read with `SELECT`s only (`internal/durableJournal.ts`). A journal

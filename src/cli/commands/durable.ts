@@ -1,6 +1,7 @@
 /**
  * `tinyagents durable`: a durable agent's runs from any process connected to its journal (a SQLite
- * file or a Postgres URL). `approve` decides a pending approval, `cancel` cancels a run (both
+ * file or a Postgres URL). `approve` decides a pending approval, `answer` answers a tool call's
+ * question (`Ask`), `cancel` cancels a run (all three
  * through `DurableAgent`); `status` says whether a run is running (with the calls waiting for
  * approval), finished or failed, `list` lists a workflow's runs (status, turn, pending approvals,
  * start) and `pending` every call waiting for approval across its runs, all three read with `SELECT`s
@@ -196,6 +197,78 @@ const durableApproveCommand = Command.make("approve", {
     ])
   )
 
+/** A pending question, as `status` and `pending` print it. */
+const questionLine = (q: DurableJournal.PendingQuestion): string =>
+  `${q.callId} #${q.question} ${q.toolName}: ${JSON.stringify(q.message)} answer: ${JSON.stringify(q.schema)}${
+    q.choices === undefined ? "" : ` choices: ${JSON.stringify(q.choices)}`
+  }`
+
+const durableAnswerCommand = Command.make("answer", {
+  ...journalFlags,
+  runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)")),
+  callId: Argument.String("call-id").pipe(Argument.withDescription("The tool call whose question waits (its call id; `durable status` lists them)")),
+  json: Flag.String("json").pipe(Flag.withDescription("The answer: a JSON object matching the question's answer schema"), Flag.optional),
+  decline: Flag.Boolean("decline").pipe(Flag.withDescription("Decline to answer instead (the handler reads Ask.Declined with --reason)"), Flag.withDefault(false)),
+  reason: Flag.String("reason").pipe(Flag.withDescription("Why (with --decline)"), Flag.optional),
+  question: Flag.Int("question").pipe(Flag.withDescription("Which of the call's questions (its number; default: the latest open one)"), Flag.optional),
+  by: Flag.String("by").pipe(Flag.withDescription("Who answers (recorded as answeredBy)"), Flag.withDefault("cli"))
+}, ({ by, callId, decline, json, question, reason, runId, ...flags }) =>
+  Effect.gen(function*() {
+    if (decline === Option.isSome(json)) return yield* new UsageError({ detail: "give the answer with --json '<object>', or --decline" })
+    if (!decline && Option.isSome(reason)) return yield* new UsageError({ detail: "--reason goes with --decline" })
+    let value: unknown
+    if (Option.isSome(json)) {
+      try {
+        value = JSON.parse(json.value)
+      } catch (error) {
+        return yield* new UsageError({ detail: `--json: not JSON: ${errorText(error)}` })
+      }
+    }
+    const reply = decline
+      ? { _tag: "Decline" as const, reason: Option.getOrElse(reason, () => "declined from the command line"), answeredBy: by }
+      : { _tag: "Answer" as const, value, answeredBy: by }
+    const { agent, client, failedIn, state } = yield* inspectRun(flags, runId)
+    const of = `call ${JSON.stringify(callId)} of run ${JSON.stringify(runId)}`
+    if (state._tag !== "Running") {
+      return yield* new CommandFailed({ detail: `run ${JSON.stringify(runId)} has ${endedAs(state)}: nothing to answer for ${of}` })
+    }
+    const open = state.questions.map((q) => `${q.callId} #${q.question}`)
+    yield* Effect.scoped(
+      agent.answer(runId, callId, reply, Option.isSome(question) ? { question: question.value } : undefined).pipe(Effect.provide(client))
+    ).pipe(
+      // the agent's own check is the authority (the run may have moved on since the journal was read)
+      Effect.catchTags({
+        AnswerRefused: (error) =>
+          Effect.fail(new CommandFailed({ detail: `answer refused (the question stays open): ${error.reason}` })),
+        QuestionNotPending: (error) =>
+          Effect.fail(new CommandFailed({
+            detail: error.reason === "not pending"
+              ? `no open question for ${of} (${open.length === 0 ? "none open" : `open: ${open.join(", ")}`})`
+              : error.reason === "already answered"
+              ? `the question of ${of} is already answered (a reply stands; it cannot be changed)`
+              : error.reason === "finished"
+              ? `run ${JSON.stringify(runId)} has finished: nothing to answer for ${of}`
+              : error.reason === "cancelled"
+              ? `run ${JSON.stringify(runId)} has been cancelled: nothing to answer for ${of}`
+              : `no open question for ${of} (the run has not been picked up by a runner yet)`
+          }))
+      }),
+      failedIn(`answer ${of}`)
+    )
+    yield* Console.log(`${decline ? "declined" : "answered"} the question of ${callId} of run ${runId}`)
+  })).pipe(
+    Command.withDescription(
+      "Answer (or decline) a question a durable run's tool call asked (Ask.question), from any process connected to its journal. The answer is checked against the question's answer schema first: one that does not match is refused (exit 1) with the reason, and the question stays open. The reply is journaled, and the runner that owns the run (now, or once restarted) resumes it: the call runs again from its start and gets this reply. Refused (exit 1) when the journal has no such run of the workflow, the run has ended, or no question of the call is open (`durable status` lists them)."
+    ),
+    Command.withExamples([
+      {
+        command: "tinyagents durable answer run-1 call_7 --db journal.db --workflow deployer --json '{\"branch\":\"main\"}'",
+        description: "Answer on a SQLite journal"
+      },
+      { command: "tinyagents durable answer run-1 call_7 --db journal.db -w deployer --decline --reason 'ask ops'", description: "Decline" }
+    ])
+  )
+
 const durableCancelCommand = Command.make("cancel", {
   ...journalFlags,
   runId: Argument.String("run-id").pipe(Argument.withDescription("The run (its runId)")),
@@ -240,6 +313,7 @@ const durableStatusCommand = Command.make("status", {
       for (const p of state.pending) {
         yield* Console.log(`  waiting for approval: ${p.callId} ${p.toolName} ${JSON.stringify(p.arguments)}`)
       }
+      for (const q of state.questions) yield* Console.log(`  waiting for an answer: ${questionLine(q)}`)
     }
   })).pipe(
     Command.withDescription(
@@ -257,7 +331,11 @@ const listedStatus = ({ queued, state }: DurableJournal.ListedRun): string => {
   if (state._tag === "Cancelled") return "cancelled"
   if (state._tag === "Ended") return `ended (${state.detail})`
   if (state.cancelling !== undefined) return `running, cancelling: ${state.cancelling}`
-  return state.pending.length > 0 ? `awaiting approval (${state.pending.length})` : "running"
+  return state.pending.length > 0
+    ? `awaiting approval (${state.pending.length})`
+    : state.questions.length > 0
+    ? `awaiting answer (${state.questions.length})`
+    : "running"
 }
 
 const durableListCommand = Command.make("list", {
@@ -292,23 +370,26 @@ const durableListCommand = Command.make("list", {
 
 const durablePendingCommand = Command.make("pending", { ...journalFlags }, (flags) =>
   Effect.gen(function*() {
-    const { pending } = yield* readWorkflow(flags, (workflow, journal) =>
+    const { pending, questions } = yield* readWorkflow(flags, (workflow, journal) =>
       journal.pendingAll({ workflow: workflow.tag, executionIdOf: workflow.executionIdOf }))
-    if (pending.length === 0) return yield* Console.log(`no calls of workflow ${flags.workflow} wait for approval`)
+    if (pending.length === 0 && questions.length === 0) {
+      return yield* Console.log(`no calls of workflow ${flags.workflow} wait for approval`)
+    }
     for (const p of pending) yield* Console.log(`${p.runId}  ${p.callId}  ${p.toolName}  ${JSON.stringify(p.arguments)}`)
+    for (const q of questions) yield* Console.log(`${q.runId}  asks: ${questionLine(q)}`)
   })).pipe(
     Command.withDescription(
-      "List every call waiting for approval across a durable agent's runs: run id, call id, tool and redacted arguments (what `durable approve` takes). Runs that have ended or are cancelled wait for none. Reads the journal only (never writes to it); exit 1 for an unknown workflow."
+      "List every call waiting for approval across a durable agent's runs: run id, call id, tool and redacted arguments (what `durable approve` takes); then every question waiting for an answer: run id, call id, question number, tool, message and the answer's JSON Schema (what `durable answer` takes). Runs that have ended or are cancelled wait for none. Reads the journal only (never writes to it); exit 1 for an unknown workflow."
     ),
     Command.withExamples([
       { command: "tinyagents durable pending --db journal.db --workflow mailer", description: "The waiting calls on a SQLite journal" }
     ])
   )
 
-/** `tinyagents durable approve`, `cancel`, `status`, `list` and `pending`. */
+/** `tinyagents durable approve`, `answer`, `cancel`, `status`, `list` and `pending`. */
 export const durableCommand = Command.make("durable").pipe(
   Command.withDescription(
-    "Durable agents (tinyagents/durable): decide a pending approval, cancel a run, see a run's status, list the runs or the calls waiting for approval"
+    "Durable agents (tinyagents/durable): decide a pending approval, answer a tool's question, cancel a run, see a run's status, list the runs or the calls waiting for approval"
   ),
-  Command.withSubcommands([durableApproveCommand, durableCancelCommand, durableStatusCommand, durableListCommand, durablePendingCommand])
+  Command.withSubcommands([durableApproveCommand, durableAnswerCommand, durableCancelCommand, durableStatusCommand, durableListCommand, durablePendingCommand])
 )

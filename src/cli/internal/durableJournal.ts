@@ -37,6 +37,16 @@ export interface PendingApproval {
   readonly arguments: unknown
 }
 
+/** A question a call asked, waiting for its answer: the call, its number, the (redacted) message and the answer's JSON Schema. */
+export interface PendingQuestion {
+  readonly callId: string
+  readonly toolName: string
+  readonly question: number
+  readonly message: string
+  readonly schema: unknown
+  readonly choices: unknown
+}
+
 /** What the journal knows of one run of one workflow. */
 export type RunState =
   | { readonly _tag: "UnknownWorkflow"; readonly workflows: ReadonlyArray<string> }
@@ -44,6 +54,8 @@ export type RunState =
   | {
     readonly _tag: "Running"
     readonly pending: ReadonlyArray<PendingApproval>
+    /** The questions its calls asked (`Ask`) that wait for an answer, in call order. */
+    readonly questions: ReadonlyArray<PendingQuestion>
     /** The reason of a `cancel` the run has not yet acted on. */
     readonly cancelling: string | undefined
     /** The run's state (`AgentState`, as JSON) as its last `agent.state` event left it; absent without one. */
@@ -233,6 +245,7 @@ export const runState = (options: {
     return {
       _tag: "Running",
       pending: cancelling === undefined ? yield* pendingOf(options) : [],
+      questions: cancelling === undefined ? yield* questionsOf(options) : [],
       cancelling,
       ...(agentState === undefined ? {} : { agentState })
     }
@@ -248,6 +261,32 @@ const pendingOf = (options: { readonly workflow: string; readonly runId: string 
     if (!(yield* tablesOf).has("tinyagents_durable_approvals")) return []
     const rows = yield* sql<{ readonly call_id: string; readonly tool: string; readonly arguments: string }>`SELECT call_id, tool, arguments FROM tinyagents_durable_approvals WHERE workflow = ${options.workflow} AND run_id = ${options.runId} AND decision IS NULL ORDER BY turn, call_index`
     return rows.map((row): PendingApproval => ({ callId: row.call_id, toolName: row.tool, arguments: json(row.arguments) }))
+  })
+
+/**
+ * The run's questions in `tinyagents_durable_questions` with no reply yet, in call order (none when
+ * the table is not there: no run of this journal has asked one).
+ */
+const questionsOf = (options: { readonly workflow: string; readonly runId: string }) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (!(yield* tablesOf).has("tinyagents_durable_questions")) return []
+    const rows = yield* sql<{
+      readonly call_id: string
+      readonly tool: string
+      readonly question: number | string
+      readonly message: string
+      readonly answer_schema: string
+      readonly choices: string | null
+    }>`SELECT call_id, tool, question, message, answer_schema, choices FROM tinyagents_durable_questions WHERE workflow = ${options.workflow} AND run_id = ${options.runId} AND reply IS NULL ORDER BY turn, call_index, question`
+    return rows.map((row): PendingQuestion => ({
+      callId: row.call_id,
+      toolName: row.tool,
+      question: Number(row.question),
+      message: row.message,
+      schema: json(row.answer_schema),
+      choices: row.choices === null ? undefined : json(row.choices)
+    }))
   })
 
 /** The run's state as its last journaled `agent.state` event has it (none: the run has no such event). */
@@ -346,7 +385,11 @@ export const pendingAll = (options: {
   readonly executionIdOf: (runId: string) => Effect.Effect<string>
 }): Effect.Effect<
   | { readonly _tag: "UnknownWorkflow"; readonly workflows: ReadonlyArray<string> }
-  | { readonly _tag: "Pending"; readonly pending: ReadonlyArray<PendingApproval & { readonly runId: string }> },
+  | {
+    readonly _tag: "Pending"
+    readonly pending: ReadonlyArray<PendingApproval & { readonly runId: string }>
+    readonly questions: ReadonlyArray<PendingQuestion & { readonly runId: string }>
+  },
   unknown,
   SqlClient.SqlClient
 > =>
@@ -354,14 +397,23 @@ export const pendingAll = (options: {
     const sql = yield* SqlClient.SqlClient
     const workflows = yield* workflowsOf
     if (!workflows.includes(options.workflow.slice("tinyagents/".length))) return { _tag: "UnknownWorkflow", workflows } as const
-    if (!(yield* tablesOf).has("tinyagents_durable_approvals")) return { _tag: "Pending", pending: [] } as const
-    const ids = yield* sql<{ readonly run_id: string }>`SELECT DISTINCT run_id FROM tinyagents_durable_approvals WHERE workflow = ${options.workflow} AND decision IS NULL ORDER BY run_id`
-    const pending: Array<PendingApproval & { readonly runId: string }> = []
-    for (const { run_id: runId } of ids) {
-      const state = yield* runState({ workflow: options.workflow, runId, executionId: yield* options.executionIdOf(runId) })
-      if (state._tag === "Running") for (const p of state.pending) pending.push({ runId, ...p })
+    const tables = yield* tablesOf
+    const ids = new Set<string>()
+    if (tables.has("tinyagents_durable_approvals")) {
+      for (const row of yield* sql<{ readonly run_id: string }>`SELECT DISTINCT run_id FROM tinyagents_durable_approvals WHERE workflow = ${options.workflow} AND decision IS NULL`) ids.add(row.run_id)
     }
-    return { _tag: "Pending", pending } as const
+    if (tables.has("tinyagents_durable_questions")) {
+      for (const row of yield* sql<{ readonly run_id: string }>`SELECT DISTINCT run_id FROM tinyagents_durable_questions WHERE workflow = ${options.workflow} AND reply IS NULL`) ids.add(row.run_id)
+    }
+    const pending: Array<PendingApproval & { readonly runId: string }> = []
+    const questions: Array<PendingQuestion & { readonly runId: string }> = []
+    for (const runId of [...ids].sort()) {
+      const state = yield* runState({ workflow: options.workflow, runId, executionId: yield* options.executionIdOf(runId) })
+      if (state._tag !== "Running") continue
+      for (const p of state.pending) pending.push({ runId, ...p })
+      for (const q of state.questions) questions.push({ runId, ...q })
+    }
+    return { _tag: "Pending", pending, questions } as const
   })
 
 /** Whether the run has journaled any event (a runner has picked it up). */
