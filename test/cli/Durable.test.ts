@@ -120,7 +120,10 @@ describe("tinyagents durable", () => {
     Effect.gen(function*() {
       const group = yield* cli("durable", "--help")
       assert.strictEqual(group.code, 0)
-      for (const text of ["approve", "cancel", "status", "list", "pending"]) assert.include(group.stdout, text)
+      for (const text of ["approve", "answer", "cancel", "status", "list", "pending"]) assert.include(group.stdout, text)
+      const answer = yield* cli("durable", "answer", "--help")
+      assert.strictEqual(answer.code, 0)
+      for (const text of ["<run-id>", "<call-id>", "--json", "--decline", "--reason", "--question", "--by"]) assert.include(answer.stdout, text)
       const approve = yield* cli("durable", "approve", "--help")
       assert.strictEqual(approve.code, 0)
       for (const text of ["<run-id>", "<call-id>", "--db", "--postgres", "--workflow", "--deny", "--reason", "--by"]) {
@@ -138,7 +141,11 @@ describe("tinyagents durable", () => {
         ],
         [["durable", "status", "r1", "--workflow", "w", "--db", "/nonexistent/journal.db"], "no such journal file: /nonexistent/journal.db"],
         [["durable", "approve", "r1", "c1", "--workflow", "w", "--db", "x.db", "--reason", "why"], "--reason goes with --deny"],
-        [["durable", "approve", "r1", "--workflow", "w", "--db", "x.db"], "Missing required argument"]
+        [["durable", "approve", "r1", "--workflow", "w", "--db", "x.db"], "Missing required argument"],
+        [["durable", "answer", "r1", "c1", "--workflow", "w", "--db", "x.db"], "give the answer with --json '<object>', or --decline"],
+        [["durable", "answer", "r1", "c1", "--workflow", "w", "--db", "x.db", "--json", "{}", "--decline"], "give the answer with --json"],
+        [["durable", "answer", "r1", "c1", "--workflow", "w", "--db", "x.db", "--json", "{nope"], "--json: not JSON"],
+        [["durable", "answer", "r1", "c1", "--workflow", "w", "--db", "x.db", "--json", "{}", "--reason", "x"], "--reason goes with --decline"]
       ] as const
       for (const [args, message] of cases) {
         const { code, stderr } = yield* cli(...args)
