@@ -6,13 +6,13 @@
  * transient failure retried, `calc`, `write_file`, and a final answer), its
  * text streamed word by word. Also the event printer and the summary table, and the second part
  * (offline only, {@link review}): a reviewer agent with a state its tools update, a nested checker
- * agent as a tool, and a typed final answer.
+ * agent as a tool, a tool that asks a question (answered by a rule), and a typed final answer.
  */
 import { Effect, Layer, Result, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Agent, AgentState, ChatModel, EventSink, Executor, Tool, ToolError, ToolProgress, ToolRegistry, ToolResult } from "../src/index.ts"
+import { Agent, AgentState, Ask, ChatModel, EventSink, Executor, Tool, ToolError, ToolProgress, ToolRegistry, ToolResult } from "../src/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { calc, readFile, writeFile } from "../src/tools/index.ts"
 
@@ -185,6 +185,28 @@ export const checkFigures = Agent.asTool({
   input: Schema.Struct({ task: Schema.String })
 })
 
+/** A tool that asks: which quarter the review covers (a typed question, answered here by a rule). */
+export const confirmScope = Tool.make("confirm_scope", {
+  description: "Confirms with the reviewer's owner which quarter the review covers.",
+  input: Schema.Struct({ report: Schema.String }),
+  failure: Ask.NotAnswered,
+  services: [Ask.Ask],
+  handler: ({ report }) =>
+    Effect.map(
+      Ask.question({
+        message: `Which quarter does ${report} cover?`,
+        answer: Schema.Struct({ quarter: Schema.Literals(["Q2", "Q3"]) }),
+        choices: [{ quarter: "Q2" }, { quarter: "Q3" }]
+      }),
+      ({ quarter }) => `scope confirmed: ${quarter}`
+    )
+})
+
+/** Who answers the demo's questions: a rule (a person at a terminal would use `TerminalAsk.layer`). */
+export const answerer = Ask.layerRules([
+  { name: "finance-policy", match: (request) => request.toolName === "confirm_scope", reply: { answer: { quarter: "Q3" } } }
+])
+
 /** The reviewer's typed final answer. */
 export const Verdict = Schema.Struct({ revenueKeur: Schema.Int, targetMet: Schema.Boolean, facts: Schema.Array(Schema.String) })
 
@@ -192,7 +214,8 @@ export const Verdict = Schema.Struct({ revenueKeur: Schema.Int, targetMet: Schem
 export const reviewScript: ReadonlyArray<ChatModel.ScriptedTurn> = [
   ChatModel.callTools([
     ["call_fact", "note_fact", { fact: "Q3 revenue 1245 kEUR, target 1200 kEUR" }],
-    ["call_check", "check_figures", { task: "Check that 380 + 410 + 455 kEUR is 1245 kEUR." }]
+    ["call_check", "check_figures", { task: "Check that 380 + 410 + 455 kEUR is 1245 kEUR." }],
+    ["call_scope", "confirm_scope", { report: "report.md" }]
   ]),
   (request) => {
     const checked = lastResults(request).find((r) => r.toolCallId === "call_check")
@@ -209,7 +232,7 @@ export const reviewScript: ReadonlyArray<ChatModel.ScriptedTurn> = [
  * typed answer. Prints its events (a nested run's indented by its depth), the answer and the state.
  */
 export const review = Effect.gen(function*() {
-  const tools = yield* ToolRegistry.make([noteFact, checkFigures])
+  const tools = yield* ToolRegistry.make([noteFact, checkFigures, confirmScope])
   let start: number | undefined
   const print = EventSink.EventSink.of({
     emit: (event) =>
@@ -225,7 +248,10 @@ export const review = Effect.gen(function*() {
     tools,
     state: Findings,
     output: Verdict
-  }).pipe(Effect.provide(ChatModel.scripted(reviewScript)), Effect.provideService(EventSink.EventSink, print))
+  }).pipe(
+    Effect.provide([ChatModel.scripted(reviewScript), answerer]),
+    Effect.provideService(EventSink.EventSink, print)
+  )
   console.log(`\nTyped answer: ${JSON.stringify(result.output)}`)
   console.log(`State: ${JSON.stringify(result.state)}`)
 })
@@ -290,7 +316,9 @@ export const formatEvent = (event: ToolEvent.Event, start: number): string => {
     case "tool.question":
       return `${at}    ${pad("question", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${JSON.stringify(event.message)}`
     case "tool.answered":
-      return `${at}    ${pad("answered", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${event.outcome}`
+      return `${at}    ${pad("answered", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} ${event.outcome}${
+        event.answer === undefined ? "" : ` ${JSON.stringify(event.answer)}`
+      }${event.answeredBy === undefined ? "" : ` by ${event.answeredBy}`}${event.reason === undefined ? "" : ` (${event.reason})`}`
     case "tool.artifact_stored":
       return `${at}    ${pad("artifact", 9)} ${pad(event.toolName, 10)} ${event.toolCallId} stored as ${event.artifact.store}/${event.artifact.key}`
     case "tool.audit":

@@ -194,7 +194,7 @@ const program = Effect.gen(function*() {
   console.log(formatSummary(summarize(events)))
   if (Result.isFailure(run)) return yield* run.failure
   if (!live) {
-    console.log("\n── part 2: a typed final answer, agent state and a nested agent (scripted)")
+    console.log("\n── part 2: a typed final answer, agent state, a nested agent and a tool that asks (scripted)")
     yield* review
   }
 })

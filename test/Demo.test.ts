@@ -59,7 +59,15 @@ describe("npm start (the demo agent)", () => {
     expect(out).toMatch(/audit log: 8 receipts in demo-run\.jsonl/)
     expect(out).toMatch(/"argumentsSha256":"[0-9a-f]{64}"/)
     // the second part: a nested agent (its events indented), a state update, a typed final answer
-    expect(out).toContain("── part 2: a typed final answer, agent state and a nested agent")
+    expect(out).toContain("── part 2: a typed final answer, agent state, a nested agent and a tool that asks")
+    // a tool that asks: its question and the rule's answer, between the call's start and end
+    const scope = out.split("\n").filter((line) => /call_scope/.test(line)).map((line) => line.replace(/^\+ +\d+ms +/, ""))
+    expect(scope).toEqual([
+      `started   confirm_scope call_scope {"report":"report.md"}`,
+      `question  confirm_scope call_scope "Which quarter does report.md cover?"`,
+      `answered  confirm_scope call_scope answered {"quarter":"Q3"} by rule:finance-policy`,
+      expect.stringMatching(/^completed confirm_scope call_scope in \d+ ms$/)
+    ])
     expect(out).toMatch(/\n {4}\+ +\d+ms {4}started {3}calc {7}check_sum \{"expression":"380 \+ 410 \+ 455"\}/)
     expect(out).toMatch(/completed check_figures call_check in \d+ ms/)
     expect(out).toMatch(/state after note_fact call_fact: \{"facts":\["Q3 revenue 1245 kEUR, target 1200 kEUR"\]\}/)
