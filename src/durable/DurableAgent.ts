@@ -44,6 +44,17 @@
  * `options.approval` does not cover ask the `Approval` service the application provides, as in
  * `Agent.run`.
  *
+ * Questions (`Ask`): a call's own `Ask.question` is recorded (table `tinyagents_durable_questions`,
+ * with the answer's JSON Schema) and awaited as the `DurableDeferred` `question/<turn>/<index>/<n>`:
+ * with no reply the activity suspends, journaling nothing, and so does the run (a tool neither
+ * idempotent nor keyed loses its "started" marker: the call runs again by design). `answer(runId,
+ * callId, reply)` checks an answer against the JSON Schema (`AnswerRefused` when it does not match:
+ * nothing is sent), claims the question and completes its deferred, from any process; the run wakes,
+ * the call runs again from its start, and the same question gets the journaled reply at once. What a
+ * handler does before it asks must therefore be idempotent. `questions` / `questionsAll` list the
+ * open questions; `cancel` declines them. Questions from inside the call (an inline agent's calls, an
+ * imported MCP tool's elicitation) go to the application's `Ask.Answerer` (see `internal/questions.ts`).
+ *
  * Cancellation: `cancel(runId)` completes the run's durable deferred `cancel` with the reason
  * (which wakes a run waiting for approvals: each wait races it) and records the reason in the table
  * `tinyagents_durable_cancels`, which each runner reads every `pollInterval` into memory (all of it
