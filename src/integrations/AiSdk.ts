@@ -51,7 +51,7 @@ import * as UiStream from "./internal/uiMessageStream.ts"
 
 export { isToolCallError, ToolCallError } from "./internal/run.ts"
 export type { Services } from "./internal/run.ts"
-export type { Chunk, DataParts, Message, Metadata, ProgressData } from "./internal/uiMessageStream.ts"
+export type { Chunk, DataParts, Message, Metadata, ProgressData, QuestionData } from "./internal/uiMessageStream.ts"
 export { Message as SseMessage, MessageJson as SseMessageJson, RunFailed } from "../agent/EventSse.ts"
 
 /** Options of {@link toolSet}. */
@@ -264,7 +264,9 @@ export interface UIMessageStreamOptions<E> extends UiStream.ChunkOptions<E> {}
  * `tool-output-error` with the message the model reads (an error result, a failed call, a refusal
  * by policy); a call refused for its input (unknown tool, malformed or invalid arguments) is
  * `tool-input-error`. Progress is a `data-tool-progress` part per call (id `progress-<toolCallId>`,
- * updated in place); a typed answer is `data-output`. Last `finish`, with a finish reason and the
+ * updated in place); a tool's question (`Ask`) is a `data-tool-question` part (id
+ * `question-<toolCallId>-<n>`: `open` with the message, the answer's JSON Schema and the choices,
+ * updated in place when it ends); a typed answer is `data-output`. Last `finish`, with a finish reason and the
  * run's turns, reason and usage as message metadata. A failed run ends with `error` and `finish`
  * (reason `error`) instead of failing. Nested runs' events are left out.
  */

@@ -12,7 +12,7 @@ import { Readable } from "node:stream"
 import { assert, describe, it } from "@effect/vitest"
 import { DefaultChatTransport, readUIMessageStream, type UIMessageChunk } from "ai"
 import { Cause, Effect, Layer, ManagedRuntime, Schema, Stream } from "effect"
-import { Agent, ChatModel, Tool, ToolError, ToolEvent, ToolProgress, ToolRegistry, ToolServices } from "../../src/index.ts"
+import { Agent, Ask, ChatModel, Tool, ToolError, ToolEvent, ToolProgress, ToolRegistry, ToolServices } from "../../src/index.ts"
 import * as AiSdk from "../../src/integrations/AiSdk.ts"
 
 const index = Tool.make("index_documents", {
@@ -250,6 +250,61 @@ export const suite = (major: 6 | 7) => {
       }).pipe(
         Effect.provide(Layer.merge(
           ChatModel.scripted([ChatModel.callTools([["c1", "researcher", { task: "t" }]]), ChatModel.answer("Top.")]),
+          ToolServices.layerTest()
+        ))
+      ))
+
+    it.effect("a tool's question: a data-tool-question part, open with the schema and choices, then updated in place with the answer", () =>
+      Effect.gen(function*() {
+        const deploy = Tool.make("deploy", {
+          description: "Deploys; asks which branch.",
+          input: Schema.Struct({ service: Schema.String }),
+          failure: Ask.NotAnswered,
+          services: [Ask.Ask],
+          handler: ({ service }) =>
+            Effect.map(
+              Ask.question({
+                message: `Which branch of ${service}?`,
+                answer: Schema.Struct({ branch: Schema.Literals(["main", "staging"]) }),
+                choices: [{ branch: "main" }, { branch: "staging" }]
+              }),
+              ({ branch }) => `deployed ${service}@${branch}`
+            )
+        })
+        const tools = yield* ToolRegistry.make([deploy])
+        const chunks = yield* Stream.runCollect(
+          AiSdk.uiMessageChunks(Agent.stream({ messages: [{ role: "user", content: "deploy" }], tools }))
+        ).pipe(Effect.provide(Ask.layerRules([{ name: "ops", match: () => true, reply: { answer: { branch: "staging" } } }])))
+        const questions = chunks.filter((chunk) => chunk.type === "data-tool-question")
+        assert.deepStrictEqual(questions.map((chunk) => chunk.type === "data-tool-question" ? [chunk.id, chunk.data.status] : []), [
+          ["question-c1-1", "open"],
+          ["question-c1-1", "answered"]
+        ])
+        const { message } = yield* Effect.promise(() =>
+          assemble(new ReadableStream({ start: (c) => (chunks.forEach((chunk) => c.enqueue(chunk)), c.close()) }))
+        )
+        const part = message.parts.filter((p) => p.type === "data-tool-question")
+        assert.strictEqual(part.length, 1, "updated in place: one part")
+        assert.deepStrictEqual(part[0] && "data" in part[0] ? part[0].data : undefined, {
+          toolCallId: "c1",
+          toolName: "deploy",
+          question: 1,
+          message: "Which branch of api?",
+          schema: {
+            type: "object",
+            properties: { branch: { type: "string", enum: ["main", "staging"] } },
+            required: ["branch"],
+            additionalProperties: false
+          },
+          choices: [{ branch: "main" }, { branch: "staging" }],
+          status: "answered",
+          answer: { branch: "staging" },
+          answeredBy: "rule:ops"
+        })
+        assert.strictEqual(toolParts(message).find((p) => p.type === "tool-deploy")?.output, "deployed api@staging")
+      }).pipe(
+        Effect.provide(Layer.merge(
+          ChatModel.scripted([ChatModel.callTools([["c1", "deploy", { service: "api" }]]), ChatModel.answer("Done.")]),
           ToolServices.layerTest()
         ))
       ))

@@ -34,9 +34,33 @@ export interface ProgressData {
   readonly output?: string
 }
 
-/** The data parts of the stream: `data-tool-progress` (one per call, id `progress-<toolCallId>`) and `data-output` (id `output`). */
+/**
+ * A question a tool call asked (`Ask`), as its `data-tool-question` part holds it: `open` with the
+ * message, the answer's JSON Schema and the choices (what a front-end renders as a form), then
+ * updated in place once it ends (`answered` with the answer, `declined` or `unanswerable` with the
+ * reason). Redacted like the call's events.
+ */
+export interface QuestionData {
+  readonly toolCallId: string
+  readonly toolName: string
+  /** The call's question number (1 for its first). */
+  readonly question: number
+  readonly message: string
+  readonly schema: unknown
+  readonly choices?: ReadonlyArray<unknown>
+  readonly status: "open" | "answered" | "declined" | "unanswerable"
+  readonly answer?: unknown
+  readonly answeredBy?: string
+  readonly reason?: string
+}
+
+/**
+ * The data parts of the stream: `data-tool-progress` (one per call, id `progress-<toolCallId>`),
+ * `data-tool-question` (one per question, id `question-<toolCallId>-<n>`) and `data-output` (id `output`).
+ */
 export type DataParts = {
   "tool-progress": ProgressData
+  "tool-question": QuestionData
   /** The typed final answer (`output`): partial while it streams, then the decoded value. */
   output: unknown
 }
@@ -91,6 +115,8 @@ class Translation<E> {
   private finished: ToolEvent.AgentFinished | undefined
   private readonly inputs = new Map<string, unknown>()
   private readonly outputs = new Map<string, string>()
+  /** The open questions (key: call id and question number), for their update once answered. */
+  private readonly questions = new Map<string, QuestionData>()
   private ids: { readonly runId: string; readonly threadId: string } | undefined
   private readonly options: ChunkOptions<E>
 
@@ -173,6 +199,38 @@ class Translation<E> {
             ...(event.count === undefined ? {} : { count: event.count }),
             ...(event.total === undefined ? {} : { total: event.total }),
             ...(output === undefined ? {} : { output })
+          }
+        })
+        break
+      }
+      case "tool.question": {
+        const data: QuestionData = {
+          toolCallId: event.toolCallId,
+          toolName: event.toolName,
+          question: event.question,
+          message: event.message,
+          schema: event.schema,
+          ...(event.choices === undefined ? {} : { choices: event.choices }),
+          status: "open"
+        }
+        this.questions.set(`${event.toolCallId}\u0000${event.question}`, data)
+        out.push({ type: "data-tool-question", id: `question-${event.toolCallId}-${event.question}`, data })
+        break
+      }
+      case "tool.answered": {
+        const key = `${event.toolCallId}\u0000${event.question}`
+        const asked = this.questions.get(key)
+        if (asked === undefined) break
+        this.questions.delete(key)
+        out.push({
+          type: "data-tool-question",
+          id: `question-${event.toolCallId}-${event.question}`,
+          data: {
+            ...asked,
+            status: event.outcome,
+            ...(event.answer === undefined ? {} : { answer: event.answer }),
+            ...(event.answeredBy === undefined ? {} : { answeredBy: event.answeredBy }),
+            ...(event.reason === undefined ? {} : { reason: event.reason })
           }
         })
         break
