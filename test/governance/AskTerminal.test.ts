@@ -9,21 +9,26 @@ import { PassThrough } from "node:stream"
 import { Ask, ToolServices } from "../../src/index.ts"
 import { TerminalAsk } from "../../src/governance/middleware/index.ts"
 
-const terminal = (isTTY: boolean) => {
+const terminal = (isTTY: boolean, options: { readonly attempts?: number } = {}) => {
   const input = Object.assign(new PassThrough(), { isTTY })
   const output = new PassThrough()
   let written = ""
   output.on("data", (chunk) => void (written += String(chunk)))
-  return { input, layer: TerminalAsk.layer({ input, output }), written: () => written }
+  return { input, layer: TerminalAsk.layer({ input, output, ...options }), written: () => written }
 }
 
 const Branch = Schema.Struct({ branch: Schema.String })
 const Size = Schema.Struct({ size: Schema.Int })
 
-/** Asks `question` with the terminal's answerer, typing `line` once the question is shown. */
-const answered = <A, I>(question: Ask.Question<A, I>, line: string | undefined) => {
-  const t = terminal(true)
-  setTimeout(() => line === undefined ? t.input.end() : t.input.write(`${line}\n`), 20)
+/** Asks `question` with the terminal's answerer, typing `lines` (one after the other) once the question is shown. */
+const answered = <A, I>(
+  question: Ask.Question<A, I>,
+  line: string | undefined | ReadonlyArray<string>,
+  options: { readonly attempts?: number } = {}
+) => {
+  const t = terminal(true, options)
+  const typed = typeof line === "string" ? [line] : line
+  setTimeout(() => typed === undefined ? t.input.end() : t.input.write(typed.map((l) => `${l}\n`).join("")), 20)
   return Ask.question(question).pipe(
     Effect.result,
     Effect.map((result) => ({ result, written: t.written() })),
@@ -50,8 +55,20 @@ describe("TerminalAsk.layer", () => {
       assert.strictEqual(json.result._tag === "Success" && json.result.success.size, 3)
       const plain = yield* answered({ message: "Size?", answer: Size }, "7")
       assert.strictEqual(plain.result._tag === "Success" && plain.result.success.size, 7)
-      const wrong = yield* answered({ message: "Size?", answer: Size }, "seven")
-      assert.strictEqual(wrong.result._tag === "Failure" && wrong.result.failure._tag, "AskUnanswerable")
+    }))
+
+  it.live("a line that does not match the schema is refused with the reason and asked again; the last attempt is the reply", () =>
+    Effect.gen(function*() {
+      const again = yield* answered({ message: "Size?", answer: Size }, ["seven", "{not json", "8"])
+      assert.strictEqual(again.result._tag === "Success" && again.result.success.size, 8)
+      assert.include(again.written, `not accepted (at "size": Expected an integer, got NaN); try again (2 left)`)
+      assert.include(again.written, "not accepted (not a JSON object); try again (1 left)")
+      const once = yield* answered({ message: "Size?", answer: Size }, "seven", { attempts: 1 })
+      assert.strictEqual(once.result._tag === "Failure" && once.result.failure._tag, "AskUnanswerable")
+      assert.strictEqual(once.result._tag === "Failure" && (once.result.failure as Ask.Unanswerable).reason, "invalid-answer")
+      const exhausted = yield* answered({ message: "Which branch?", answer: Branch }, ["{}", "{}", "{}"])
+      assert.strictEqual(exhausted.result._tag === "Failure" && exhausted.result.failure._tag, "AskUnanswerable")
+      assert.strictEqual(exhausted.written.match(/not accepted/g)?.length, 2)
     }))
 
   it.live("an empty line or a closed input declines", () =>

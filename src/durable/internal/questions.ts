@@ -8,13 +8,12 @@
  * wakes the run; the call runs again from its start and the same question, asked again, gets the
  * journaled reply at once. Other questions go to the application's `Answerer`, if any.
  */
-import { Context, Effect, Option, Result } from "effect"
+import { Context, Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql"
 import { DurableDeferred, type WorkflowEngine } from "effect/workflow"
-import * as Tool from "../../contract/Tool.ts"
-import * as ToolInput from "../../contract/ToolInput.ts"
 import type * as ToolSchema from "../../contract/ToolSchema.ts"
 import * as Ask from "../../governance/Ask.ts"
+import * as AnswerCheck from "../../governance/internal/answerCheck.ts"
 import * as Journal from "../Journal.ts"
 import * as Tables from "./tables.ts"
 
@@ -89,17 +88,6 @@ export const refusal = (row: Tables.QuestionRow, value: unknown): string | undef
   } catch {
     return "the question's schema cannot be read"
   }
-  const form = Tool.fromJsonSchema(row.tool, { description: row.message, inputSchema: schema, handler: () => Effect.void })
-  if (Result.isFailure(form)) return `the question's schema cannot be read: ${form.failure.reason}`
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return "the answer must be a JSON object"
-  const tool: Tool.Any = form.success
-  const decoded = ToolInput.decoder(row.tool, tool.input)(value)
-  if (Result.isSuccess(decoded)) return undefined
-  const failure = decoded.failure
-  return failure._tag === "InvalidArguments"
-    ? `the answer does not match the question's schema: ${failure.issues.map((i) => `at ${formatPath(i.path)}: ${i.message}`).join("; ")}`
-    : `the answer does not match the question's schema: ${failure.message}`
+  const reason = AnswerCheck.refusal(row.tool, schema, value)
+  return reason === undefined ? undefined : `the answer does not match the question's schema: ${reason}`
 }
-
-const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
-  path.length === 0 ? "the answer" : path.map((key) => typeof key === "number" ? `[${key}]` : `.${String(key)}`).join("").replace(/^\./, "")
