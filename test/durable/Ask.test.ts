@@ -50,13 +50,18 @@ const makeAgent = (name: string) => {
     }
     const user = request.messages.find((m) => m.role === "user")
     const twice = user?.role === "user" && user.content.includes("twice")
+    if (user?.role === "user" && user.content === "deploy both") {
+      return Effect.succeed(ChatModel.callTools([["q1", "deploy", { service: "api" }], ["q2", "deploy", { service: "web" }]]))
+    }
     return Effect.succeed(ChatModel.callTools([["q1", "deploy", twice ? { service: "api", twice: true } : { service: "api" }]]))
   })
   const tools = Effect.runSync(ToolRegistry.make([deploy]))
   const agent = DurableAgent.make({ name, tools, pollInterval: "20 millis" })
   const runnerOn = (filename: string) =>
     agent.layer.pipe(Layer.provide([model, Stores.layerMemory]), Layer.provideMerge(sqliteRunner(filename))) as Layer.Layer<Runner.Services>
-  return { agent, seen, runnerOn }
+  const inMemory = () =>
+    agent.layer.pipe(Layer.provide([model, Stores.layerMemory]), Layer.provideMerge(Core.memoryEngine())) as Layer.Layer<Runner.Services>
+  return { agent, seen, runnerOn, inMemory }
 }
 
 const user = (content: string) => [{ role: "user" as const, content }]
@@ -157,6 +162,44 @@ describe("durable questions", () => {
       assert.strictEqual(declined.text, "done: declined: not now")
       // t: asked, re-run to the second question, re-run to the end; d: asked, re-run
       assert.strictEqual(seen.starts, 5)
+    }), 60_000)
+
+  it.live("two calls of one turn ask at once: both are listed, answered in either order, the run finishes", () =>
+    Effect.gen(function*() {
+      const { agent, runnerOn, seen } = makeAgent("ask-both")
+      const filename = Core.tempFile("ask-both")
+      const result = yield* Effect.gen(function*() {
+        yield* agent.start("b", user("deploy both"))
+        // the turn's calls run concurrently: both usually ask before the run suspends; one that had not
+        // asked yet asks once the run resumes
+        const first = yield* questionsAtLeast(agent, "b", 1)
+        const answerEach = (open: ReadonlyArray<DurableAgent.PendingQuestion>) =>
+          Effect.forEach(open, (q) => agent.answer("b", q.callId, Ask.answer({ branch: q.callId === "q1" ? "main" : "staging" }, "erin")))
+        yield* answerEach([...first].reverse())
+        const answered = new Set(first.map((q) => q.callId))
+        if (answered.size < 2) {
+          const rest = yield* Effect.suspend(() => agent.questions("b")).pipe(
+            Effect.repeat({ until: (open) => open.some((q) => !answered.has(q.callId)), schedule: Schedule.spaced("20 millis") }),
+            Effect.timeout("15 seconds")
+          )
+          yield* answerEach(rest.filter((q) => !answered.has(q.callId)))
+        }
+        return yield* agent.result("b")
+      }).pipe(Effect.provide(runnerOn(filename)))
+      assert.strictEqual(result.text, "done: deployed api@main | deployed web@staging")
+      assert.deepStrictEqual([...seen.got].sort(), ["main", "staging"])
+    }), 60_000)
+
+  it.live("on the in-memory engine too", () =>
+    Effect.gen(function*() {
+      const { agent, inMemory } = makeAgent("ask-memory")
+      const result = yield* Effect.gen(function*() {
+        yield* agent.start("m", user("deploy"))
+        yield* questionsAtLeast(agent, "m", 1)
+        yield* agent.answer("m", "q1", Ask.answer({ branch: "main" }))
+        return yield* agent.result("m")
+      }).pipe(Effect.provide(inMemory()))
+      assert.strictEqual(result.text, "done: deployed api@main")
     }), 60_000)
 
   it.live("answered while no runner runs: the restarted runner finishes the run", () =>
