@@ -7,7 +7,8 @@
  * What it reads: the workflow engine's `cluster_messages` (a run is the `run` message of the
  * entity `Workflow/<workflow>` whose entity id is the run's execution id), `cluster_replies` (the run's `Complete` reply, with the
  * journaled `Journal.Outcome`), `tinyagents_durable_approvals` (the requests with no decision
- * yet, whose arguments were redacted when they were written) and `tinyagents_durable_runs` (the runs
+ * yet, whose arguments were redacted when they were written), `tinyagents_durable_questions` (the
+ * questions tool calls asked with no reply yet: message, answer's JSON Schema, choices) and `tinyagents_durable_runs` (the runs
  * runners have picked up: start, turn, parent). `DurableAgent.pending`, `pendingAll` and `list` read
  * the same rows, but through a client that creates the tables first.
  */
