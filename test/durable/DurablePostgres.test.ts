@@ -1,12 +1,13 @@
 /**
  * DurableAgent on a real Postgres server started for this file (full tier: `npm run test:full`):
  * a runner and a client, an approval decided and a run cancelled by the client, runs and pending
- * approvals listed by the client.
+ * approvals listed by the client, a tool's question answered by the client (refused first).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Effect, Redacted, Stream } from "effect"
-import { Approval } from "../../src/index.ts"
+import { Effect, Layer, Redacted, Schedule, Schema, Stream } from "effect"
+import { Approval, Ask, ChatModel, Tool, ToolRegistry } from "../../src/index.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
+import * as Stores from "../../src/stores/Stores.ts"
 import * as Core from "./support/core.ts"
 import { type PostgresServer, postgresSkipReason, startPostgres } from "../support/postgres.ts"
 
@@ -138,5 +139,51 @@ describe.skipIf(postgresSkipReason !== undefined)(`DurableAgent on Postgres${pos
       assert.deepStrictEqual(seen.pending.map((p) => [p.runId, p.callId]), [["waits", "0-0"], ["waits", "0-1"]])
       assert.strictEqual(seen.snapshot.at(-1)?._tag, "agent.approval_requested")
       assert.strictEqual(seen.outcome.status, "finished")
+    }), 60_000)
+
+  it.live("a tool's question on Postgres: listed and answered by a client (a wrong answer refused first); the call runs again and finishes", () =>
+    Effect.gen(function*() {
+      let starts = 0
+      const deploy = Tool.make("deploy", {
+        description: "Deploys; asks which branch.",
+        input: Schema.Struct({ service: Schema.String }),
+        failure: Ask.NotAnswered,
+        services: [Ask.Ask],
+        handler: ({ service }) =>
+          Effect.gen(function*() {
+            starts++
+            const { branch } = yield* Ask.question({ message: `Which branch of ${service}?`, answer: Schema.Struct({ branch: Schema.Literals(["main"]) }) })
+            return `deployed ${service}@${branch}`
+          })
+      })
+      const model = ChatModel.fromFunction(({ messages }) =>
+        Effect.succeed(messages.some((m) => m.role === "tool") ? ChatModel.answer("ok") : ChatModel.callTools([["d1", "deploy", { service: "api" }]]))
+      )
+      const agent = DurableAgent.make({ name: "pg-ask", tools: yield* ToolRegistry.make([deploy]), pollInterval: "20 millis" })
+      const url = Redacted.make(pg!.url)
+      const runId = `pg-ask-${Date.now()}`
+      const port = 40_000 + Math.floor(Math.random() * 10_000)
+      const runner = Runner.layerPostgres({
+        url,
+        address: { host: "127.0.0.1", port },
+        pollInterval: "50 millis",
+        lockExpiration: "3 seconds",
+        shutdownTimeout: "50 millis"
+      })
+      const client = Runner.layerPostgresClient({ url, pollInterval: "50 millis" })
+      const result = yield* Effect.gen(function*() {
+        yield* agent.start(runId, user("deploy"))
+        const open = yield* Effect.provide(
+          agent.questionsAll().pipe(Effect.repeat({ until: (all) => all.some((q) => q.runId === runId), schedule: Schedule.spaced("50 millis") })),
+          client
+        )
+        assert.strictEqual(open.find((q) => q.runId === runId)?.message, "Which branch of api?")
+        const refused = yield* Effect.flip(Effect.provide(agent.answer(runId, "d1", Ask.answer({ branch: "dev" })), client))
+        assert.strictEqual(refused._tag, "AnswerRefused")
+        yield* Effect.provide(agent.answer(runId, "d1", Ask.answer({ branch: "main" }, "erin")), client)
+        return yield* agent.result(runId)
+      }).pipe(Effect.provide(agent.layer.pipe(Layer.provide([model, Stores.layerMemory]), Layer.provideMerge(runner))))
+      assert.strictEqual(result.results[0]?.content.map((b) => b.type === "text" ? b.text : "").join(""), "deployed api@main")
+      assert.strictEqual(starts, 2)
     }), 60_000)
 })
