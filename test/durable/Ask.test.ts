@@ -61,7 +61,7 @@ const makeAgent = (name: string) => {
     agent.layer.pipe(Layer.provide([model, Stores.layerMemory]), Layer.provideMerge(sqliteRunner(filename))) as Layer.Layer<Runner.Services>
   const inMemory = () =>
     agent.layer.pipe(Layer.provide([model, Stores.layerMemory]), Layer.provideMerge(Core.memoryEngine())) as Layer.Layer<Runner.Services>
-  return { agent, seen, runnerOn, inMemory }
+  return { agent, seen, runnerOn, inMemory, model }
 }
 
 const user = (content: string) => [{ role: "user" as const, content }]
@@ -200,6 +200,46 @@ describe("durable questions", () => {
         return yield* agent.result("m")
       }).pipe(Effect.provide(inMemory()))
       assert.strictEqual(result.text, "done: deployed api@main")
+    }), 60_000)
+
+  it.live("a question in a nested durable run (asTool) suspends the parent; answered through the nested agent", () =>
+    Effect.gen(function*() {
+      const { agent: child, model: childModel, seen } = makeAgent("ask-nested-child")
+      const parent = DurableAgent.make({
+        name: "ask-nested",
+        tools: yield* ToolRegistry.make([
+          DurableAgent.asTool(child, {
+            name: "deployer",
+            description: "Deploys.",
+            input: Schema.Struct({ task: Schema.String }),
+            prompt: ({ task }) => task
+          })
+        ]),
+        pollInterval: "20 millis"
+      })
+      const parentModel = ChatModel.fromFunction((request) =>
+        Effect.succeed(
+          request.messages.some((m) => m.role === "tool")
+            ? ChatModel.answer("parent done")
+            : ChatModel.callTools([["h1", "deployer", { task: "deploy" }]])
+        )
+      )
+      const filename = Core.tempFile("ask-nested")
+      const layer = Layer.mergeAll(
+        parent.layer.pipe(Layer.provide([parentModel, Stores.layerMemory])),
+        child.layer.pipe(Layer.provide([childModel, Stores.layerMemory]))
+      ).pipe(Layer.provideMerge(sqliteRunner(filename)))
+      const result = yield* Effect.gen(function*() {
+        yield* parent.start("p", user("go"))
+        const [open] = yield* questionsAtLeast(child, "p/0/0", 1)
+        assert.strictEqual(open!.message, "Which branch of api?")
+        assert.deepStrictEqual(yield* parent.questions("p"), [], "the parent's own calls ask nothing")
+        yield* child.answer("p/0/0", "q1", Ask.answer({ branch: "main" }, "frank"))
+        return yield* parent.result("p")
+      }).pipe(Effect.provide(layer))
+      assert.strictEqual(result.text, "parent done")
+      assert.strictEqual(result.results[0]?.content.map((b) => b.type === "text" ? b.text : "").join(""), "done: deployed api@main")
+      assert.deepStrictEqual(seen.got, ["main"])
     }), 60_000)
 
   it.live("answered while no runner runs: the restarted runner finishes the run", () =>
