@@ -7,7 +7,7 @@
 import * as readline from "node:readline"
 import { Effect, Layer, Semaphore } from "effect"
 import { answer, Answerer, decline, type Reply, type Request, unanswerable } from "./Ask.ts"
-import * as AnswerCheck from "./internal/answerCheck.ts"
+import * as AnswerCheck from "./AnswerCheck.ts"
 
 export interface TerminalOptions {
   /** Default `process.stdin`. Asks only when `isTTY` is true. */

@@ -13,7 +13,7 @@ import type { SqlClient } from "effect/sql"
 import { DurableDeferred, type WorkflowEngine } from "effect/workflow"
 import type * as ToolSchema from "../../contract/ToolSchema.ts"
 import * as Ask from "../../governance/Ask.ts"
-import * as AnswerCheck from "../../governance/internal/answerCheck.ts"
+import * as AnswerCheck from "../../governance/AnswerCheck.ts"
 import * as Journal from "../Journal.ts"
 import * as Tables from "./tables.ts"
 

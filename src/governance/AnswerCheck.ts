@@ -6,10 +6,10 @@
  * more than JSON Schema says.
  */
 import { Effect, Result } from "effect"
-import * as Tool from "../../contract/Tool.ts"
-import { formatPath } from "../../contract/ToolError.ts"
-import * as ToolInput from "../../contract/ToolInput.ts"
-import type * as ToolSchema from "../../contract/ToolSchema.ts"
+import * as Tool from "../contract/Tool.ts"
+import { formatPath } from "../contract/ToolError.ts"
+import * as ToolInput from "../contract/ToolInput.ts"
+import type * as ToolSchema from "../contract/ToolSchema.ts"
 
 /** Why `value` does not match the answer schema `schema` of a question of tool `toolName`, or `undefined` when it does. */
 export const refusal = (toolName: string, schema: ToolSchema.JsonSchemaObject, value: unknown): string | undefined => {
