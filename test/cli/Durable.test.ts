@@ -18,6 +18,7 @@ import { afterAll, beforeAll } from "vitest"
 import * as AgentState from "../../src/agent/AgentState.ts"
 import * as ChatModel from "../../src/agent/ChatModel.ts"
 import * as Cli from "../../src/cli/Cli.ts"
+import * as Ask from "../../src/governance/Ask.ts"
 import * as Tool from "../../src/contract/Tool.ts"
 import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
@@ -76,9 +77,31 @@ const counting = DurableAgent.make({
   state: Sent,
   pollInterval: "20 millis"
 })
-/** A runner on the journal with both agents (stopped when the effect it is provided to ends). */
+/** Asks which branch to deploy: run `ask-1` of workflow `asker` waits for the answer of call `d1`. */
+const deploy = Tool.make("deploy", {
+  description: "Deploys; asks which branch.",
+  input: Schema.Struct({ service: Schema.String }),
+  failure: Ask.NotAnswered,
+  services: [Ask.Ask],
+  handler: ({ service }) =>
+    Effect.map(
+      Ask.question({
+        message: `Which branch of ${service}?`,
+        answer: Schema.Struct({ branch: Schema.Literals(["main", "staging"]) }),
+        choices: [{ branch: "main" }]
+      }),
+      ({ branch }) => `deployed ${branch}`
+    )
+})
+const asker = DurableAgent.make({ name: "asker", tools: Result.getOrThrow(ToolRegistry.makeResult([deploy])), pollInterval: "20 millis" })
+const askModel = ChatModel.fromFunction((request) =>
+  Effect.succeed(
+    request.messages.some((m) => m.role === "tool") ? ChatModel.answer("done") : ChatModel.callTools([["d1", "deploy", { service: "api" }]])
+  )
+)
+/** A runner on the journal with the agents (stopped when the effect it is provided to ends). */
 const live = () =>
-  Layer.mergeAll(mailer.layer, plain.layer, counting.layer).pipe(
+  Layer.mergeAll(mailer.layer, plain.layer, counting.layer, asker.layer.pipe(Layer.provide(askModel))).pipe(
     Layer.provide([model, Stores.layerSqlite({ filename: join(dir, "stores.db") })]),
     Layer.provideMerge(
       Runner.layerSqlite({ filename: db, pollInterval: "20 millis", lockExpiration: "2 seconds", shutdownTimeout: "1 second" })
@@ -92,6 +115,11 @@ beforeAll(async () => {
       yield* plain.result("done-1")
       yield* counting.start("state-1", [{ role: "user", content: "mail them" }])
       yield* counting.result("state-1")
+      yield* asker.start("ask-1", [{ role: "user", content: "deploy" }])
+      yield* asker.questions("ask-1").pipe(
+        Effect.repeat({ until: (open) => open.length === 1, schedule: Schedule.spaced("20 millis") }),
+        Effect.timeout("20 seconds")
+      )
       for (const runId of ["run-1", "cancel-1"]) {
         yield* mailer.start(runId, [{ role: "user", content: "mail them" }])
         yield* mailer.pending(runId).pipe(
@@ -154,6 +182,32 @@ describe("tinyagents durable", () => {
       }
     }))
 
+  it.live("a run waiting for an answer: status, list and pending show the question; answer refuses a wrong answer, then answers", () =>
+    Effect.gen(function*() {
+      const status = yield* cli("durable", "status", "ask-1", ...journal("asker"))
+      assert.strictEqual(status.code, 0, status.stderr)
+      assert.include(
+        status.stdout,
+        `waiting for an answer: d1 #1 deploy: "Which branch of api?" answer: {"type":"object","properties":{"branch":{"type":"string","enum":["main","staging"]}},"required":["branch"],"additionalProperties":false} choices: [{"branch":"main"}]`
+      )
+      assert.include((yield* cli("durable", "list", ...journal("asker"))).stdout, "ask-1  awaiting answer (1)")
+      assert.include((yield* cli("durable", "pending", ...journal("asker"))).stdout, "ask-1  asks: d1 #1 deploy")
+      const wrong = yield* cli("durable", "answer", "ask-1", "d1", ...journal("asker"), "--json", `{"branch":"prod"}`)
+      assert.strictEqual(wrong.code, 1)
+      assert.include(wrong.stderr, `answer refused (the question stays open): the answer does not match the question's schema: at "branch"`)
+      const other = yield* cli("durable", "answer", "ask-1", "d9", ...journal("asker"), "--json", `{"branch":"main"}`)
+      assert.strictEqual(other.code, 1)
+      assert.include(other.stderr, `no open question for call "d9" of run "ask-1" (open: d1 #1)`)
+      assert.include((yield* cli("durable", "status", "ask-1", ...journal("asker"))).stdout, "waiting for an answer: d1 #1")
+      const answered = yield* cli("durable", "answer", "ask-1", "d1", ...journal("asker"), "--json", `{"branch":"main"}`, "--by", "gus")
+      assert.strictEqual(answered.code, 0, answered.stderr)
+      assert.include(answered.stdout, "answered the question of d1 of run ask-1")
+      assert.notInclude((yield* cli("durable", "status", "ask-1", ...journal("asker"))).stdout, "waiting for an answer")
+      const again = yield* cli("durable", "answer", "ask-1", "d1", ...journal("asker"), "--decline")
+      assert.strictEqual(again.code, 1)
+      assert.include(again.stderr, "is already answered")
+    }))
+
   it.live("status lists a running run's pending approvals (call id, tool, redacted arguments), and a finished run's answer", () =>
     Effect.gen(function*() {
       const running = yield* cli("durable", "status", "run-1", ...journal())
@@ -209,7 +263,7 @@ describe("tinyagents durable", () => {
       for (const args of [["list", ...journal("mailr")], ["pending", ...journal("mailr")]]) {
         const unknown = yield* cli("durable", ...args)
         assert.strictEqual(unknown.code, 1, unknown.stderr)
-        assert.include(unknown.stderr, `no workflow "mailr" in the journal ${db} (its workflows: counting, mailer, plain)`)
+        assert.include(unknown.stderr, `no workflow "mailr" in the journal ${db} (its workflows: asker, counting, mailer, plain)`)
       }
       const bad = yield* cli("durable", "list", ...journal(), "--limit", "0")
       assert.strictEqual(bad.code, 2, bad.stderr)
@@ -222,7 +276,7 @@ describe("tinyagents durable", () => {
       const before = journalFiles()
       const cases = [
         [["durable", "status", "nope", ...journal()], `no run "nope" of workflow "mailer"`],
-        [["durable", "status", "run-1", ...journal("mailr")], `no workflow "mailr" in the journal ${db} (its workflows: counting, mailer, plain)`],
+        [["durable", "status", "run-1", ...journal("mailr")], `no workflow "mailr" in the journal ${db} (its workflows: asker, counting, mailer, plain)`],
         [["durable", "approve", "nope", "c1", ...journal()], `no run "nope" of workflow "mailer"`],
         [["durable", "approve", "run-1", "c1", ...journal("mailr")], `no workflow "mailr"`]
       ] as const
