@@ -70,7 +70,7 @@ pre { background:#f2f4f7; border:1px solid var(--line); padding:8px; margin:4px 
 .turn > .head b { font-size:14px }
 .text { white-space:pre-wrap; margin:6px 0; padding:6px 10px; border-left:3px solid #9bb7ef; background:#f5f8ff }
 details.call { border-top:1px solid var(--line) }
-details.call > summary { list-style:none; cursor:pointer; display:grid; grid-template-columns: 240px 110px 80px 1fr; gap:10px; align-items:center; padding:4px 0 }
+details.call > summary { list-style:none; cursor:pointer; display:grid; grid-template-columns: 240px 150px 80px 1fr; gap:10px; align-items:center; padding:4px 0 }
 details.call > summary::-webkit-details-marker { display:none }
 details.call > summary:hover { background:#f3f6fa }
 details.call .name { overflow:hidden; text-overflow:ellipsis; white-space:nowrap }
