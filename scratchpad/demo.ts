@@ -12,7 +12,7 @@ import { Effect, Layer, Result, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Agent, AgentState, ChatModel, EventSink, Executor, Tool, ToolError, ToolProgress, ToolRegistry, ToolResult } from "../src/index.ts"
+import { Agent, AgentState, ChatModel, EventSink, Executor, Tool, ToolError, ToolProgress, ToolRegistry, ToolResult, RunContext } from "../src/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { calc, readFile, writeFile } from "../src/tools/index.ts"
 
@@ -211,12 +211,17 @@ export const reviewScript: ReadonlyArray<ChatModel.ScriptedTurn> = [
 export const review = Effect.gen(function*() {
   const tools = yield* ToolRegistry.make([noteFact, checkFigures])
   let start: number | undefined
+  // printed here, and handed on to the demo's own sink (which records them for `tinyagents inspect`)
+  const outer = yield* EventSink.EventSink
   const print = EventSink.EventSink.of({
     emit: (event) =>
-      Effect.sync(() => {
-        start ??= event.timestamp
-        console.log(formatEvent(event, start).replace(/^(\n?)/, `$1${"    ".repeat(event.depth ?? 0)}`))
-      })
+      Effect.andThen(
+        Effect.sync(() => {
+          start ??= event.timestamp
+          console.log(formatEvent(event, start).replace(/^(\n?)/, `$1${"    ".repeat(event.depth ?? 0)}`))
+        }),
+        outer.emit(event)
+      )
   })
   const result = yield* Agent.run({
     name: "reviewer",
@@ -225,7 +230,10 @@ export const review = Effect.gen(function*() {
     tools,
     state: Findings,
     output: Verdict
-  }).pipe(Effect.provide(ChatModel.scripted(reviewScript)), Effect.provideService(EventSink.EventSink, print))
+  }).pipe(
+    Effect.provide([ChatModel.scripted(reviewScript), RunContext.RunContext.layer({ threadId: "demo-thread", runId: "demo-review", turn: 0 })]),
+    Effect.provideService(EventSink.EventSink, print)
+  )
   console.log(`\nTyped answer: ${JSON.stringify(result.output)}`)
   console.log(`State: ${JSON.stringify(result.state)}`)
 })

@@ -76,6 +76,10 @@ describe("npm start (the demo agent)", () => {
     rmSync(file!)
     expect(inspection.unreadable).toEqual([])
     expect(inspection.byId.get("demo-run")?.calls.length).toBe(8)
+    // part 2 is a run of its own, with its nested checker's run under its call
+    const review = inspection.byId.get("demo-review")
+    expect(review?.calls.map((c) => c.toolName)).toEqual(expect.arrayContaining(["note_fact", "check_figures"]))
+    expect(review?.children.length).toBe(1)
   })
 })
 

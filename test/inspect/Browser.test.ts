@@ -1,6 +1,7 @@
 /**
  * The inspector in a real browser (full tier): Debian's chromium driven by playwright-core loads
- * the page for a recorded run (JSONL), a live one (`layerLive`, events arriving while the page is
+ * the page for `npm start`'s recorded runs (opened with the command it prints, the real binary), a
+ * recorded run (JSONL), a live one (`layerLive`, events arriving while the page is
  * open) and a durable journal, and checks what a person sees: the calls, a refusal's message, a
  * redacted value shown redacted, an approval decided from the page reaching the durable run. It
  * saves the screenshots docs/inspect.md shows (docs/images/inspect-*.png). Without
@@ -8,6 +9,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Result, Schedule, Schema, Stream } from "effect"
+import { spawn, spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -29,6 +31,7 @@ if (!present) console.log("skipped: no chromium")
 
 const dir = mkdtempSync(join(tmpdir(), "tinyagents-inspect-browser-"))
 const events = join(dir, "events.jsonl")
+const demoEvents = join(dir, "demo.jsonl")
 const journalDb = join(dir, "journal.db")
 const images = join(import.meta.dirname, "..", "..", "docs", "images")
 
@@ -87,14 +90,61 @@ const pageOf = (url: string) =>
     (page) => Effect.promise(() => page.close())
   )
 
+const repo = join(import.meta.dirname, "..", "..")
+const localNode = join(repo, "node_modules", ".bin", "node")
+const node = existsSync(localNode) ? localNode : process.execPath
+
+/** `tinyagents inspect <args>` as a process (the real binary), until the scope closes; its URL. */
+const inspectProcess = (...args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() => spawn(node, ["--conditions=tinyagents-source", join(repo, "src", "cli", "bin.ts"), "inspect", ...args], { cwd: repo })),
+      (child) => Effect.sync(() => void child.kill("SIGINT"))
+    )
+    return yield* Effect.callback<string, Error>((resume) => {
+      let out = ""
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString()
+        const url = /at (http:\/\/127\.0\.0\.1:\d+) \(Ctrl-C to stop\)/.exec(out)?.[1]
+        if (url !== undefined) resume(Effect.succeed(url))
+      })
+      child.on("exit", (code) => resume(Effect.fail(new Error(`tinyagents inspect exited ${code}: ${out}`))))
+    })
+  })
+
 describe.skipIf(!present)("the inspector in chromium", () => {
+  it.live("npm start's recorded runs, opened with the command it prints (the real binary)", () =>
+    Effect.gen(function*() {
+      const demo = spawnSync(node, ["scratchpad/main.ts"], { cwd: repo, encoding: "utf8", timeout: 60_000, env: { ...process.env, TINYAGENTS_DEMO_EVENTS: demoEvents } })
+      assert.strictEqual(demo.status, 0, demo.stderr)
+      assert.include(demo.stdout, `See the runs in a browser: npm run tinyagents -- inspect ${demoEvents}`)
+      const url = yield* inspectProcess(demoEvents)
+      const page = yield* pageOf(`${url}/`)
+      yield* Effect.promise(async () => {
+        const runs = await page.locator("tr.run").allInnerTexts()
+        assert.ok(runs.some((r) => r.includes("demo-run")), runs.join("\n"))
+        assert.ok(runs.some((r) => r.includes("demo-review/")), "the review's nested run, under it")
+        await page.setViewportSize({ width: 1280, height: 300 })
+        await page.screenshot({ path: join(images, "inspect-runs.png") })
+        await page.setViewportSize({ width: 1280, height: 900 })
+        await page.click(`a[href="/run?id=demo-run"]`)
+        await page.waitForSelector("details.call")
+        // the demo's refusal (invalid arguments) and its retry, as a person sees them
+        const refused = page.locator(`details.call[data-call="call_total_bad"]`)
+        assert.include(await refused.locator(".state").innerText(), "refused")
+        await refused.locator("summary").click()
+        assert.include(await refused.locator(".repair").innerText(), "invalid arguments")
+        await page.locator(`details.call[data-call="call_rate"] summary`).click()
+        assert.include(await page.locator(`details.call[data-call="call_rate"]`).innerText(), "retry (attempt 2)")
+      })
+    }).pipe(Effect.scoped), 90_000)
+
   it.live("a recorded run: the runs, the calls, a refusal's message, a redacted value shown redacted", () =>
     Effect.gen(function*() {
       const { url } = yield* Server.serve(Sources.jsonl(events, "events.jsonl"))
       const page = yield* pageOf(`${url}/`)
       yield* Effect.promise(async () => {
         assert.include(await page.locator("tr.run").first().innerText(), "test-run")
-        await page.screenshot({ path: join(images, "inspect-runs.png") })
         await page.click(`a[href="/run?id=test-run"]`)
         await page.waitForSelector("details.call")
         const names = await page.locator("details.call > summary .name b").allInnerTexts()

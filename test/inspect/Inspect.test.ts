@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Result, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
@@ -233,6 +234,18 @@ describe("the HTTP routes", () => {
       for (const secret of secrets) assert.notInclude(page + list, secret)
       const missing = yield* get(`${url}/run?id=nope`)
       assert.strictEqual(missing.status, 404)
+      // another host name (DNS rebinding) is refused; localhost is the same server
+      const status = (host: string) =>
+        Effect.callback<number>((resume) => {
+          const req = httpRequest(`${url}/`, { headers: { host } }, (res) => {
+            res.resume()
+            resume(Effect.succeed(res.statusCode ?? 0))
+          })
+          req.end()
+        })
+      const port = new URL(url).port
+      assert.strictEqual(yield* status(`evil.example:${port}`), 403)
+      assert.strictEqual(yield* status(`localhost:${port}`), 200)
       const refused = yield* get(`${url}/decide`, { method: "POST", body: "workflow=w&run=r&decision=cancel", headers: { "content-type": "application/x-www-form-urlencoded" } })
       assert.strictEqual(refused.status, 403)
     }).pipe(Effect.scoped))

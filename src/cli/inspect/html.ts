@@ -186,7 +186,7 @@ const callDetails = (call: Model.Call): string => {
     const label = call.state === "rejected" ? "refused" : call.state === "error" ? "repair message" : "error"
     parts.push(field(label, `<pre class="repair">${call.errorTag === undefined ? "" : `<b>${escape(call.errorTag)}</b>: `}${shown(call.errorMessage)}</pre>${call.reason === undefined ? "" : `<small>${escape(call.reason)}${call.disposition === undefined ? "" : `, ${escape(call.disposition)}`}</small>`}`))
   }
-  for (const retry of call.retries) parts.push(field(`retry after attempt ${retry.attempt}`, `in ${escape(ms(retry.delay))}: ${shown(retry.message)}`))
+  for (const retry of call.retries) parts.push(field(`retry (attempt ${retry.attempt})`, `in ${escape(ms(retry.delay))}: ${shown(retry.message)}`))
   if (call.progress !== undefined) {
     const p = call.progress
     const bits = [

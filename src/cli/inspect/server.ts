@@ -31,8 +31,8 @@ const html = (body: string, status = 200) =>
 const query = (request: HttpServerRequest.HttpServerRequest): URLSearchParams =>
   new URL(request.url, "http://inspector").searchParams
 
-/** The inspector's routes over `source`. */
-export const routes = (source: Source, self: () => string) => {
+/** The inspector's routes over `source`; decisions are taken from `origins()` only. */
+export const routes = (source: Source, origins: () => ReadonlySet<string>) => {
   const failed = (error: SourceError) => html(Html.errorPage(source, "Cannot read the source", error.detail), 500)
   const index = HttpRouter.route("GET", "/", () =>
     source.read.pipe(
@@ -58,7 +58,7 @@ export const routes = (source: Source, self: () => string) => {
       // A page of another origin must not decide (a form posted cross-site).
       const origin = request.headers["origin"]
       const site = request.headers["sec-fetch-site"]
-      if ((origin !== undefined && origin !== self()) || (site !== undefined && site !== "same-origin" && site !== "none")) {
+      if ((origin !== undefined && !origins().has(origin)) || (site !== undefined && site !== "same-origin" && site !== "none")) {
         return html(Html.errorPage(source, "Refused", "decisions are taken from the inspector's own page only"), 403)
       }
       if (source.decide === undefined) {
@@ -96,6 +96,21 @@ export const routes = (source: Source, self: () => string) => {
 }
 
 /**
+ * Answers 403 to a request whose `Host` is not the inspector's own address: a page of another
+ * site whose name was made to resolve to 127.0.0.1 (DNS rebinding) cannot read the runs.
+ */
+const hostGuard = (allowed: () => ReadonlySet<string>) =>
+  HttpRouter.middleware((handler) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const host = request.headers["host"]
+      if (host === undefined || !allowed().has(host.toLowerCase())) {
+        return HttpServerResponse.text("tinyagents inspect: unknown host", { status: 403 })
+      }
+      return yield* handler
+    }), { global: true })
+
+/**
  * Serves the inspector for `source` on `host:port` until the scope closes; returns its URL (a
  * `port` of 0 picks a free one).
  */
@@ -107,8 +122,10 @@ export const serve = (source: Source, options: ServeOptions = {}): Effect.Effect
     })
     const host = options.host ?? "127.0.0.1"
     let url = ""
+    let hosts: ReadonlySet<string> = new Set()
     const node = createServer()
-    const server = HttpRouter.serve(routes(source, () => url), { disableLogger: true, disableListenLog: true }).pipe(
+    const app = Layer.merge(routes(source, () => new Set([...hosts].map((h) => `http://${h}`))), hostGuard(() => hosts))
+    const server = HttpRouter.serve(app, { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provideMerge(NodeHttpServer.layer(() => node, { port: options.port ?? 0, host }))
     )
     const context = yield* Layer.build(server).pipe(
@@ -121,6 +138,8 @@ export const serve = (source: Source, options: ServeOptions = {}): Effect.Effect
     yield* Effect.addFinalizer(() => Effect.sync(() => node.closeAllConnections()))
     const address = Context.get(context, HttpServer.HttpServer).address
     const port = "port" in address ? address.port : options.port ?? 0
-    url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`
+    const authority = `${host.includes(":") ? `[${host}]` : host}:${port}`
+    url = `http://${authority}`
+    hosts = new Set([authority, `localhost:${port}`, ...(host === "127.0.0.1" ? [] : [`127.0.0.1:${port}`])])
     return { url, port }
   })

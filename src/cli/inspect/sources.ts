@@ -9,6 +9,7 @@ import { Cause, Data, Effect, PubSub, Redacted, Result, Schema, Stream } from "e
 import { SqlClient } from "effect/sql"
 import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs"
 import { resolve } from "node:path"
+import * as EventSse from "../../agent/EventSse.ts"
 import * as ToolEvent from "../../contract/ToolEvent.ts"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import type { EventSinkShape } from "../../runtime/EventSink.ts"
@@ -327,7 +328,6 @@ export const live = (label = "live run"): Effect.Effect<{ readonly source: Sourc
     const entries: Array<Model.Entry> = []
     const pubsub = yield* PubSub.unbounded<string>()
     let memo: { readonly size: number; readonly value: Snapshot } | undefined
-    const [EventSse] = yield* Effect.promise(() => Promise.all([import("../../agent/EventSse.ts")]))
     const sink: EventSinkShape = {
       emit: (event) =>
         Effect.gen(function*() {
