@@ -3,7 +3,8 @@
  * readers (a JSON-lines file with foreign and garbled lines, a SQLite audit database, a durable
  * journal on SQLite), and the HTTP routes over a real loopback server: the pages' content, redacted
  * values shown redacted (the secrets never on a page), pagination, unknown runs, and decisions
- * (refused when off or from another origin; an approval reaching the durable run when allowed).
+ * (refused when off or from another origin; an approval and a cancel reaching the durable run when
+ * allowed).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Result, Schedule, Schema } from "effect"
@@ -92,11 +93,13 @@ beforeAll(async () => {
   )
   await Effect.runPromise(
     Effect.gen(function*() {
-      yield* mailer.start("run-1", [{ role: "user", content: "mail them" }])
-      yield* mailer.pending("run-1").pipe(
-        Effect.repeat({ until: (pending) => pending.length === 2, schedule: Schedule.spaced("20 millis") }),
-        Effect.timeout("20 seconds")
-      )
+      for (const runId of ["run-1", "run-2"]) {
+        yield* mailer.start(runId, [{ role: "user", content: "mail them" }])
+        yield* mailer.pending(runId).pipe(
+          Effect.repeat({ until: (pending) => pending.length === 2, schedule: Schedule.spaced("20 millis") }),
+          Effect.timeout("20 seconds")
+        )
+      }
     }).pipe(Effect.provide(runner()))
   )
 }, 60_000)
@@ -286,6 +289,12 @@ describe("the HTTP routes", () => {
       // the decision is the run's: the agent's own pending list no longer has c1
       const pending = yield* Effect.scoped(mailer.pending("run-1").pipe(Effect.provide(Runner.layerSqliteClient({ filename: journalDb }))))
       assert.deepStrictEqual(pending.map((p) => p.callId), ["c2"])
+      // cancel, from the page: journaled for the runner that owns the run; it waits for no approval any more
+      const cancelled = yield* get(`${url}/decide`, { ...form, body: "workflow=mailer&run=run-2&decision=cancel&reason=wrong+customer" })
+      assert.include(decodeURIComponent(cancelled.headers.get("location")!), "cancelled run run-2")
+      const after = yield* source.read
+      assert.strictEqual(after.durable!.get("run-2")!.status, "running, cancelling: wrong customer")
+      assert.deepStrictEqual(after.durable!.get("run-2")!.pending, [])
     }).pipe(Effect.scoped))
 
   it.effect("the command line: an unreadable source exits 1 in one line; --allow-decisions only for a journal", () =>
