@@ -174,6 +174,9 @@ describe("the source readers", () => {
       const calls = inspection.runs.flatMap((r) => r.calls)
       assert.deepStrictEqual(calls.map((c) => [c.id, c.state]).sort(), [["d1", "completed"], ["d2", "failed"]])
       assert.strictEqual(calls.find((c) => c.id === "d2")!.receipt!.status, "consent_denied")
+      assert.strictEqual(Model.statusOf(inspection.runs[0]!), "audited")
+      const page = Html.runPage(yield* source.read, source, inspection.runs[0]!.id, { page: 1, allowDecisions: false })!
+      assert.match(page, /<div class="k">consent<\/div><div>denied by /)
     }))
 
   it.effect("a durable journal on SQLite: its runs, journaled events, status and pending approvals (arguments redacted)", () =>

@@ -202,8 +202,18 @@ const callDetails = (call: Model.Call): string => {
   }
   if (call.artifacts.length > 0) parts.push(field("artifacts", call.artifacts.map((a) => `<code>${escape(a)}</code>`).join("<br>")))
   for (const audit of call.audits) parts.push(field("audit", `<pre>${shown(json(audit))}</pre>`))
+  const consent = consentOf(call.receipt?.audit) ?? call.audits.map(consentOf).find((c) => c !== undefined)
+  if (consent !== undefined) parts.push(field("consent", `${shown(consent.decision)} by ${shown(consent.decidedBy)}`))
   if (call.receipt !== undefined) parts.push(field("receipt", `<pre>${shown(json(call.receipt))}</pre>`))
   return `<div class="detail">${parts.join("")}</div>`
+}
+
+/** The consent decision an audit records (`consent` middleware), when it has one. */
+const consentOf = (audit: unknown): { readonly decision: string; readonly decidedBy: string } | undefined => {
+  const consent = typeof audit === "object" && audit !== null ? (audit as { readonly consent?: unknown }).consent : undefined
+  if (typeof consent !== "object" || consent === null) return undefined
+  const { decidedBy, decision } = consent as { readonly decision?: unknown; readonly decidedBy?: unknown }
+  return typeof decision === "string" ? { decision, decidedBy: typeof decidedBy === "string" ? decidedBy : "?" } : undefined
 }
 
 interface Span {

@@ -422,5 +422,10 @@ export const usageOf = (run: Run): { readonly inputTokens: number; readonly outp
     { inputTokens: 0, outputTokens: 0 }
   )
 
-/** A run's status in a word: its finish reason, or running. */
-export const statusOf = (run: Run): string => run.finished?.reason ?? (run.calls.some((c) => c.state === "awaiting_approval") ? "awaiting approval" : "running")
+/** A run's status in a word: its finish reason, awaiting approval, "audited" (receipts only), or running. */
+export const statusOf = (run: Run): string => {
+  if (run.finished !== undefined) return run.finished.reason
+  if (run.calls.some((c) => c.state === "awaiting_approval")) return "awaiting approval"
+  if (run.calls.length > 0 && run.turns.every((t) => t.startedAt === undefined) && run.calls.every((c) => c.receipt !== undefined)) return "audited"
+  return "running"
+}
