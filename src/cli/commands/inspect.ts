@@ -6,9 +6,13 @@
  */
 import { Console, Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import * as Server from "../inspect/server.ts"
-import * as Sources from "../inspect/sources.ts"
-import { CommandFailed, UsageError } from "../internal/errors.ts"
+import { CommandFailed, errorText, UsageError } from "../internal/errors.ts"
+
+/** The inspector, loaded on use (its readers load `node:sqlite`, which the other commands never need). */
+const loadInspector = Effect.tryPromise({
+  try: () => Promise.all([import("../inspect/server.ts"), import("../inspect/sources.ts")]),
+  catch: (error) => new CommandFailed({ detail: `cannot load the inspector: ${errorText(error)}` })
+})
 
 /** `tinyagents inspect`. */
 export const inspectCommand = Command.make("inspect", {
@@ -24,6 +28,7 @@ export const inspectCommand = Command.make("inspect", {
 }, ({ allowDecisions, host, port, source }) =>
   Effect.scoped(Effect.gen(function*() {
     if (port < 0 || port > 65535) return yield* new UsageError({ detail: "--port: 0 to 65535" })
+    const [Server, Sources] = yield* loadInspector
     const opened = yield* Sources.open(source, { allowDecisions }).pipe(
       Effect.mapError((error) => new CommandFailed({ detail: error.detail }))
     )
