@@ -20,6 +20,8 @@ const fullOnly = [
   "test/durable/CrashNested.test.ts",
   "test/durable/DurablePostgres.test.ts",
   "test/durable/MultiRunner.test.ts",
+  "test/inspect/Browser.test.ts",
+  "test/inspect/Postgres.test.ts",
   "test/mcp/ConnectEverything.test.ts",
   "test/mcp/ConnectEverythingRequests.test.ts",
   "test/mcp/ConnectFilesystem.test.ts",

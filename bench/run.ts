@@ -46,6 +46,9 @@
  * of the search index against `Selection.rank` on 400 BFCL questions over a 1,295-tool catalogue,
  * search and build time at 1,295 and 10,360 tools, prompt size per provider dialect with every tool
  * advertised vs deferred); about 10 s of CPU, so not part of the default run either.
+ *
+ * `TINYAGENTS_BENCH=inspect` runs only the inspector's page loads on a 10,000-call run
+ * (bench/inspect.ts), in chromium too when `/usr/bin/chromium` is there.
  */
 import { Effect, Layer, Result, Schema } from "effect"
 import * as v8 from "node:v8"
@@ -254,6 +257,12 @@ const only = process.env["TINYAGENTS_BENCH"]
 if (only === "toolsearch") {
   const { report } = await import("./toolsearch.ts")
   await report()
+  process.exit(0)
+}
+if (only === "inspect") {
+  const { inspectRows } = await import("./inspect.ts")
+  console.log("The inspector on a run of 10,000 tool calls (JSONL, served on loopback).")
+  console.table(await inspectRows())
   process.exit(0)
 }
 if (only === "durable") {

@@ -12,7 +12,7 @@ import { Effect, Layer, Result, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Agent, AgentState, Ask, ChatModel, EventSink, Executor, Tool, ToolError, ToolProgress, ToolRegistry, ToolResult } from "../src/index.ts"
+import { Agent, AgentState, Ask, ChatModel, EventSink, Executor, RunContext, Tool, ToolError, ToolProgress, ToolRegistry, ToolResult } from "../src/index.ts"
 import type { ToolEvent } from "../src/index.ts"
 import { calc, readFile, writeFile } from "../src/tools/index.ts"
 
@@ -234,12 +234,17 @@ export const reviewScript: ReadonlyArray<ChatModel.ScriptedTurn> = [
 export const review = Effect.gen(function*() {
   const tools = yield* ToolRegistry.make([noteFact, checkFigures, confirmScope])
   let start: number | undefined
+  // printed here, and handed on to the demo's own sink (which records them for `tinyagents inspect`)
+  const outer = yield* EventSink.EventSink
   const print = EventSink.EventSink.of({
     emit: (event) =>
-      Effect.sync(() => {
-        start ??= event.timestamp
-        console.log(formatEvent(event, start).replace(/^(\n?)/, `$1${"    ".repeat(event.depth ?? 0)}`))
-      })
+      Effect.andThen(
+        Effect.sync(() => {
+          start ??= event.timestamp
+          console.log(formatEvent(event, start).replace(/^(\n?)/, `$1${"    ".repeat(event.depth ?? 0)}`))
+        }),
+        outer.emit(event)
+      )
   })
   const result = yield* Agent.run({
     name: "reviewer",
@@ -249,7 +254,11 @@ export const review = Effect.gen(function*() {
     state: Findings,
     output: Verdict
   }).pipe(
-    Effect.provide([ChatModel.scripted(reviewScript), answerer]),
+    Effect.provide([
+      ChatModel.scripted(reviewScript),
+      answerer,
+      RunContext.RunContext.layer({ threadId: "demo-thread", runId: "demo-review", turn: 0 })
+    ]),
     Effect.provideService(EventSink.EventSink, print)
   )
   console.log(`\nTyped answer: ${JSON.stringify(result.output)}`)

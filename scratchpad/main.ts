@@ -23,11 +23,12 @@ import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Layer, Logger, References, Result, Stream } from "effect"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { Agent, ChatModel, EventSink, middleware, RunContext, StoreRegistry, ToolRegistry } from "../src/index.ts"
 import { TerminalApproval } from "../src/governance/middleware/index.ts"
 import { AnthropicModel, ModelConfigError, OpenAiChatModel } from "../src/agent/models/index.ts"
-import type { ToolEvent } from "../src/index.ts"
+import { ToolEvent } from "../src/index.ts"
 import { Workspace } from "../src/tools/index.ts"
 import { demoTools, review, elapsedOf, formatEvent, formatSummary, makeWorkspace, script, summarize, wordByWord } from "./demo.ts"
 
@@ -35,7 +36,16 @@ const live = process.argv.includes("--live")
 const root = makeWorkspace()
 /** Every event of the run (the sink's copy), for the summary. */
 const events: Array<ToolEvent.Event> = []
-const collector = EventSink.EventSink.layerCallback((event) => void events.push(event))
+/**
+ * The run's events are also recorded as JSON lines (what `EventSink.layerJsonl` writes), for
+ * `tinyagents inspect` (the command is printed at the end); `TINYAGENTS_DEMO_EVENTS` names the file.
+ */
+const eventsFile = process.env["TINYAGENTS_DEMO_EVENTS"] ?? path.join(os.tmpdir(), `tinyagents-demo-${process.pid}.jsonl`)
+fs.writeFileSync(eventsFile, "")
+const collector = EventSink.EventSink.layerCallback((event) => {
+  events.push(event)
+  return Effect.map(ToolEvent.encodeJson(event), (line) => fs.appendFileSync(eventsFile, `${line}\n`))
+})
 
 /**
  * Prints the streamed events. A line may be left open: the model's text (until its answer is
@@ -197,6 +207,7 @@ const program = Effect.gen(function*() {
     console.log("\n── part 2: a typed final answer, agent state, a nested agent and a tool that asks (scripted)")
     yield* review
   }
+  console.log(`\nSee the runs in a browser: npm run tinyagents -- inspect ${eventsFile}`)
 })
 
 /** Ends with one line on stderr and the documented exit code on every failure (never a stack trace). */

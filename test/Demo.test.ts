@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawnSync } from "node:child_process"
+import { readFileSync, rmSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import { Model, Sources } from "../src/cli/inspect/index.ts"
 import { type Reply, serve } from "./models/support/loopback.ts"
 import { completion, runNode } from "./models/support/node.ts"
 
@@ -75,6 +77,17 @@ describe("npm start (the demo agent)", () => {
       `Typed answer: {"revenueKeur":1245,"targetMet":true,"facts":["July to September sum to 1245 kEUR: the figure is correct."]}`
     )
     expect(out).toContain(`State: {"facts":["Q3 revenue 1245 kEUR, target 1200 kEUR"]}`)
+    // the one command that opens the recorded runs in the inspector; every line of its file reads
+    const file = /\nSee the runs in a browser: npm run tinyagents -- inspect (\S+\.jsonl)\n/.exec(out)?.[1]
+    expect(file).toBeDefined()
+    const inspection = Model.build(Sources.jsonlEntries(readFileSync(file!, "utf8")))
+    rmSync(file!)
+    expect(inspection.unreadable).toEqual([])
+    expect(inspection.byId.get("demo-run")?.calls.length).toBe(8)
+    // part 2 is a run of its own, with its nested checker's run under its call
+    const review = inspection.byId.get("demo-review")
+    expect(review?.calls.map((c) => c.toolName)).toEqual(expect.arrayContaining(["note_fact", "check_figures"]))
+    expect(review?.children.length).toBe(1)
   })
 })
 

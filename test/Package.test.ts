@@ -38,6 +38,7 @@ import { summary } from "tinyagents/middleware"
 import { McpConnect, McpServe } from "tinyagents/mcp"
 import { toToolkit } from "tinyagents/effect-ai"
 import { Stores } from "tinyagents/stores"
+import { layerLive } from "tinyagents/inspect"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -73,7 +74,7 @@ const program = Effect.gen(function*() {
   )
   const model = OpenAiChatModel.layerConfig()
   const replayed = yield* stored
-  const optional = [typeof McpConnect.stdio, typeof McpServe.serveHttp, typeof toToolkit] // loadable without their optional peers
+  const optional = [typeof McpConnect.stdio, typeof McpServe.serveHttp, typeof toToolkit, typeof layerLive] // loadable without their optional peers
   console.log(JSON.stringify({ tools: definitions.map((d) => d.function.name), content: ToolResult.textOf(result), answer: agent.text, layer: Layer.isLayer(model), replayed, optional }))
 })
 
@@ -125,7 +126,7 @@ describe("the packed package", () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }))
 
   it("ships the build, its declarations and maps, the sources they map to, and the license", () => {
-    for (const entry of ["index", "tools/index", "providers/index", "agent/models/index", "governance/middleware/index", "mcp/index", "integrations/AiSdk", "integrations/LangChain", "integrations/EffectAi", "stores/index", "stores/Postgres", "stores/Redis", "durable/index"]) {
+    for (const entry of ["index", "tools/index", "providers/index", "agent/models/index", "governance/middleware/index", "mcp/index", "integrations/AiSdk", "integrations/LangChain", "integrations/EffectAi", "stores/index", "stores/Postgres", "stores/Redis", "durable/index", "cli/inspect/index"]) {
       expect(files).toContain(`dist/${entry}.js`)
       expect(files).toContain(`dist/${entry}.d.ts`)
       expect(files).toContain(`dist/${entry}.d.ts.map`)
@@ -187,7 +188,7 @@ describe("the packed package", () => {
       answer: "5",
       layer: true,
       replayed: true,
-      optional: ["function", "function", "function"]
+      optional: ["function", "function", "function", "function"]
     })
   })
 })

@@ -22,6 +22,8 @@
  *   `tinyagents durable status <runId> ...`: whether the run is running (with the calls waiting for
  *   approval), finished or failed, read with `SELECT`s only (`internal/durableJournal.ts`). A journal
  *   that is empty, not a journal or cannot be opened: exit 1, one line (no stack, no password).
+ * - `tinyagents inspect <source> [--port] [--allow-decisions]`: a local web page showing the runs of a
+ *   JSON-lines events file, a SQLite audit database or a durable journal (docs/inspect.md).
  *
  * Exit codes: 0 success, 1 a failed call (or definitions that cannot be exported, or a module layer
  * that fails), 2 a usage error (bad flags or arguments, unknown tool, a module that cannot be loaded
@@ -35,6 +37,7 @@ import { CliConfig, CliError, CliOutput, Command, GlobalFlag, TerminalCapabiliti
 import { ChildProcessSpawner } from "effect/process"
 import { callCommand } from "./commands/call.ts"
 import { durableCommand } from "./commands/durable.ts"
+import { inspectCommand } from "./commands/inspect.ts"
 import { mcpCommand } from "./commands/mcp.ts"
 import { schemaCommand } from "./commands/schema.ts"
 import { toolsCommand } from "./commands/tools.ts"
@@ -74,7 +77,7 @@ export const command = Command.make("tinyagents").pipe(
   Command.withDescription(
     "Inspect and run the tools of a tools module: a .ts or .js file whose default export is a ToolRegistry or an array of tools, and which may export `layer` (the services its tools need). Exit codes: 0 success, 1 a failed call, 2 a usage error."
   ),
-  Command.withSubcommands([toolsCommand, schemaCommand, callCommand, mcpCommand, durableCommand])
+  Command.withSubcommands([toolsCommand, schemaCommand, callCommand, mcpCommand, durableCommand, inspectCommand])
 )
 
 /** Built-in flags: `--help`/`-h`, `--version`/`-v`, `--completions`, `--log-level` (no `--wizard`: it needs a terminal). */

@@ -1,0 +1,222 @@
+/**
+ * The inspector in a real browser (full tier): Debian's chromium driven by playwright-core loads
+ * the page for `npm start`'s recorded runs (opened with the command it prints, the real binary), a
+ * recorded run (JSONL), a live one (`layerLive`, events arriving while the page is
+ * open) and a durable journal, and checks what a person sees: the calls, a refusal's message, a
+ * redacted value shown redacted, an approval decided from the page reaching the durable run. It
+ * saves the screenshots docs/inspect.md shows (docs/images/inspect-*.png). Without
+ * /usr/bin/chromium: "skipped: no chromium" (a failure when TINYAGENTS_REQUIRE_CHROMIUM=1).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Result, Schedule, Schema, Stream } from "effect"
+import { spawn, spawnSync } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { BrowserContext } from "playwright-core"
+import { afterAll, beforeAll } from "vitest"
+import * as ChatModel from "../../src/agent/ChatModel.ts"
+import * as Tool from "../../src/contract/Tool.ts"
+import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
+import { DurableAgent, Runner } from "../../src/durable/index.ts"
+import { Inspector, layerLive, Server, Sources } from "../../src/cli/inspect/index.ts"
+import { Agent, ToolServices } from "../../src/index.ts"
+import { Stores } from "../../src/stores/index.ts"
+import { record, secrets } from "./fixtures.ts"
+
+const chromium = "/usr/bin/chromium"
+const present = existsSync(chromium)
+if (!present && process.env["TINYAGENTS_REQUIRE_CHROMIUM"] === "1") throw new Error(`TINYAGENTS_REQUIRE_CHROMIUM=1 but ${chromium} is missing`)
+if (!present) console.log("skipped: no chromium")
+
+const dir = mkdtempSync(join(tmpdir(), "tinyagents-inspect-browser-"))
+const events = join(dir, "events.jsonl")
+const demoEvents = join(dir, "demo.jsonl")
+const journalDb = join(dir, "journal.db")
+const images = join(import.meta.dirname, "..", "..", "docs", "images")
+
+const send = Tool.make("send", {
+  description: "Sends a message.",
+  input: Schema.Struct({ to: Schema.String, body: Schema.String }),
+  safety: { access: "write", redact: { keys: ["to"] } },
+  handler: ({ body }) => Effect.succeed(`sent ${body}`)
+})
+const mailer = DurableAgent.make({ name: "mailer", tools: Result.getOrThrow(ToolRegistry.makeResult([send])), approval: () => true, pollInterval: "20 millis" })
+const mailModel = ChatModel.fromFunction((request) =>
+  Effect.succeed(
+    request.messages.some((m) => m.role === "tool")
+      ? ChatModel.answer("Both sent.")
+      : ChatModel.callTools([
+        ["c1", "send", { to: "alice@example.com", body: "Q3 report" }],
+        ["c2", "send", { to: "bob@example.com", body: "Q3 figures" }]
+      ], "Sending the report to both.")
+  )
+)
+const runner = Layer.mergeAll(mailer.layer).pipe(
+  Layer.provide([mailModel, Stores.layerSqlite({ filename: join(dir, "stores.db") })]),
+  Layer.provideMerge(Runner.layerSqlite({ filename: journalDb, pollInterval: "20 millis", lockExpiration: "2 seconds", shutdownTimeout: "1 second" }))
+)
+
+let browser: BrowserContext | undefined
+const launch = async () => {
+  const { chromium: launcher } = await import("playwright-core")
+  // a fresh profile (--user-data-dir, which playwright takes as this argument)
+  return launcher.launchPersistentContext(join(dir, "profile"), {
+    executablePath: chromium,
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+  })
+}
+
+beforeAll(async () => {
+  if (!present) return
+  mkdirSync(images, { recursive: true })
+  await Effect.runPromise(record(events))
+  browser = await launch()
+}, 60_000)
+afterAll(async () => {
+  await browser?.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const pageOf = (url: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const page = await browser!.newPage()
+      await page.goto(url)
+      return page
+    }),
+    (page) => Effect.promise(() => page.close())
+  )
+
+const repo = join(import.meta.dirname, "..", "..")
+const localNode = join(repo, "node_modules", ".bin", "node")
+const node = existsSync(localNode) ? localNode : process.execPath
+
+/** `tinyagents inspect <args>` as a process (the real binary), until the scope closes; its URL. */
+const inspectProcess = (...args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() => spawn(node, ["--conditions=tinyagents-source", join(repo, "src", "cli", "bin.ts"), "inspect", ...args], { cwd: repo })),
+      (child) => Effect.sync(() => void child.kill("SIGINT"))
+    )
+    return yield* Effect.callback<string, Error>((resume) => {
+      let out = ""
+      child.stdout.on("data", (chunk: Buffer) => {
+        out += chunk.toString()
+        const url = /at (http:\/\/127\.0\.0\.1:\d+) \(Ctrl-C to stop\)/.exec(out)?.[1]
+        if (url !== undefined) resume(Effect.succeed(url))
+      })
+      child.on("exit", (code) => resume(Effect.fail(new Error(`tinyagents inspect exited ${code}: ${out}`))))
+    })
+  })
+
+describe.skipIf(!present)("the inspector in chromium", () => {
+  it.live("npm start's recorded runs, opened with the command it prints (the real binary)", () =>
+    Effect.gen(function*() {
+      const demo = spawnSync(node, ["scratchpad/main.ts"], { cwd: repo, encoding: "utf8", timeout: 60_000, env: { ...process.env, TINYAGENTS_DEMO_EVENTS: demoEvents } })
+      assert.strictEqual(demo.status, 0, demo.stderr)
+      assert.include(demo.stdout, `See the runs in a browser: npm run tinyagents -- inspect ${demoEvents}`)
+      const url = yield* inspectProcess(demoEvents)
+      const page = yield* pageOf(`${url}/`)
+      yield* Effect.promise(async () => {
+        const runs = await page.locator("tr.run").allInnerTexts()
+        assert.ok(runs.some((r) => r.includes("demo-run")), runs.join("\n"))
+        assert.ok(runs.some((r) => r.includes("demo-review/")), "the review's nested run, under it")
+        await page.setViewportSize({ width: 1280, height: 300 })
+        await page.screenshot({ path: join(images, "inspect-runs.png") })
+        await page.setViewportSize({ width: 1280, height: 900 })
+        await page.click(`a[href="/run?id=demo-run"]`)
+        await page.waitForSelector("details.call")
+        // the demo's refusal (invalid arguments) and its retry, as a person sees them
+        const refused = page.locator(`details.call[data-call="call_total_bad"]`)
+        assert.include(await refused.locator(".state").innerText(), "refused")
+        await refused.locator("summary").click()
+        assert.include(await refused.locator(".repair").innerText(), "invalid arguments")
+        await page.locator(`details.call[data-call="call_rate"] summary`).click()
+        assert.include(await page.locator(`details.call[data-call="call_rate"]`).innerText(), "retry (attempt 2)")
+      })
+    }).pipe(Effect.scoped), 90_000)
+
+  it.live("a recorded run: the runs, the calls, a refusal's message, a redacted value shown redacted", () =>
+    Effect.gen(function*() {
+      const { url } = yield* Server.serve(Sources.jsonl(events, "events.jsonl"))
+      const page = yield* pageOf(`${url}/`)
+      yield* Effect.promise(async () => {
+        assert.include(await page.locator("tr.run").first().innerText(), "test-run")
+        await page.click(`a[href="/run?id=test-run"]`)
+        await page.waitForSelector("details.call")
+        const names = await page.locator("details.call > summary .name b").allInnerTexts()
+        for (const name of ["index_documents", "lookup", "token", "send", "researcher", "add"]) assert.include(names, name)
+        // the refusal: its state and, opened, the message the model reads
+        const refused = page.locator(`details.call[data-call="c2"]`)
+        assert.include(await refused.locator(".state").innerText(), "refused")
+        await refused.locator("summary").click()
+        assert.include(await refused.locator(".repair").innerText(), "invalid arguments")
+        // redacted values: shown as the events carry them
+        const sent = page.locator(`details.call[data-call="c5"]`)
+        await sent.locator("summary").click()
+        assert.include(await sent.locator(".redacted").first().innerText(), "[redacted]")
+        await page.locator(`details.call[data-call="c4"] summary`).click()
+        const body = await page.locator("main").innerText()
+        for (const secret of secrets) assert.notInclude(body, secret)
+        assert.include(body, "nested run")
+        await page.screenshot({ path: join(images, "inspect-run.png"), fullPage: true })
+      })
+    }).pipe(Effect.scoped))
+
+  it.live("a live run: the page shows calls as the application's events arrive", () =>
+    Effect.gen(function*() {
+      const { url } = yield* Inspector
+      const page = yield* pageOf(`${url}/`)
+      yield* Effect.promise(() => page.waitForSelector("text=No runs in this source"))
+      const tools = yield* ToolRegistry.make([send])
+      const model = ChatModel.scripted([
+        ChatModel.callTools([["l1", "send", { to: "carol@example.com", body: "live" }]], "Sending."),
+        ChatModel.answer("Sent.")
+      ])
+      yield* Stream.runDrain(Agent.stream({ messages: [{ role: "user", content: "send" }], tools })).pipe(Effect.provide(model))
+      yield* Effect.promise(async () => {
+        await page.waitForSelector("tr.run", { timeout: 10_000 })
+        await page.click("tr.run a")
+        await page.waitForSelector(`details.call[data-call="l1"][data-state="completed"]`)
+        assert.notInclude(await page.locator("main").innerText(), "carol@example.com")
+      })
+    }).pipe(
+      Effect.scoped,
+      // the live sink inside: it replaces the test services' own
+      Effect.provide(layerLive({ onReady: () => {} })),
+      Effect.provide(ToolServices.layerTest())
+    ))
+
+  it.live("a durable journal: a pending approval approved from the page reaches the run, which finishes", () =>
+    Effect.gen(function*() {
+      yield* mailer.start("mail-1", [{ role: "user", content: "mail the report" }])
+      yield* mailer.pending("mail-1").pipe(
+        Effect.repeat({ until: (pending) => pending.length === 2, schedule: Schedule.spaced("20 millis") }),
+        Effect.timeout("20 seconds")
+      )
+      const { url } = yield* Server.serve(yield* Sources.open(journalDb, { allowDecisions: true }))
+      const page = yield* pageOf(`${url}/run?id=mail-1`)
+      yield* Effect.promise(async () => {
+        assert.include(await page.locator(".durable").innerText(), "awaiting approval (2)")
+        assert.notInclude(await page.locator("main").innerText(), "alice@example.com")
+        await page.screenshot({ path: join(images, "inspect-durable.png"), fullPage: true })
+        await page.locator(`tr.pending[data-call="c1"] button.approve`).click()
+        await page.waitForSelector(".flash")
+        assert.include(await page.locator(".flash").innerText(), "approved c1 of run mail-1")
+        await page.locator(`tr.pending[data-call="c2"] input[name="reason"]`).fill("not bob")
+        await page.locator(`tr.pending[data-call="c2"] button.deny`).click()
+        await page.waitForSelector(".flash")
+        assert.include(await page.locator(".flash").innerText(), "denied c2 of run mail-1")
+      })
+      const result = yield* mailer.result("mail-1").pipe(Effect.timeout("20 seconds"))
+      assert.strictEqual(result.text, "Both sent.")
+      const outcome = yield* Effect.promise(async () => {
+        await page.reload()
+        return page.locator("main").innerText()
+      })
+      assert.include(outcome, "finished")
+    }).pipe(Effect.scoped, Effect.provide(runner)), 60_000)
+})
