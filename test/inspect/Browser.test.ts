@@ -4,7 +4,9 @@
  * recorded run (JSONL), a live one (`layerLive`, events arriving while the page is
  * open) and a durable journal, and checks what a person sees: the calls, a refusal's message, a
  * redacted value shown redacted, an approval decided from the page reaching the durable run. It
- * saves the screenshots docs/inspect.md shows (docs/images/inspect-*.png). Without
+ * takes the screenshots docs/inspect.md shows: into a temporary folder, or over
+ * docs/images/inspect-*.png when TINYAGENTS_UPDATE_SCREENSHOTS=1 (so a test run leaves the tree
+ * clean). Without
  * /usr/bin/chromium: "skipped: no chromium" (a failure when TINYAGENTS_REQUIRE_CHROMIUM=1).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -33,7 +35,9 @@ const dir = mkdtempSync(join(tmpdir(), "tinyagents-inspect-browser-"))
 const events = join(dir, "events.jsonl")
 const demoEvents = join(dir, "demo.jsonl")
 const journalDb = join(dir, "journal.db")
-const images = join(import.meta.dirname, "..", "..", "docs", "images")
+const images = process.env["TINYAGENTS_UPDATE_SCREENSHOTS"] === "1"
+  ? join(import.meta.dirname, "..", "..", "docs", "images")
+  : join(dir, "images")
 
 const send = Tool.make("send", {
   description: "Sends a message.",
