@@ -22,6 +22,7 @@ import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlConnection, SqlError, Statement } from "effect/sql"
 import { DatabaseSync } from "node:sqlite"
 import type { SQLInputValue } from "node:sqlite"
+import * as Held from "./internal/sqliteHeld.ts"
 
 /** How to open a SQLite database. */
 export interface SqliteClientConfig {
@@ -242,9 +243,10 @@ export const make = (
     const busyTimeout = Math.max(0, config.busyTimeout ?? defaultBusyTimeout)
     const db = yield* open(config, busyTimeout)
     const connection = connectionOf(db, busyTimeout)
+    const semaphore = yield* Semaphore.make(1)
     const acquirers = SqlClient.makeSqliteAcquirers({
       connection: Effect.succeed(connection),
-      semaphore: yield* Semaphore.make(1),
+      semaphore,
       isTransaction: (conn) => conn.db.isTransaction
     })
     const compiler = Statement.makeCompilerSqlite(config.transformQueryNames)
@@ -259,6 +261,17 @@ export const make = (
       beginTransaction: "BEGIN IMMEDIATE",
       transformRows
     })
+    // the stores' own statements, held prepared and group-committed (`internal/sqliteHeld`)
+    Held.register(
+      client,
+      Held.make({
+        db,
+        semaphore,
+        attempt,
+        busy: (effect) => whileBusy(effect, busyTimeout, () => true),
+        error: (cause, operation) => toSqlError(cause, `SQLite ${operation} failed`, operation)
+      })
+    )
     return Object.assign(client, { config }) as SqliteClient
   })
 

@@ -34,6 +34,7 @@ import { lazily } from "../internal/lazily.ts"
 import { withSchemaLock } from "../internal/schemaLock.ts"
 import { checkArtifactPolicy, sqlBackend } from "./internal/sqlBackend.ts"
 import type { ArtifactPolicy as Policy } from "./internal/sqlBackend.ts"
+import { heldOf } from "./internal/sqliteHeld.ts"
 import * as SqliteClient from "./SqliteClient.ts"
 import * as SqlRateLimiter from "./SqlRateLimiter.ts"
 
@@ -70,11 +71,12 @@ export const layerSql = <E>(
   return Layer.effectContext(Effect.gen(function*() {
     const opened = yield* lazily(defectsAsFailures(Effect.gen(function*() {
       const context = yield* Layer.build(client)
-      const sql = Context.get(context, SqlClient.SqlClient).withoutTransforms()
+      const connected = Context.get(context, SqlClient.SqlClient)
+      const sql = connected.withoutTransforms()
       // several processes may open the same database at once: the tables are created under one lock
       const backend = yield* withSchemaLock(
         sql,
-        Effect.tap(sqlBackend(sql, options.artifacts), () => SqlRateLimiter.createTable(sql))
+        Effect.tap(sqlBackend(sql, options.artifacts, heldOf(connected)), () => SqlRateLimiter.createTable(sql))
       )
       return { sql, backend }
     })))
