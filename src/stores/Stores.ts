@@ -93,6 +93,11 @@ export interface SqliteOptions extends Options {
   readonly filename: string
   /** How long a statement waits for another process's lock (asynchronously: the process keeps running). Default 5000 ms. */
   readonly busyTimeout?: number | undefined
+  /**
+   * `"normal"` (default): a killed process loses nothing committed, a power loss may undo the last
+   * commits; `"full"`: an fsync per commit, so a power loss undoes nothing committed either.
+   */
+  readonly synchronous?: "normal" | "full" | undefined
 }
 
 /**
@@ -100,7 +105,10 @@ export interface SqliteOptions extends Options {
  * `node:sqlite`), shared by every process that opens the file and kept across restarts.
  */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<Services> =>
-  layerSql(SqliteClient.layer({ filename: options.filename, busyTimeout: options.busyTimeout }), options)
+  layerSql(
+    SqliteClient.layer({ filename: options.filename, busyTimeout: options.busyTimeout, synchronous: options.synchronous }),
+    options
+  )
 
 /** Stores and rate limits in this process's memory (tests, one process): nothing survives a restart. */
 export const layerMemory: Layer.Layer<Services> = Layer.mergeAll(

@@ -293,10 +293,7 @@ const statementOf = <Args extends ReadonlyArray<SQLInputValue>, Rows>(
     if (params.length !== args.length || params.some((param, i) => param !== args[i])) {
       throw new Error(`a held statement's parameters must be its arguments in order: ${text}`)
     }
-    if (mode === "write") return held.write(text)
-    const first = held.first(text)
-    return (params: ReadonlyArray<SQLInputValue>) =>
-      Effect.map(first(params), (row): ReadonlyArray<HeldRow> => row === undefined ? [] : [row])
+    return mode === "write" ? held.write(text) : held.first(text)
   }
   return (...args) => Effect.map((run ??= runOf(args))(args), rows)
 }

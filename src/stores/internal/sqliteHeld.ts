@@ -28,8 +28,8 @@ export type HeldRow = Record<string, unknown>
 
 /** Statements prepared once per SQL text (see the module comment). */
 export interface Held {
-  /** A read: its first row, or `undefined` when none. */
-  readonly first: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<HeldRow | undefined, SqlError.SqlError>
+  /** A read of one row at most: that row, or none. */
+  readonly first: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
   /** A write, group-committed: its rows (`RETURNING`), once committed. */
   readonly write: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
 }
@@ -83,7 +83,10 @@ export const make = (connection: HeldConnection): Held => {
   const first = (sql: string) => {
     // prepared on first use, inside the call (preparing fails while the table is missing)
     let statement: StatementSync | undefined
-    const get = (params: ReadonlyArray<SQLInputValue>) => (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
+    const get = (params: ReadonlyArray<SQLInputValue>): ReadonlyArray<HeldRow> => {
+      const row = (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
+      return row === undefined ? [] : [row]
+    }
     const read = (params: ReadonlyArray<SQLInputValue>) => busy(attempt(() => get(params), "execute"))
     return (params: ReadonlyArray<SQLInputValue>) =>
       Effect.suspend(() => {
