@@ -87,16 +87,18 @@ export const make = (connection: HeldConnection): Held => {
       const row = (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
       return row === undefined ? [] : [row]
     }
-    const read = (params: ReadonlyArray<SQLInputValue>) => busy(attempt(() => get(params), "execute"))
+    /** The read under the semaphore: after another fiber's transaction, tried again while another process locks the file. */
+    const locked = (params: ReadonlyArray<SQLInputValue>) =>
+      semaphore.withPermit(Effect.suspend(() => (rollback(), busy(attempt(() => get(params), "execute")))))
     return (params: ReadonlyArray<SQLInputValue>) =>
       Effect.suspend(() => {
         // inside another fiber's transaction, the read would see its writes before they commit: wait for it
-        if (db.isTransaction) return semaphore.withPermit(Effect.suspend(() => (rollback(), read(params))))
+        if (db.isTransaction) return locked(params)
         // one synchronous step outside any transaction: nothing else runs on the connection meanwhile
         try {
           return Effect.succeed(get(params))
         } catch {
-          return read(params) // tried again (`busy`: while another process locks the database), failing with its error
+          return locked(params) // tried again, failing with its error
         }
       })
   }
