@@ -4,7 +4,8 @@
  * `SqlClient.makeSqliteAcquirers`), so statements and transactions of one process run one at a
  * time; transactions begin with `BEGIN IMMEDIATE`, so a read-then-write transaction holds the write
  * lock from its start and two processes never deadlock on a lock upgrade. A file database is put in
- * WAL mode, so two processes on one file wait for each other instead of failing.
+ * WAL mode, so two processes on one file wait for each other instead of failing, with `synchronous`
+ * NORMAL unless `synchronous: "full"` (see {@link SqliteClientConfig.synchronous}: what a crash can lose).
  *
  * Waiting for a lock does not block the process: `node:sqlite` is synchronous, so the driver itself
  * waits a few milliseconds at most (its `busy_timeout`); a statement that still finds the database
@@ -15,6 +16,9 @@
  * and the transaction rolls back. Errors are `SqlError`s whose reason says whether a retry can help
  * (`SQLITE_BUSY` is a retryable `LockTimeoutError`).
  *
+ * The SQL stores also run their own statements on the connection, outside transactions, held
+ * prepared and group-committed (`internal/sqliteHeld`), under the same semaphore.
+ *
  * This module owns the client only; the stores on it are in `Stores`.
  */
 import { Clock, Context, Effect, Layer, Schedule, Scope, Semaphore, Stream } from "effect"
@@ -22,6 +26,7 @@ import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlConnection, SqlError, Statement } from "effect/sql"
 import { DatabaseSync } from "node:sqlite"
 import type { SQLInputValue } from "node:sqlite"
+import * as Held from "./internal/sqliteHeld.ts"
 
 /** How to open a SQLite database. */
 export interface SqliteClientConfig {
@@ -34,6 +39,14 @@ export interface SqliteClientConfig {
   readonly busyTimeout?: number | undefined
   /** Open read-only. Default `false`. */
   readonly readonly?: boolean | undefined
+  /**
+   * When a file database syncs to disk (SQLite's `synchronous`, in WAL mode). `"normal"` (the
+   * default): at checkpoints only; a crashed or killed process loses nothing committed, a power loss
+   * or OS crash may undo the last transactions committed before it (never a torn write). `"full"`:
+   * at every commit, so a power loss undoes nothing committed either, at the cost of an fsync per
+   * transaction.
+   */
+  readonly synchronous?: "normal" | "full" | undefined
   /** Rename result columns (e.g. snake_case to camelCase). */
   readonly transformResultNames?: ((name: string) => string) | undefined
   /** Rename identifiers in queries (e.g. camelCase to snake_case). */
@@ -223,7 +236,7 @@ const open = (config: SqliteClientConfig, busyTimeout: number): Effect.Effect<Da
         yield* whileBusy(
           attempt(() => {
             db.exec("PRAGMA journal_mode = WAL")
-            db.exec("PRAGMA synchronous = NORMAL")
+            db.exec(`PRAGMA synchronous = ${config.synchronous === "full" ? "FULL" : "NORMAL"}`)
           }, "connect"),
           busyTimeout,
           () => true
@@ -242,9 +255,10 @@ export const make = (
     const busyTimeout = Math.max(0, config.busyTimeout ?? defaultBusyTimeout)
     const db = yield* open(config, busyTimeout)
     const connection = connectionOf(db, busyTimeout)
+    const semaphore = yield* Semaphore.make(1)
     const acquirers = SqlClient.makeSqliteAcquirers({
       connection: Effect.succeed(connection),
-      semaphore: yield* Semaphore.make(1),
+      semaphore,
       isTransaction: (conn) => conn.db.isTransaction
     })
     const compiler = Statement.makeCompilerSqlite(config.transformQueryNames)
@@ -259,6 +273,17 @@ export const make = (
       beginTransaction: "BEGIN IMMEDIATE",
       transformRows
     })
+    // the stores' own statements, held prepared and group-committed (`internal/sqliteHeld`)
+    Held.register(
+      client,
+      Held.make({
+        db,
+        semaphore,
+        attempt,
+        busy: (effect) => whileBusy(effect, busyTimeout, () => true),
+        error: (cause, operation) => toSqlError(cause, `SQLite ${operation} failed`, operation)
+      })
+    )
     return Object.assign(client, { config }) as SqliteClient
   })
 

@@ -34,6 +34,7 @@ import { lazily } from "../internal/lazily.ts"
 import { withSchemaLock } from "../internal/schemaLock.ts"
 import { checkArtifactPolicy, sqlBackend } from "./internal/sqlBackend.ts"
 import type { ArtifactPolicy as Policy } from "./internal/sqlBackend.ts"
+import { heldOf } from "./internal/sqliteHeld.ts"
 import * as SqliteClient from "./SqliteClient.ts"
 import * as SqlRateLimiter from "./SqlRateLimiter.ts"
 
@@ -70,11 +71,12 @@ export const layerSql = <E>(
   return Layer.effectContext(Effect.gen(function*() {
     const opened = yield* lazily(defectsAsFailures(Effect.gen(function*() {
       const context = yield* Layer.build(client)
-      const sql = Context.get(context, SqlClient.SqlClient).withoutTransforms()
+      const connected = Context.get(context, SqlClient.SqlClient)
+      const sql = connected.withoutTransforms()
       // several processes may open the same database at once: the tables are created under one lock
       const backend = yield* withSchemaLock(
         sql,
-        Effect.tap(sqlBackend(sql, options.artifacts), () => SqlRateLimiter.createTable(sql))
+        Effect.tap(sqlBackend(sql, options.artifacts, heldOf(connected)), () => SqlRateLimiter.createTable(sql))
       )
       return { sql, backend }
     })))
@@ -91,6 +93,11 @@ export interface SqliteOptions extends Options {
   readonly filename: string
   /** How long a statement waits for another process's lock (asynchronously: the process keeps running). Default 5000 ms. */
   readonly busyTimeout?: number | undefined
+  /**
+   * `"normal"` (default): a killed process loses nothing committed, a power loss may undo the last
+   * commits; `"full"`: an fsync per commit, so a power loss undoes nothing committed either.
+   */
+  readonly synchronous?: "normal" | "full" | undefined
 }
 
 /**
@@ -98,7 +105,10 @@ export interface SqliteOptions extends Options {
  * `node:sqlite`), shared by every process that opens the file and kept across restarts.
  */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<Services> =>
-  layerSql(SqliteClient.layer({ filename: options.filename, busyTimeout: options.busyTimeout }), options)
+  layerSql(
+    SqliteClient.layer({ filename: options.filename, busyTimeout: options.busyTimeout, synchronous: options.synchronous }),
+    options
+  )
 
 /** Stores and rate limits in this process's memory (tests, one process): nothing survives a restart. */
 export const layerMemory: Layer.Layer<Services> = Layer.mergeAll(

@@ -72,6 +72,18 @@ describe("SqliteClient", () => {
       }
       yield* sql`INSERT INTO t (x) VALUES (1)`
     }).pipe(Effect.provide(SqliteClient.layer({ filename: join(dir, "busy.db"), busyTimeout: 50 }))))
+
+  it.effect("a file syncs at checkpoints (synchronous NORMAL) by default, at every commit with synchronous: \"full\"", () =>
+    Effect.gen(function*() {
+      const level = (synchronous?: "normal" | "full") =>
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ synchronous: number }>`PRAGMA synchronous`).pipe(
+          Effect.map((rows) => rows[0]!.synchronous),
+          Effect.provide(SqliteClient.layer({ filename: join(dir, `sync-${synchronous}.db`), synchronous }))
+        )
+      assert.strictEqual(yield* level(), 1) // NORMAL
+      assert.strictEqual(yield* level("normal"), 1)
+      assert.strictEqual(yield* level("full"), 2) // FULL
+    }))
 })
 
 describe("a write lock held by another connection", () => {

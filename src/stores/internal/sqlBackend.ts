@@ -30,15 +30,22 @@
  * Errors never carry a key or a value: the database's text is scrubbed (`internal/scrub`).
  *
  * Claims expire on the database's clock (one clock for every process sharing it), not the `Clock`.
+ *
+ * On a `SqliteClient` the statements outside transactions (reads, `set`, `remove`, claims) run as
+ * held statements (`internal/sqliteHeld`: prepared once, writes group-committed); `modify`, listing
+ * and the sweeps go through `effect/sql` on every dialect. Each statement is written once, as an
+ * `effect/sql` template: the held statement is that template's SQLite text.
  */
 import { createHash } from "node:crypto"
 import { Clock, Duration, Effect, Semaphore } from "effect"
 import { KeyValueStore } from "effect/persistence"
-import type { SqlClient, SqlError } from "effect/sql"
+import type { SqlClient, SqlError, Statement } from "effect/sql"
+import type { SQLInputValue } from "node:sqlite"
 import { StoreFailed } from "../../contract/ToolError.ts"
 import type { Backend, Claims } from "../../runtime/StoreRegistry.ts"
 import { expiring } from "../../internal/expiry.ts"
 import { scrubSqlError } from "./scrub.ts"
+import type { Held, HeldRow } from "./sqliteHeld.ts"
 
 /** The size cap and expiry of the artifacts store (see `Stores.ArtifactPolicy`). */
 export interface ArtifactPolicy {
@@ -268,6 +275,29 @@ const sweeper = (sql: SqlClient.SqlClient, table: string, every: number): Effect
     ))
 }
 
+/**
+ * A statement of the stores, run through `effect/sql` or, with `held` (SQLite), as the held statement
+ * of its text (compiled once, from the first call: `build` must place its arguments, in order, as
+ * its only parameters).
+ */
+const statementOf = <Args extends ReadonlyArray<SQLInputValue>, Rows>(
+  held: Held | undefined,
+  mode: "first" | "write",
+  build: (...args: Args) => Statement.Statement<HeldRow>,
+  rows: (rows: ReadonlyArray<HeldRow>) => Rows
+): (...args: Args) => Effect.Effect<Rows, SqlError.SqlError> => {
+  if (held === undefined) return (...args) => Effect.map(build(...args), rows)
+  let run: ((params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>) | undefined
+  const runOf = (args: Args) => {
+    const [text, params] = build(...args).compile()
+    if (params.length !== args.length || params.some((param, i) => param !== args[i])) {
+      throw new Error(`a held statement's parameters must be its arguments in order: ${text}`)
+    }
+    return mode === "write" ? held.write(text) : held.first(text)
+  }
+  return (...args) => Effect.map((run ??= runOf(args))(args), rows)
+}
+
 /** One table of keys and values. */
 interface Table {
   readonly name: string
@@ -283,6 +313,7 @@ interface Table {
  */
 const tableStore = (
   sql: SqlClient.SqlClient,
+  held: Held | undefined,
   ids: (key: string) => StoredId,
   table: Table,
   prefix: string,
@@ -311,34 +342,70 @@ const tableStore = (
     if (typeof value !== "string") return Effect.fail(tooLarge(value.length, maxBytes))
     return Effect.succeed({ bytes: truncateText(value, maxBytes), type: ValueTypeString })
   }
-  const upsert = (key: string, stored: Stored, at: number) => {
+  const upsertValue = (id: string, bytes: Uint8Array, type: number, full: string | null, expires: number | null) =>
+    sql<HeldRow>`INSERT INTO ${t} (id, value, value_type, full_key, expires_at)
+      VALUES (${id}, ${bytes}, ${type}, ${full}, ${expires})
+      ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
+        full_key = excluded.full_key, expires_at = excluded.expires_at`
+  const upsertArtifact = (
+    id: string,
+    bytes: Uint8Array,
+    type: number,
+    size: number,
+    at: number,
+    expires: number | null,
+    full: string | null
+  ) =>
+    sql<HeldRow>`INSERT INTO ${t} (id, value, value_type, size, created_at, expires_at, full_key)
+      VALUES (${id}, ${bytes}, ${type}, ${size}, ${at}, ${expires}, ${full})
+      ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
+        size = excluded.size, created_at = excluded.created_at, expires_at = excluded.expires_at,
+        full_key = excluded.full_key`
+  /** The upsert of `key` with the statements `value` and `artifact` (held or not). */
+  const upsertWith = (
+    value: (...args: Parameters<typeof upsertValue>) => Effect.Effect<unknown, SqlError.SqlError>,
+    artifact: (...args: Parameters<typeof upsertArtifact>) => Effect.Effect<unknown, SqlError.SqlError>
+  ) =>
+  (key: string, stored: Stored, at: number) => {
     const { full, id } = idOf(key)
     const expires = ttl === undefined ? null : at + ttl
     return table.artifacts === undefined
-      ? sql`INSERT INTO ${t} (id, value, value_type, full_key, expires_at)
-          VALUES (${id}, ${stored.bytes}, ${stored.type}, ${full}, ${expires})
-          ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
-            full_key = excluded.full_key, expires_at = excluded.expires_at`
-      : sql`INSERT INTO ${t} (id, value, value_type, size, created_at, expires_at, full_key)
-          VALUES (${id}, ${stored.bytes}, ${stored.type}, ${stored.bytes.length}, ${at}, ${expires}, ${full})
-          ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
-            size = excluded.size, created_at = excluded.created_at, expires_at = excluded.expires_at,
-            full_key = excluded.full_key`
+      ? value(id, stored.bytes, stored.type, full, expires)
+      : artifact(id, stored.bytes, stored.type, stored.bytes.length, at, expires, full)
   }
+  // inside `modify`'s transaction: through `effect/sql`; alone (`set`): held on SQLite
+  const upsert = upsertWith(upsertValue, upsertArtifact)
+  const upsertHeld = upsertWith(
+    statementOf(held, "write", upsertValue, () => undefined),
+    statementOf(held, "write", upsertArtifact, () => undefined)
+  )
+  const selectRow = statementOf(
+    held,
+    "first",
+    (id: string, at: number) => sql<HeldRow>`SELECT value, value_type FROM ${t} WHERE id = ${id} AND ${live(at)}`,
+    (rows) => rows[0] as Row | undefined
+  )
+  const found = statementOf(
+    held,
+    "first",
+    (id: string, at: number) => sql<HeldRow>`SELECT 1 AS found FROM ${t} WHERE id = ${id} AND ${live(at)}`,
+    (rows) => rows.length > 0
+  )
+  const deleteRow = statementOf(
+    held,
+    "write",
+    (id: string) => sql<HeldRow>`DELETE FROM ${t} WHERE id = ${id}`,
+    () => undefined
+  )
   const swept = <A, E, R>(write: Effect.Effect<A, E, R>) => Effect.tap(write, () => Effect.ignore(table.sweep))
 
   const read = (method: string, key: string) =>
-    Effect.flatMap(now, (at) =>
-      sql<Row>`SELECT value, value_type FROM ${t} WHERE id = ${idOf(key).id} AND ${live(at)}`).pipe(
-      Effect.map((rows) => rows[0]),
-      Effect.mapError(failed(method, key))
-    )
+    Effect.flatMap(now, (at) => selectRow(idOf(key).id, at)).pipe(Effect.mapError(failed(method, key)))
   const set = (key: string, value: string | Uint8Array) =>
     swept(
-      Effect.gen(function*() {
-        const stored = yield* capped(value)
-        yield* upsert(key, stored, yield* now)
-      }).pipe(Effect.mapError(failed("set", key, value)))
+      Effect.flatMap(capped(value), (stored) => Effect.flatMap(now, (at) => upsertHeld(key, stored, at))).pipe(
+        Effect.mapError(failed("set", key, value))
+      )
     )
   /** `modify` in one transaction: the row is locked (`FOR UPDATE` on pg; sqlite's `BEGIN IMMEDIATE` holds the write lock). */
   const modify = <A extends string | Uint8Array>(method: string, key: string, f: (row: Row) => A) =>
@@ -368,52 +435,62 @@ const tableStore = (
   const store = KeyValueStore.make({
     get: (key) => Effect.map(read("get", key), (row) => row === undefined ? undefined : stringOf(row)),
     getUint8Array: (key) => Effect.map(read("getUint8Array", key), (row) => row === undefined ? undefined : bytesOf(row)),
-    has: (key) =>
-      Effect.flatMap(now, (at) => sql`SELECT 1 AS found FROM ${t} WHERE id = ${idOf(key).id} AND ${live(at)}`).pipe(
-        Effect.map((rows) => rows.length > 0),
-        Effect.mapError(failed("has", key))
-      ),
+    has: (key) => Effect.flatMap(now, (at) => found(idOf(key).id, at)).pipe(Effect.mapError(failed("has", key))),
     set,
     modify: (key, f) => modify("modify", key, (row) => f(stringOf(row))),
     modifyUint8Array: (key, f) => modify("modifyUint8Array", key, (row) => f(bytesOf(row))),
-    remove: (key) =>
-      sql`DELETE FROM ${t} WHERE id = ${idOf(key).id}`.pipe(Effect.asVoid, Effect.mapError(failed("remove", key))),
+    remove: (key) => deleteRow(idOf(key).id).pipe(Effect.mapError(failed("remove", key))),
     clear: clearPrefix(""),
     clearPrefix,
     keys,
     size,
     isEmpty: Effect.map(size, (n) => n === 0)
   })
-  return expiring(store, (millis) => tableStore(sql, ids, table, prefix, millis))
+  return expiring(store, (millis) => tableStore(sql, held, ids, table, prefix, millis))
 }
 
 /**
  * Claims of store `name`: one upsert that takes a free, expired or own row, atomic in the database,
  * with expiry on the database's clock (so processes on machines whose clocks differ agree).
  */
-const sqlClaims = (sql: SqlClient.SqlClient, ids: (key: string) => StoredId, name: string): Claims => {
+const sqlClaims = (
+  sql: SqlClient.SqlClient,
+  held: Held | undefined,
+  ids: (key: string) => StoredId,
+  name: string
+): Claims => {
   const table = sql(tables.claims)
   const now = databaseMillis(sql)
   const failed = (operation: string, key: string, id: string) => (cause: unknown) =>
     new StoreFailed({ store: name, operation, cause: scrubSqlError(cause, [key, `${name}/${key}`, id]) })
+  const take = statementOf(
+    held,
+    "write",
+    (id: string, owner: string, lease: number) =>
+      sql<HeldRow>`
+        INSERT INTO ${table} (id, owner, expires_at) VALUES (${id}, ${owner}, ${now} + ${lease})
+        ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+        WHERE ${table}.owner = excluded.owner OR ${table}.expires_at <= ${now}
+        RETURNING owner`,
+    (rows) => rows
+  )
+  const free = statementOf(
+    held,
+    "write",
+    (id: string, owner: string) => sql<HeldRow>`DELETE FROM ${table} WHERE id = ${id} AND owner = ${owner}`,
+    () => undefined
+  )
   return {
     acquire: (key, owner, lease) => {
       const { id } = ids(`${name}/${key}`)
-      return sql<{ owner: string }>`
-        INSERT INTO ${table} (id, owner, expires_at) VALUES (${id}, ${owner}, ${now} + ${Math.max(0, Math.floor(lease))})
-        ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-        WHERE ${table}.owner = excluded.owner OR ${table}.expires_at <= ${now}
-        RETURNING owner`.pipe(
-        Effect.map((rows) => rows.length === 1 && rows[0]!.owner === owner),
+      return take(id, owner, Math.max(0, Math.floor(lease))).pipe(
+        Effect.map((rows) => rows.length === 1 && rows[0]!["owner"] === owner),
         Effect.mapError(failed("claim", key, id))
       )
     },
     release: (key, owner) => {
       const { id } = ids(`${name}/${key}`)
-      return sql`DELETE FROM ${table} WHERE id = ${id} AND owner = ${owner}`.pipe(
-        Effect.asVoid,
-        Effect.mapError(failed("release", key, id))
-      )
+      return free(id, owner).pipe(Effect.mapError(failed("release", key, id)))
     }
   }
 }
@@ -455,7 +532,8 @@ export const truncateText = (text: string, maxBytes: number): Uint8Array => {
  */
 export const sqlBackend = (
   sql: SqlClient.SqlClient,
-  artifacts: ArtifactPolicy = {}
+  artifacts: ArtifactPolicy = {},
+  held?: Held
 ): Effect.Effect<Backend, SqlError.SqlError> =>
   Effect.gen(function*() {
     const raw = sql.withoutTransforms()
@@ -472,11 +550,11 @@ export const sqlBackend = (
       : Math.max(1, Math.ceil(Duration.toMillis(Duration.fromInputUnsafe(artifacts.ttl))))
     const artifactName = artifacts.store ?? "artifacts"
     return {
-      store: tableStore(raw, ids, store, "", undefined),
-      claims: (name) => sqlClaims(raw, ids, name),
+      store: tableStore(raw, held, ids, store, "", undefined),
+      claims: (name) => sqlClaims(raw, held, ids, name),
       view: (name) =>
         name === artifactName
-          ? tableStore(raw, ids, artifactTable, `${name}/`, artifactTtl)
-          : tableStore(raw, ids, store, `${name}/`, undefined)
+          ? tableStore(raw, held, ids, artifactTable, `${name}/`, artifactTtl)
+          : tableStore(raw, held, ids, store, `${name}/`, undefined)
     } satisfies Backend
   })

@@ -1,0 +1,180 @@
+/**
+ * Held statements: the SQL stores' own statements on a `SqliteClient`, prepared once and kept, run
+ * outside any transaction without going through `effect/sql` (no statement compiled per call). A
+ * read runs at once, under the connection's semaphore (so never inside another fiber's open
+ * transaction). Writes are group-committed: the writes issued while one group gathers (the fibers
+ * that run before the group's own fiber does) run in one `BEGIN IMMEDIATE` ... `COMMIT`, and each
+ * caller resumes only once that `COMMIT` succeeded, so a write a caller was told of is committed,
+ * as with one statement per transaction; other processes see the group's writes together, at its
+ * commit.
+ *
+ * Each write is one statement, atomic in itself; a group only adds unrelated statements to the same
+ * transaction, so a statement that fails alone (SQLite rolls that statement back and keeps the
+ * transaction) fails its own caller only. An error that ends the whole transaction (disk full, I/O),
+ * or a `COMMIT` that fails, fails every write of the group (none of them was committed). A caller
+ * interrupted before its group's transaction began never runs; one interrupted after may still be
+ * committed (as a statement sent to a server can be). Locked by another process (`SQLITE_BUSY`),
+ * `BEGIN IMMEDIATE` and `COMMIT` are tried again as the client's own statements are (`busy`).
+ *
+ * Only the stores use these, never inside a transaction of theirs (`modify` goes through
+ * `effect/sql`): a held statement on a fiber that holds the connection would wait for itself.
+ */
+import { Effect, Semaphore } from "effect"
+import type { SqlError } from "effect/sql"
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite"
+
+/** A row as `node:sqlite` reads it. */
+export type HeldRow = Record<string, unknown>
+
+/** Statements prepared once per SQL text (see the module comment). */
+export interface Held {
+  /** A read of one row at most: that row, or none. */
+  readonly first: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
+  /** A write, group-committed: its rows (`RETURNING`), once committed. */
+  readonly write: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
+}
+
+/** What the client gives the held statements: its connection and how it runs and retries. */
+export interface HeldConnection {
+  readonly db: DatabaseSync
+  /** Held by whoever uses the connection (`effect/sql`'s acquirers take it too). */
+  readonly semaphore: Semaphore.Semaphore
+  /** Runs `f`, failing with a `SqlError` (its reason from SQLite's code). */
+  readonly attempt: <A>(f: () => A, operation: string) => Effect.Effect<A, SqlError.SqlError>
+  /** `effect` tried again while the database is locked by another process, safe to run again or not. */
+  readonly busy: <A>(effect: Effect.Effect<A, SqlError.SqlError>) => Effect.Effect<A, SqlError.SqlError>
+  /** A thrown error as a `SqlError`. */
+  readonly error: (cause: unknown, operation: string) => SqlError.SqlError
+}
+
+/** A write waiting for its group. */
+interface Pending {
+  readonly sql: string
+  readonly params: ReadonlyArray<SQLInputValue>
+  /** Interrupted before its group began: not run. */
+  cancelled: boolean
+  outcome: Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError> | undefined
+  resume: ((effect: Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>) => void) | undefined
+}
+
+/** The held statements of one connection. */
+export const make = (connection: HeldConnection): Held => {
+  const { attempt, busy, db, error, semaphore } = connection
+  const statements = new Map<string, StatementSync>()
+  const prepared = (sql: string): StatementSync => {
+    let statement = statements.get(sql)
+    if (statement === undefined) {
+      statement = db.prepare(sql)
+      statement.setReturnArrays(false)
+      statements.set(sql, statement)
+    }
+    return statement
+  }
+
+  /** Ends a transaction left open by a failed cleanup (only called holding the semaphore: no one else's). */
+  const rollback = () => {
+    try {
+      if (db.isTransaction) db.exec("ROLLBACK")
+    } catch {
+      // the next group's `BEGIN` fails and says why
+    }
+  }
+
+  const first = (sql: string) => {
+    // prepared on first use, inside the call (preparing fails while the table is missing)
+    let statement: StatementSync | undefined
+    const get = (params: ReadonlyArray<SQLInputValue>): ReadonlyArray<HeldRow> => {
+      const row = (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
+      return row === undefined ? [] : [row]
+    }
+    /** The read under the semaphore: after another fiber's transaction, tried again while another process locks the file. */
+    const locked = (params: ReadonlyArray<SQLInputValue>) =>
+      semaphore.withPermit(Effect.suspend(() => (rollback(), busy(attempt(() => get(params), "execute")))))
+    return (params: ReadonlyArray<SQLInputValue>) =>
+      Effect.suspend(() => {
+        // inside another fiber's transaction, the read would see its writes before they commit: wait for it
+        if (db.isTransaction) return locked(params)
+        // one synchronous step outside any transaction: nothing else runs on the connection meanwhile
+        try {
+          return Effect.succeed(get(params))
+        } catch {
+          return locked(params) // tried again, failing with its error
+        }
+      })
+  }
+
+  let group: Array<Pending> = []
+  let gathering = false
+  const begin = busy(attempt(() => db.exec("BEGIN IMMEDIATE"), "beginTransaction"))
+  const commit = busy(attempt(() => db.exec("COMMIT"), "commit"))
+  const settle = (pending: ReadonlyArray<Pending>, failure?: SqlError.SqlError) => {
+    for (const write of pending) {
+      const outcome = failure === undefined ? write.outcome! : Effect.fail(failure)
+      write.outcome = outcome
+      const resume = write.resume
+      write.resume = undefined
+      resume?.(outcome)
+    }
+  }
+  /** Runs the gathered writes in one transaction (module comment), under the connection's semaphore. */
+  const flush = semaphore.withPermit(Effect.suspend(() => {
+    // a transaction left open by a failed cleanup would swallow this group
+    rollback()
+    return Effect.matchEffect(begin, {
+      onFailure: (failure) => Effect.sync(() => settle(take(), failure)),
+      onSuccess: () => {
+        const pending = take()
+        for (const write of pending) {
+          try {
+            write.outcome = Effect.succeed(prepared(write.sql).all(...write.params) as ReadonlyArray<HeldRow>)
+          } catch (cause) {
+            const failure = error(cause, "execute")
+            // the statement alone was undone; an error that ended the transaction undid the group
+            if (!db.isTransaction) return Effect.sync(() => settle(pending, failure))
+            write.outcome = Effect.fail(failure)
+          }
+        }
+        return Effect.matchEffect(commit, {
+          onFailure: (failure) => Effect.sync(() => (rollback(), settle(pending, failure))),
+          onSuccess: () => Effect.sync(() => settle(pending))
+        })
+      }
+    })
+  }))
+  /** The writes gathered so far, not interrupted; a new group gathers from now. */
+  const take = (): ReadonlyArray<Pending> => {
+    const taken = group.filter((write) => !write.cancelled)
+    group = []
+    gathering = false
+    return taken
+  }
+
+  const write = (sql: string) => (params: ReadonlyArray<SQLInputValue>) =>
+    Effect.suspend(() => {
+      const pending: Pending = { sql, params, cancelled: false, outcome: undefined, resume: undefined }
+      group.push(pending)
+      const wait = Effect.callback<ReadonlyArray<HeldRow>, SqlError.SqlError>((resume) => {
+        if (pending.outcome !== undefined) return resume(pending.outcome)
+        pending.resume = resume
+        return Effect.sync(() => {
+          pending.resume = undefined
+          pending.cancelled = true
+        })
+      })
+      if (gathering) return wait
+      gathering = true
+      // the group's own fiber runs after the fibers already scheduled: their writes join the group
+      return Effect.andThen(Effect.forkDetach(flush), wait)
+    })
+
+  return { first, write }
+}
+
+/** The held statements of each client that has them (the `SqliteClient` of `node:sqlite`). */
+const registry = new WeakMap<object, Held>()
+
+/** Records `held` as `client`'s. */
+export const register = (client: object, held: Held): void => void registry.set(client, held)
+
+/** The held statements of `client`, when it is a `SqliteClient` (`undefined` for any other client). */
+export const heldOf = (client: object): Held | undefined => registry.get(client)
