@@ -257,12 +257,16 @@ if (only === "toolsearch") {
   process.exit(0)
 }
 if (only === "durable") {
-  const { durableRows } = await import("./durable.ts")
+  const { durableRows, durableTargets, restartCase } = await import("./durable.ts")
   console.log(
     "Durable agents: each 2 model turns (scripted) and 2 tool calls of 50 ms; all started at once.",
     "journal rows/call: cluster_messages + cluster_replies + durable events and markers, per tool call."
   )
-  console.table(await durableRows())
+  const durable = await durableRows()
+  console.table(durable)
+  const restart = process.env["TINYAGENTS_BENCH_SQLITE"] === "0" ? undefined : await restartCase()
+  console.log("Goals (issue #25, durable runs):")
+  console.table(durableTargets(durable, restart))
   process.exit(0)
 }
 const rows: Array<Record<string, string | number>> = []
