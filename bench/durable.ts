@@ -30,12 +30,26 @@
  * `client CPU ms/agent` is the client process's CPU from its first start to its last result
  * (starting the runs and polling every 100 ms for each result), per agent run.
  *
- * Knobs: `TINYAGENTS_BENCH_SQLITE=0` skips the SQLite case; `TINYAGENTS_BENCH_RUNNER_POLL` sets the
+ * Then, per case, the idle phase: `TINYAGENTS_BENCH_IDLE_RUNS` runs (default 1,000),
+ * `TINYAGENTS_BENCH_IDLE_CONCURRENCY` at a time (default 1). The model and the tool record when each
+ * activity of a run began and ended (in the process that ran it); `idle gap ms p50/p99` is the time
+ * from one activity's end to the next one's start in the same run over the idle phase's runs (the
+ * engine's own latency), `burst gap` the same over the timed 1,000 (mostly waiting for CPU).
+ * `shard-lock warnings`: warnings and errors mentioning shards that the runners logged (a counting
+ * logger; the lines still go to stderr). Then the restart case (`restartCase`, SQLite): a runner
+ * process with a blocked tool call is SIGKILLed and restarted `TINYAGENTS_BENCH_RESTARTS` times
+ * (default 5); the time from the runner's start (its layer being built) to the resumed call's start,
+ * and from the process's spawn. `durableTargets` prints each goal of issue #25 with its target and
+ * met or not.
+ *
+ * Knobs: `TINYAGENTS_BENCH_SQLITE=0` skips the SQLite case (and the restart case); `TINYAGENTS_BENCH_RUNNER_POLL` sets the
  * Postgres runners' `pollInterval` (default `500 millis`, `Runner`'s default; the client's and `result`'s stay 100 ms);
  * `TINYAGENTS_BENCH_PROF=<dir>` runs
  * the runner and client processes with `--cpu-prof`, writing `<dir>/<runners>r-runner<i>.cpuprofile`
  * and `<dir>/<runners>r-client.cpuprofile` (a runner's profile covers its whole life, start-up and
- * settle included).
+ * settle included); `TINYAGENTS_BENCH_LOG_ALL=1` writes every log line of the runners (Debug and
+ * up) and their event-loop delay to stderr; `TINYAGENTS_BENCH_DUMP=<prefix>` writes each Postgres
+ * runner's activity times to `<prefix>-<pid>.json` (diagnosis).
  */
 import { type Duration, Effect, Layer, Logger, Redacted, References, Result, Schema } from "effect"
 import { spawn } from "node:child_process"

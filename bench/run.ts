@@ -40,7 +40,9 @@
  *
  * `TINYAGENTS_BENCH=durable` runs only the durable-agents simulation (bench/durable.ts: 1,000
  * concurrent durable agents on SQLite, then on Postgres with 1, 2 and 4 runner processes when the
- * machine has Postgres); it is not part of the default run, which stays short.
+ * machine has Postgres, then a SQLite runner restarted after SIGKILL), ending with the goals of issue
+ * #25 for durable runs, each with its target and met or not; it is not part of the default run,
+ * which stays short.
  *
  * `TINYAGENTS_BENCH=toolsearch` runs only the tool-search measurements (bench/toolsearch.ts: recall
  * of the search index against `Selection.rank` on 400 BFCL questions over a 1,295-tool catalogue,

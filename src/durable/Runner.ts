@@ -3,7 +3,7 @@
  * journaling in SQL. Each layer provides the `WorkflowEngine` and the `SqlClient` it journals to
  * (the durable agent's event table lives there too).
  *
- * - `layerSqlite`: a single runner (`SingleRunner`) on one SQLite file; one process at a time
+ * - `layerSqlite`: a single runner (as `SingleRunner`) on one SQLite file; one process at a time
  *   should run it (a second runner on the same file would own the same shards). Other processes
  *   use `layerSqliteClient` (start runs, approve, read events; they own no runs).
  * - `layerPostgres`: a runner in a cluster sharing a Postgres database (`NodeClusterSocket`, SQL
@@ -19,9 +19,17 @@
  * approved or cancelled by a client process is picked up. On Postgres the sender saves the message
  * and then tells the owning runner over its socket (`address`), so `pollInterval` is a fallback
  * (a message saved while its owner was unknown or unreachable); each poll is a query over the
- * runner's shards, the main cost of an idle runner. Shard locks are refreshed every second and
- * expire after `lockExpiration` (default 5 s here; Effect's 35 s), which bounds how fast a
- * restarted SQLite runner or a surviving Postgres runner takes over the runs of one that died.
+ * runner's shards, the main cost of an idle runner.
+ *
+ * Shard locks are refreshed every `lockExpiration / 3` and expire after `lockExpiration` (default
+ * 5 s here; Effect's 35 s). The refresh interval is also the deadline of every lock operation in
+ * effect/cluster: a refresh that misses it marks lock storage unhealthy, and the runner stops all
+ * its runs until a probe succeeds ("Shard lock storage is unhealthy"). A SQLite runner restarted
+ * in place has the same address (`SingleRunner`'s) and takes its locks back at once; a surviving
+ * Postgres runner takes a dead one's runs once its heartbeat is older than `lockExpiration` (its
+ * advisory locks end with its database session). Two things are wired here rather than taken
+ * as shipped (see internal/shardLocks.ts): the lock refreshes effect/cluster makes before storing
+ * each reply are batched per runner, and on Postgres the shard locks have a pool of their own.
  * `@effect/platform-node` is required; `@effect/sql-pg` only by the Postgres layers (loaded on use).
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
@@ -49,7 +57,11 @@ export interface SqliteOptions {
   readonly filename: string
   /** How often the runner looks for new work (started runs, approvals). Default 500 ms. */
   readonly pollInterval?: Duration.Input
-  /** How long a dead runner's shard locks hold before a restarted runner takes its runs. Default 5 s. */
+  /**
+   * How long shard locks last unrefreshed. Default 5 s. A runner restarted on the same file takes its
+   * locks back at once; the locks are refreshed every third of this, which is also each lock
+   * operation's deadline (raise it where a refresh can take longer).
+   */
   readonly lockExpiration?: Duration.Input
   /** How long a stopping runner waits for its runs' calls in flight before interrupting them. Default 15 s. */
   readonly shutdownTimeout?: Duration.Input
@@ -61,7 +73,11 @@ export interface PostgresOptions {
   readonly url: Redacted.Redacted
   /** How often the runner looks for new work. Default 500 ms. */
   readonly pollInterval?: Duration.Input
-  /** How long a dead runner's shard locks hold before another runner takes its runs. Default 5 s. */
+  /**
+   * How long a dead runner's shard locks hold before another runner takes its runs. Default 5 s.
+   * The locks are refreshed every third of this, which is also each lock operation's deadline
+   * (raise it where a refresh can take longer: a missed deadline stops all of a runner's runs).
+   */
   readonly lockExpiration?: Duration.Input
   /** How long a stopping runner waits for its runs' calls in flight before interrupting them. Default 15 s. */
   readonly shutdownTimeout?: Duration.Input
