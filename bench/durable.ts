@@ -30,17 +30,32 @@
  * `client CPU ms/agent` is the client process's CPU from its first start to its last result
  * (starting the runs and polling every 100 ms for each result), per agent run.
  *
- * Knobs: `TINYAGENTS_BENCH_SQLITE=0` skips the SQLite case; `TINYAGENTS_BENCH_RUNNER_POLL` sets the
+ * Then, per case, the idle phase: `TINYAGENTS_BENCH_IDLE_RUNS` runs (default 1,000),
+ * `TINYAGENTS_BENCH_IDLE_CONCURRENCY` at a time (default 1). The model and the tool record when each
+ * activity of a run began and ended (in the process that ran it); `idle gap ms p50/p99` is the time
+ * from one activity's end to the next one's start in the same run over the idle phase's runs (the
+ * engine's own latency), `burst gap` the same over the timed 1,000 (mostly waiting for CPU).
+ * `shard-lock warnings`: warnings and errors mentioning shards that the runners logged (a counting
+ * logger; the lines still go to stderr). Then the restart case (`restartCase`, SQLite): a runner
+ * process with a blocked tool call is SIGKILLed and restarted `TINYAGENTS_BENCH_RESTARTS` times
+ * (default 5); the time from the runner's start (its layer being built) to the resumed call's start,
+ * and from the process's spawn. `durableTargets` prints each goal of issue #25 with its target and
+ * met or not.
+ *
+ * Knobs: `TINYAGENTS_BENCH_SQLITE=0` skips the SQLite case (and the restart case); `TINYAGENTS_BENCH_RUNNER_POLL` sets the
  * Postgres runners' `pollInterval` (default `500 millis`, `Runner`'s default; the client's and `result`'s stay 100 ms);
  * `TINYAGENTS_BENCH_PROF=<dir>` runs
  * the runner and client processes with `--cpu-prof`, writing `<dir>/<runners>r-runner<i>.cpuprofile`
  * and `<dir>/<runners>r-client.cpuprofile` (a runner's profile covers its whole life, start-up and
- * settle included).
+ * settle included); `TINYAGENTS_BENCH_LOG_ALL=1` writes every log line of the runners (Debug and
+ * up) and their event-loop delay to stderr; `TINYAGENTS_BENCH_DUMP=<prefix>` writes each Postgres
+ * runner's activity times to `<prefix>-<pid>.json` (diagnosis).
  */
-import { type Duration, Effect, Layer, Redacted, Result, Schema } from "effect"
+import { type Duration, Effect, Layer, Logger, Redacted, References, Result, Schema } from "effect"
 import { spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { SqlClient } from "effect/sql"
@@ -57,20 +72,86 @@ const sqliteEnabled = process.env["TINYAGENTS_BENCH_SQLITE"] !== "0"
 /** `TINYAGENTS_BENCH_PROF=<dir>`: CPU profiles of the runner and client processes go there. */
 const profDir = process.env["TINYAGENTS_BENCH_PROF"]
 
+/** When each activity of a run began and ended in this process (epoch ms, sub-ms precision), by run id. */
+const activityTimes = new Map<string, Array<readonly [start: number, end: number]>>()
+const now = () => performance.timeOrigin + performance.now()
+const track = (runId: string, start: number) => {
+  const list = activityTimes.get(runId) ?? []
+  list.push([start, now()])
+  activityTimes.set(runId, list)
+}
+/** Resolves when a tool call of the restart case starts (that case's tool blocks forever). */
+let onBlockingCall: (() => void) | undefined
+
 const work = Tool.make("lookup", {
   description: "Looks something up (50 ms).",
   input: Schema.Struct({ q: Schema.String }),
   safety: { access: "read", idempotent: true },
-  handler: ({ q }) => Effect.as(Effect.sleep(toolMs), `found ${q}`)
+  handler: ({ q }) =>
+    Effect.suspend(() => {
+      const start = now()
+      const runId = q.slice(0, q.lastIndexOf("|"))
+      if (runId.startsWith("restart")) {
+        onBlockingCall?.()
+        return Effect.never
+      }
+      return Effect.as(Effect.ensuring(Effect.sleep(toolMs), Effect.sync(() => track(runId, start))), `found ${q}`)
+    })
 })
 
 const model = ChatModel.fromFunction((request) =>
-  Effect.succeed(
-    request.messages.some((m) => m.role === "tool")
+  Effect.sync(() => {
+    const start = now()
+    const first = request.messages.find((m) => m.role === "user")
+    const runId = typeof first?.content === "string" ? first.content : "?"
+    const answer = request.messages.some((m) => m.role === "tool")
       ? ChatModel.answer("done")
-      : ChatModel.callTools([["a", "lookup", { q: "a" }], ["b", "lookup", { q: "b" }]])
-  )
+      : ChatModel.callTools([["a", "lookup", { q: `${runId}|a` }], ["b", "lookup", { q: `${runId}|b` }]])
+    track(runId, start)
+    return answer
+  })
 )
+
+/**
+ * The gaps (ms) between one activity's end and the next one's start, per run, over the runs `keep`
+ * accepts: each activity after a run's first starts some time after the latest end before it.
+ */
+const activityGaps = (keep: (runId: string) => boolean): Array<number> => {
+  const gaps: Array<number> = []
+  for (const [runId, list] of activityTimes) {
+    if (!keep(runId)) continue
+    const sorted = [...list].sort((a, b) => a[0] - b[0])
+    for (let i = 1; i < sorted.length; i++) {
+      let lastEnd = -Infinity
+      for (let j = 0; j < sorted.length; j++) {
+        const end = sorted[j]![1]
+        if (end <= sorted[i]![0] && end > lastEnd) lastEnd = end
+      }
+      if (lastEnd > -Infinity) gaps.push(sorted[i]![0] - lastEnd)
+    }
+  }
+  return gaps
+}
+
+const percentile = (values: ReadonlyArray<number>, p: number): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
+}
+
+/** `TINYAGENTS_BENCH_LOG_ALL=1`: every log line of the runners (Debug and up) to stderr, for diagnosis. */
+const logAll = process.env["TINYAGENTS_BENCH_LOG_ALL"] === "1"
+/** Warnings and errors the cluster logs about its shard locks (counted, and still printed to stderr). */
+let shardLockWarnings = 0
+const shardLogs = Logger.layer([
+  Logger.make((options) => {
+    const text = Logger.formatSimple.log(options)
+    if (logAll) process.stderr.write(`${process.pid} ${text}\n`)
+    if (options.logLevel !== "Warn" && options.logLevel !== "Error" && options.logLevel !== "Fatal") return
+    if (/shard/i.test(text)) shardLockWarnings++
+    if (!logAll) process.stderr.write(`${text}\n`)
+  })
+]).pipe(Layer.merge(logAll ? Layer.succeed(References.MinimumLogLevel, "Debug") : Layer.empty))
 
 const agent = DurableAgent.make({
   name: "bench-agent",
@@ -89,7 +170,20 @@ const poll = "100 millis"
  */
 const runnerPoll = process.env["TINYAGENTS_BENCH_RUNNER_POLL"] ?? "500 millis"
 
-/** Runs `warmup` agents (prefix `prefix`w), then starts `ids` and waits for each result; the elapsed milliseconds of the latter. */
+/**
+ * The idle phase: `TINYAGENTS_BENCH_IDLE_RUNS` runs (default 1,000; the issue's count) after the
+ * timed burst, `TINYAGENTS_BENCH_IDLE_CONCURRENCY` at a time (default 1: the runner is otherwise idle),
+ * whose activity gaps (one activity's end to the next one's start) are the engine's own latency.
+ */
+const idleRuns = Number(process.env["TINYAGENTS_BENCH_IDLE_RUNS"] ?? 1000)
+const idleConcurrency = Number(process.env["TINYAGENTS_BENCH_IDLE_CONCURRENCY"] ?? 1)
+const isIdleRun = (runId: string) => /i\d+$/.test(runId)
+const isTimedRun = (runId: string) => /^[sp][0-9-]*\d+$/.test(runId)
+
+/**
+ * Runs `warmup` agents (prefix `prefix`w), then starts `ids` and waits for each result (the elapsed
+ * milliseconds of this), then the idle phase (`prefix`i).
+ */
 const startAndWait = (ids: ReadonlyArray<string>, prefix: string) =>
   Effect.gen(function*() {
     const warm = Array.from({ length: warmup }, (_, i) => `${prefix}w${i}`)
@@ -98,7 +192,14 @@ const startAndWait = (ids: ReadonlyArray<string>, prefix: string) =>
     const t0 = performance.now()
     yield* Effect.forEach(ids, (id) => agent.start(id, [{ role: "user", content: id }]), { concurrency: 50, discard: true })
     yield* Effect.forEach(ids, (id) => agent.result(id), { concurrency: 50, discard: true })
-    return performance.now() - t0
+    const ms = performance.now() - t0
+    const idle = Array.from({ length: idleRuns }, (_, i) => `${prefix}i${i}`)
+    yield* Effect.forEach(
+      idle,
+      (id) => Effect.andThen(agent.start(id, [{ role: "user", content: id }]), agent.result(id)),
+      { concurrency: idleConcurrency, discard: true }
+    )
+    return ms
   })
 
 /** Journal rows: the engine's messages and replies, and the durable agent's own tables (events, markers). */
@@ -133,11 +234,19 @@ interface Row {
   /** Postgres: the client's CPU time from the first start to the last result (microseconds). */
   readonly client?: number
   readonly rows: Record<string, number>
+  /** Activity gaps (ms) of the idle phase's runs and of the timed burst's. */
+  readonly idleGaps: ReadonlyArray<number>
+  readonly burstGaps: ReadonlyArray<number>
+  /** Shard-lock warnings and errors the runners logged. */
+  readonly warnings: number
 }
+
+const fmt = (ms: number) => (Number.isNaN(ms) ? "-" : ms.toFixed(1))
 
 const rowOf = (r: Row): Record<string, string | number> => {
   const calls = r.agents * callsPerRun
-  const journaledCalls = (r.agents + warmup) * callsPerRun // the journal holds the warm-up's rows too
+  const runs = r.agents + warmup + idleRuns // the journal holds the warm-up's and idle phase's rows too
+  const journaledCalls = runs * callsPerRun
   const total = Object.values(r.rows).reduce((a, b) => a + b, 0)
   return {
     journal: r.journal,
@@ -150,10 +259,13 @@ const rowOf = (r: Row): Record<string, string | number> => {
     "rows": Object.entries(r.rows).map(([k, v]) => `${k}=${v}`).join(" "),
     "RSS MB/runner": r.rss.map((b) => Math.round(b / 1e6)).join("/"),
     "RSS growth KB/agent": Math.round(r.growth / r.agents / 1024),
-    "runner CPU ms/agent": +(r.cpu / 1000 / (r.agents + warmup)).toFixed(2),
+    "runner CPU ms/agent": +(r.cpu / 1000 / runs).toFixed(2),
     "runner idle CPU ms/s": r.idle === undefined ? "" : +(r.idle / 1000).toFixed(1),
-    "runner work CPU ms/agent": r.work === undefined ? "" : +(r.work / 1000 / (r.agents + warmup)).toFixed(2),
-    "client CPU ms/agent": r.client === undefined ? "" : +(r.client / 1000 / (r.agents + warmup)).toFixed(2)
+    "runner work CPU ms/agent": r.work === undefined ? "" : +(r.work / 1000 / runs).toFixed(2),
+    "client CPU ms/agent": r.client === undefined ? "" : +(r.client / 1000 / runs).toFixed(2),
+    "idle gap ms p50/p99": `${fmt(percentile(r.idleGaps, 50))}/${fmt(percentile(r.idleGaps, 99))} (n=${r.idleGaps.length})`,
+    "burst gap ms p50/p99": `${fmt(percentile(r.burstGaps, 50))}/${fmt(percentile(r.burstGaps, 99))}`,
+    "shard-lock warnings": r.warnings
   }
 }
 
@@ -164,14 +276,29 @@ const sqliteCase = async (): Promise<Row> => {
     const ids = Array.from({ length: agents }, (_, i) => `s${i}`)
     const live = agent.layer.pipe(
       Layer.provide([model, Stores.layerMemory]),
-      Layer.provideMerge(Runner.layerSqlite({ filename: join(dir, "journal.db"), pollInterval: poll }))
+      Layer.provideMerge(Runner.layerSqlite({ filename: join(dir, "journal.db"), pollInterval: poll })),
+      Layer.provide(shardLogs)
     )
+    activityTimes.clear()
+    shardLockWarnings = 0
     const cpu0 = cpuMicros()
     const [base, ms, rows] = await Effect.runPromise(
       Effect.all([Effect.sync(() => process.memoryUsage().rss), startAndWait(ids, "s"), journalRows]).pipe(Effect.provide(live))
     )
     const rss = process.memoryUsage().rss
-    return { journal: "sqlite", runners: 1, agents, seconds: ms / 1000, rss: [rss], growth: rss - base, rows, cpu: cpuMicros() - cpu0 }
+    return {
+      journal: "sqlite",
+      runners: 1,
+      agents,
+      seconds: ms / 1000,
+      rss: [rss],
+      growth: rss - base,
+      rows,
+      cpu: cpuMicros() - cpu0,
+      idleGaps: activityGaps(isIdleRun),
+      burstGaps: activityGaps(isTimedRun),
+      warnings: shardLockWarnings
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -261,15 +388,122 @@ export const postgresCase = async (url: string, runners: number, prefix: string)
     p.proc.kill("SIGTERM")
     const text = await p.done
     const up = text.match(/UP (\d+) (\d+)/)
-    const end = text.match(/RSS (\d+) (\d+)/)
-    if (up === null || end === null) throw new Error(`bench runner failed: ${text}`)
-    return { up: Number(up[1]), end: Number(end[1]) }
+    const end = text.match(/RSS (\d+) (\d+) (\d+)/)
+    const gaps = text.split("\n").find((l) => l.startsWith("GAPS "))
+    if (up === null || end === null || gaps === undefined) throw new Error(`bench runner failed: ${text}`)
+    const { idle, burst } = JSON.parse(gaps.slice("GAPS ".length)) as { idle: Array<number>; burst: Array<number> }
+    return { up: Number(up[1]), end: Number(end[1]), warnings: Number(end[3]), idle, burst }
   }))
   const rss = ends.map((e) => e.end)
   const growth = ends.reduce((sum, e) => sum + e.end - e.up, 0)
   const cpu = run1.reduce((sum, c, i) => sum + c - Number(procs[i]!.stdout().match(/UP \d+ (\d+)/)![1]), 0)
   const idle = idleRates.reduce((a, b) => a + b, 0) / runners
-  return { journal: "postgres", runners, agents, seconds: ms / 1000, rss, growth, rows, cpu, idle, work, client: clientCpu }
+  return {
+    journal: "postgres",
+    runners,
+    agents,
+    seconds: ms / 1000,
+    rss,
+    growth,
+    rows,
+    cpu,
+    idle,
+    work,
+    client: clientCpu,
+    idleGaps: ends.flatMap((e) => e.idle),
+    burstGaps: ends.flatMap((e) => e.burst),
+    warnings: ends.reduce((sum, e) => sum + e.warnings, 0)
+  }
+}
+
+/** `TINYAGENTS_BENCH_RESTARTS` (default 5): how many times the restart case kills and restarts its runner. */
+const restarts = Number(process.env["TINYAGENTS_BENCH_RESTARTS"] ?? 5)
+
+/**
+ * Restart readiness on SQLite: a runner process starts one agent whose tool call blocks, and is
+ * SIGKILLed once the call started; then, `restarts` times, a new runner process on the same file
+ * is started and killed again once it resumed the call. Per restart: the milliseconds from the
+ * runner's start (its layer being built, after Node and the modules loaded) to the resumed call's
+ * start, and from the process's spawn to it.
+ */
+export const restartCase = async (): Promise<{ readonly ready: Array<number>; readonly spawned: Array<number> }> => {
+  const dir = mkdtempSync(join(tmpdir(), "tinyagents-bench-restart-"))
+  const ready: Array<number> = []
+  const spawned: Array<number> = []
+  try {
+    for (let i = 0; i <= restarts; i++) {
+      const t0 = performance.now()
+      const p = child(["restart"], { BENCH_SQLITE_FILE: join(dir, "journal.db"), BENCH_RESTART_FIRST: i === 0 ? "1" : "0" })
+      const line = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`restart ${i}: no call resumed in 60 s: ${p.stdout()}`)), 60_000)
+        const check = () => {
+          const found = p.stdout().split("\n").find((l) => l.startsWith("RESUMED "))
+          if (found === undefined) return void setTimeout(check, 5)
+          clearTimeout(timer)
+          resolve(found)
+        }
+        check()
+      })
+      const elapsed = performance.now() - t0
+      p.proc.kill("SIGKILL")
+      await p.done
+      if (i > 0) {
+        ready.push(Number(line.split(" ")[1]))
+        spawned.push(elapsed)
+      }
+    }
+    return { ready, spawned }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** Each goal of the durable part of issue #25, measured in this run: its target, and met or not. */
+export const durableTargets = (
+  rows: ReadonlyArray<Record<string, string | number>>,
+  restart: { readonly ready: ReadonlyArray<number>; readonly spawned: ReadonlyArray<number> } | undefined
+): Array<Record<string, string>> => {
+  const out: Array<Record<string, string>> = []
+  const goal = (name: string, measured: string, target: string, met: boolean | undefined) =>
+    out.push({ goal: name, measured, target, met: met === undefined ? "not measured" : met ? "met" : "NOT met" })
+  for (const r of rows) {
+    const [, p99] = String(r["idle gap ms p50/p99"]).split(" ")[0]!.split("/")
+    goal(
+      `idle activity gap p99, ${r["journal"]} ×${r["runners"]}`,
+      `${r["idle gap ms p50/p99"]} ms (p50/p99)`,
+      "p99 < 100 ms",
+      p99 === "-" ? undefined : Number(p99) < 100
+    )
+  }
+  const sqlite = rows.find((r) => r["journal"] === "sqlite")
+  const pg1 = rows.find((r) => r["journal"] === "postgres" && r["runners"] === 1)
+  const ratio = sqlite !== undefined && pg1 !== undefined ? Number(pg1["runs/s"]) / Number(sqlite["runs/s"]) : undefined
+  goal(
+    "runs/s, 1 Postgres runner / 1 SQLite runner",
+    ratio === undefined ? "-" : `${pg1!["runs/s"]} / ${sqlite!["runs/s"]} = ${ratio.toFixed(2)}`,
+    "≥ 0.50",
+    ratio === undefined ? undefined : ratio >= 0.5
+  )
+  for (const r of rows) {
+    goal(
+      `shard-lock warnings, ${r["journal"]} ×${r["runners"]}`,
+      String(r["shard-lock warnings"]),
+      "0",
+      Number(r["shard-lock warnings"]) === 0
+    )
+  }
+  const median = restart === undefined ? undefined : percentile(restart.ready, 50)
+  goal(
+    "restart readiness (SQLite): runner start → first resumed activity, median",
+    restart === undefined
+      ? "-"
+      : `${median!.toFixed(0)} ms (each: ${restart.ready.map((ms) => ms.toFixed(0)).join(", ")}; from process spawn: median ${
+        percentile(restart.spawned, 50).toFixed(0)
+      } ms)`,
+    "≤ 1000 ms",
+    median === undefined ? undefined : median <= 1000
+  )
+  return out
 }
 
 /** The rows of the durable simulation (Postgres cases only when the machine has Postgres). */
@@ -293,19 +527,48 @@ export const durableRows = async (): Promise<ReadonlyArray<Record<string, string
 if (process.argv[1] === self) {
   const role = process.argv[2]
   const url = process.env["BENCH_PG_URL"]!
-  if (role === "runner") {
+  if (role === "restart") {
+    const layerStart = now()
+    const live = agent.layer.pipe(
+      Layer.provide([model, Stores.layerMemory]),
+      Layer.provideMerge(Runner.layerSqlite({ filename: process.env["BENCH_SQLITE_FILE"]!, pollInterval: poll })),
+      Layer.provide(shardLogs)
+    )
+    let reported = false
+    onBlockingCall = () => {
+      if (reported) return
+      reported = true
+      process.stdout.write(`RESUMED ${now() - layerStart}\n`)
+    }
+    const first = process.env["BENCH_RESTART_FIRST"] === "1"
+    void Effect.runPromise(
+      Effect.andThen(first ? agent.start("restart", [{ role: "user", content: "restart" }]) : Effect.void, Effect.never).pipe(
+        Effect.provide(live)
+      )
+    )
+  } else if (role === "runner") {
     const live = agent.layer.pipe(
       Layer.provide([model, Stores.layerMemory]),
       Layer.provideMerge(Runner.layerPostgres({
         url: Redacted.make(url),
         address: { host: "127.0.0.1", port: Number(process.env["BENCH_PORT"]) },
         pollInterval: runnerPoll as Duration.Input
-      }))
+      })),
+      Layer.provide(shardLogs)
     )
+    const loop = monitorEventLoopDelay({ resolution: 10 })
+    loop.enable()
     let marks = 0
     process.on("SIGUSR2", () => process.stdout.write(`CPU ${cpuMicros()} ${marks++}\n`))
     process.on("SIGTERM", () => {
-      process.stdout.write(`RSS ${process.memoryUsage().rss} ${cpuMicros()}\n`, () => process.exit(0))
+      const gaps = JSON.stringify({ idle: activityGaps(isIdleRun), burst: activityGaps(isTimedRun) })
+      if (logAll) process.stderr.write(`event loop delay ms: p99 ${loop.percentile(99) / 1e6} max ${loop.max / 1e6}\n`)
+      const dump = process.env["TINYAGENTS_BENCH_DUMP"]
+      if (dump !== undefined) writeFileSync(`${dump}-${process.pid}.json`, JSON.stringify([...activityTimes]))
+      process.stdout.write(
+        `RSS ${process.memoryUsage().rss} ${cpuMicros()} ${shardLockWarnings}\nGAPS ${gaps}\n`,
+        () => process.exit(0)
+      )
     })
     void Effect.runPromise(Effect.andThen(Effect.sync(() => console.log(`UP ${process.memoryUsage().rss} ${cpuMicros()}`)), Effect.never).pipe(Effect.provide(live)))
   } else if (role === "client") {
@@ -323,7 +586,9 @@ if (process.argv[1] === self) {
       process.exit(0)
     })
   } else {
-    console.table(await durableRows())
+    const rows = await durableRows()
+    console.table(rows)
+    console.table(durableTargets(rows, sqliteEnabled ? await restartCase() : undefined))
     process.exit(0)
   }
 }

@@ -40,7 +40,9 @@
  *
  * `TINYAGENTS_BENCH=durable` runs only the durable-agents simulation (bench/durable.ts: 1,000
  * concurrent durable agents on SQLite, then on Postgres with 1, 2 and 4 runner processes when the
- * machine has Postgres); it is not part of the default run, which stays short.
+ * machine has Postgres, then a SQLite runner restarted after SIGKILL), ending with the goals of issue
+ * #25 for durable runs, each with its target and met or not; it is not part of the default run,
+ * which stays short.
  *
  * `TINYAGENTS_BENCH=toolsearch` runs only the tool-search measurements (bench/toolsearch.ts: recall
  * of the search index against `Selection.rank` on 400 BFCL questions over a 1,295-tool catalogue,
@@ -266,12 +268,16 @@ if (only === "inspect") {
   process.exit(0)
 }
 if (only === "durable") {
-  const { durableRows } = await import("./durable.ts")
+  const { durableRows, durableTargets, restartCase } = await import("./durable.ts")
   console.log(
     "Durable agents: each 2 model turns (scripted) and 2 tool calls of 50 ms; all started at once.",
     "journal rows/call: cluster_messages + cluster_replies + durable events and markers, per tool call."
   )
-  console.table(await durableRows())
+  const durable = await durableRows()
+  console.table(durable)
+  const restart = process.env["TINYAGENTS_BENCH_SQLITE"] === "0" ? undefined : await restartCase()
+  console.log("Goals (issue #25, durable runs):")
+  console.table(durableTargets(durable, restart))
   process.exit(0)
 }
 const rows: Array<Record<string, string | number>> = []

@@ -3,7 +3,7 @@
  * journaling in SQL. Each layer provides the `WorkflowEngine` and the `SqlClient` it journals to
  * (the durable agent's event table lives there too).
  *
- * - `layerSqlite`: a single runner (`SingleRunner`) on one SQLite file; one process at a time
+ * - `layerSqlite`: a single runner (as `SingleRunner`) on one SQLite file; one process at a time
  *   should run it (a second runner on the same file would own the same shards). Other processes
  *   use `layerSqliteClient` (start runs, approve, read events; they own no runs).
  * - `layerPostgres`: a runner in a cluster sharing a Postgres database (`NodeClusterSocket`, SQL
@@ -19,9 +19,17 @@
  * approved or cancelled by a client process is picked up. On Postgres the sender saves the message
  * and then tells the owning runner over its socket (`address`), so `pollInterval` is a fallback
  * (a message saved while its owner was unknown or unreachable); each poll is a query over the
- * runner's shards, the main cost of an idle runner. Shard locks are refreshed every second and
- * expire after `lockExpiration` (default 5 s here; Effect's 35 s), which bounds how fast a
- * restarted SQLite runner or a surviving Postgres runner takes over the runs of one that died.
+ * runner's shards, the main cost of an idle runner.
+ *
+ * Shard locks are refreshed every `lockExpiration / 3` and expire after `lockExpiration` (default
+ * 5 s here; Effect's 35 s). The refresh interval is also the deadline of every lock operation in
+ * effect/cluster: a refresh that misses it marks lock storage unhealthy, and the runner stops all
+ * its runs until a probe succeeds ("Shard lock storage is unhealthy"). A SQLite runner restarted
+ * in place has the same address (`SingleRunner`'s) and takes its locks back at once; a surviving
+ * Postgres runner takes a dead one's runs once its heartbeat is older than `lockExpiration` (its
+ * advisory locks end with its database session). Two things are wired here rather than taken
+ * as shipped (see internal/shardLocks.ts): the lock refreshes effect/cluster makes before storing
+ * each reply are batched per runner, and on Postgres the shard locks have a pool of their own.
  * `@effect/platform-node` is required; `@effect/sql-pg` only by the Postgres layers (loaded on use).
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
@@ -31,13 +39,17 @@ import {
   ClusterWorkflowEngine,
   type MessageStorage,
   RunnerAddress,
-  type Sharding,
-  type ShardingConfig,
-  SingleRunner
+  RunnerHealth,
+  Runners,
+  Sharding,
+  ShardingConfig as ShardingConfigLayer,
+  SqlMessageStorage,
+  SqlRunnerStorage
 } from "effect/cluster"
 import type { SqlClient } from "effect/sql"
 import { WorkflowEngine } from "effect/workflow"
 import * as SqliteClient from "../stores/SqliteClient.ts"
+import { coalesceRefresh } from "./internal/shardLocks.ts"
 
 /** Options of the SQLite layers. */
 export interface SqliteOptions {
@@ -45,7 +57,11 @@ export interface SqliteOptions {
   readonly filename: string
   /** How often the runner looks for new work (started runs, approvals). Default 500 ms. */
   readonly pollInterval?: Duration.Input
-  /** How long a dead runner's shard locks hold before a restarted runner takes its runs. Default 5 s. */
+  /**
+   * How long shard locks last unrefreshed. Default 5 s. A runner restarted on the same file takes its
+   * locks back at once; the locks are refreshed every third of this, which is also each lock
+   * operation's deadline (raise it where a refresh can take longer).
+   */
   readonly lockExpiration?: Duration.Input
   /** How long a stopping runner waits for its runs' calls in flight before interrupting them. Default 15 s. */
   readonly shutdownTimeout?: Duration.Input
@@ -57,7 +73,11 @@ export interface PostgresOptions {
   readonly url: Redacted.Redacted
   /** How often the runner looks for new work. Default 500 ms. */
   readonly pollInterval?: Duration.Input
-  /** How long a dead runner's shard locks hold before another runner takes its runs. Default 5 s. */
+  /**
+   * How long a dead runner's shard locks hold before another runner takes its runs. Default 5 s.
+   * The locks are refreshed every third of this, which is also each lock operation's deadline
+   * (raise it where a refresh can take longer: a missed deadline stops all of a runner's runs).
+   */
   readonly lockExpiration?: Duration.Input
   /** How long a stopping runner waits for its runs' calls in flight before interrupting them. Default 15 s. */
   readonly shutdownTimeout?: Duration.Input
@@ -72,11 +92,13 @@ const sharding = (
     readonly lockExpiration?: Duration.Input
     readonly shutdownTimeout?: Duration.Input
   }
-): Partial<ShardingConfig.ShardingConfig["Service"]> => {
+): Partial<ShardingConfigLayer.ShardingConfig["Service"]> => {
   const expiration = Duration.fromInputUnsafe(options.lockExpiration ?? "5 seconds")
   return {
     entityMessagePollInterval: options.pollInterval ?? "500 millis",
-    shardLockRefreshInterval: Duration.min(Duration.seconds(1), Duration.divideUnsafe(expiration, 3)),
+    // the refresh interval is also the deadline of every lock operation (effect/cluster's
+    // `effectiveInterval`): as long as the expiration allows (a third of it), not a fixed second
+    shardLockRefreshInterval: Duration.divideUnsafe(expiration, 3),
     shardLockExpiration: expiration,
     refreshAssignmentsInterval: "1 second",
     entityTerminationTimeout: options.shutdownTimeout ?? "15 seconds"
@@ -91,51 +113,83 @@ const engineOn = <E, E2>(
 
 const sqlite = (filename: string) => SqliteClient.layer({ filename })
 
+/**
+ * `SingleRunner.layer({ runnerStorage: "sql" })`, composed here so that the shard locks' refreshes
+ * are batched (`coalesceRefresh`, see internal/shardLocks.ts): on SQLite each is a write on the one
+ * connection every other statement uses too.
+ */
+const singleRunner = (shardingConfig: Partial<ShardingConfigLayer.ShardingConfig["Service"]>) =>
+  Sharding.layer.pipe(
+    Layer.provideMerge(Runners.layerNoop),
+    Layer.provideMerge(SqlMessageStorage.layer),
+    Layer.provide([Layer.provide(coalesceRefresh, Layer.orDie(SqlRunnerStorage.layer)), RunnerHealth.layerNoop]),
+    Layer.provide(ShardingConfigLayer.layerFromEnv(shardingConfig)),
+    Layer.provide(NodeCrypto.layerDigest),
+    Layer.orDie
+  )
+
 /** A single runner on one SQLite file (the default; one process at a time owns the runs, others may be clients). */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<Services> =>
-  engineOn(
-    SingleRunner.layer({ runnerStorage: "sql", shardingConfig: sharding(options) }).pipe(
-      Layer.provide(NodeCrypto.layerDigest)
-    ),
-    sqlite(options.filename)
-  )
+  engineOn(singleRunner(sharding(options)), sqlite(options.filename))
 
 /** A client of a SQLite journal: starts runs, approves, reads events and results; owns no runs. */
 export const layerSqliteClient = (options: SqliteOptions): Layer.Layer<Services> =>
-  engineOn(
-    SingleRunner.layer({
-      runnerStorage: "sql",
-      shardingConfig: { ...sharding(options), runnerAddress: Option.none() }
-    }).pipe(Layer.provide(NodeCrypto.layerDigest)),
-    sqlite(options.filename)
+  engineOn(singleRunner({ ...sharding(options), runnerAddress: Option.none() }), sqlite(options.filename))
+
+const postgres = (url: Redacted.Redacted, maxConnections?: number): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  Layer.unwrap(
+    Effect.map(
+      Effect.promise(() => import("@effect/sql-pg")),
+      ({ PgClient }) => PgClient.layer(maxConnections === undefined ? { url } : { url, maxConnections })
+    )
   )
 
-const postgres = (url: Redacted.Redacted): Layer.Layer<SqlClient.SqlClient, unknown> =>
-  Layer.unwrap(Effect.map(Effect.promise(() => import("@effect/sql-pg")), ({ PgClient }) => PgClient.layer({ url })))
+/**
+ * The cluster on Postgres, its storage wired here ("byo") rather than by `NodeClusterSocket`: the
+ * messages (`SqlMessageStorage`) on the runs' pool, the shard locks and runner membership
+ * (`SqlRunnerStorage`) on a pool of their own, so that a lock refresh, release or health probe never
+ * queues behind the runs' queries (each has a deadline of one refresh interval; see the module doc).
+ */
+const postgresCluster = (
+  options: PostgresOptions,
+  shardingConfig: Partial<ShardingConfigLayer.ShardingConfig["Service"]>,
+  clientOnly: boolean
+) => {
+  const config = ShardingConfigLayer.layerFromEnv(shardingConfig)
+  const messages = SqlMessageStorage.layer.pipe(Layer.provide([NodeCrypto.layerDigest, config]))
+  const locks = Layer.orDie(SqlRunnerStorage.layer).pipe(
+    Layer.provide(config),
+    Layer.provide(Layer.orDie(postgres(options.url, lockConnections)))
+  )
+  return NodeClusterSocket.layer({ storage: "byo", clientOnly, shardingConfig }).pipe(
+    Layer.provideMerge(messages),
+    Layer.provide(Layer.provide(coalesceRefresh, locks)),
+    Layer.orDie
+  )
+}
+
+/**
+ * The shard-lock pool: one connection `SqlRunnerStorage` reserves for its advisory locks, one for
+ * its other statements (membership, heartbeat probe) and one for a lock connection being replaced.
+ */
+const lockConnections = 3
 
 /** A runner in a cluster sharing Postgres; `address` is this runner's host:port for the others (NodeClusterSocket). */
 export const layerPostgres = (
   options: PostgresOptions & { readonly address: { readonly host: string; readonly port: number } }
 ): Layer.Layer<Services> =>
   engineOn(
-    NodeClusterSocket.layer({
-      storage: "sql",
-      shardingConfig: {
-        ...sharding(options),
-        runnerAddress: Option.some(RunnerAddress.make(options.address.host, options.address.port))
-      }
-    }),
+    postgresCluster(options, {
+      ...sharding(options),
+      runnerAddress: Option.some(RunnerAddress.make(options.address.host, options.address.port))
+    }, false),
     postgres(options.url)
   )
 
 /** A client of a Postgres cluster: starts runs, approves, reads events and results; owns no runs. */
 export const layerPostgresClient = (options: PostgresOptions): Layer.Layer<Services> =>
   engineOn(
-    NodeClusterSocket.layer({
-      storage: "sql",
-      clientOnly: true,
-      shardingConfig: { ...sharding(options), runnerAddress: Option.none() }
-    }),
+    postgresCluster(options, { ...sharding(options), runnerAddress: Option.none() }, true),
     postgres(options.url)
   )
 
