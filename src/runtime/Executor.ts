@@ -285,7 +285,7 @@ export const make = <R, MR = never>(
           Batch.run(
             calls,
             { concurrency, failFast, runCancel },
-            (call, restore, stopped) => runCall(call, advertised, env, restore, stopped, traced, durable)
+            (call, restore, stopped, fiber) => runCall(call, advertised, env, restore, stopped, traced, durable, fiber)
           )))
 
     const run: Executor<R | MR>["run"] = (call, runOptions) =>

@@ -77,6 +77,13 @@ export class CallState implements ToolCallInfo, CancellationShape {
   }
 }
 
+/** `context` with `state` as its `ToolCallContext` and `Cancellation` (and its `ToolProgress` and `Ask`, when it has them). */
+export const contextOf = <R>(context: Context.Context<R>, state: CallState): Context.Context<R> => {
+  const call = Context.add(Context.add(context, Cancellation, state), ToolCallContext, state)
+  const reporting = state.progress === undefined ? call : Context.add(call, ToolProgress, state.progress)
+  return (state.ask === undefined ? reporting : Context.add(reporting, Ask, state.ask)) as Context.Context<R>
+}
+
 /** Runs `effect` with `state` as its `ToolCallContext` and `Cancellation` (and its `ToolProgress` and `Ask`, when it has them). */
 export const provide = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
@@ -84,9 +91,6 @@ export const provide = <A, E, R>(
 ): Effect.Effect<A, E, Exclude<R, ToolCallContext | Cancellation | ToolProgress | Ask>> =>
   Effect.updateContext(
     effect,
-    (context: Context.Context<Exclude<R, ToolCallContext | Cancellation | ToolProgress | Ask>>) => {
-      const call = Context.add(Context.add(context, Cancellation, state), ToolCallContext, state)
-      const reporting = state.progress === undefined ? call : Context.add(call, ToolProgress, state.progress)
-      return (state.ask === undefined ? reporting : Context.add(reporting, Ask, state.ask)) as Context.Context<R>
-    }
+    (context: Context.Context<Exclude<R, ToolCallContext | Cancellation | ToolProgress | Ask>>) =>
+      contextOf(context, state) as Context.Context<R>
   )
