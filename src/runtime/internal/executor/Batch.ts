@@ -13,7 +13,7 @@ import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Outcome, Restore } from "./Call.ts"
-import { done } from "./Reporter.ts"
+import * as Now from "./Now.ts"
 
 export interface Settled {
   /** One result per call, in call order (frozen). */
@@ -88,7 +88,11 @@ export const run = (
           const outcome = runCall(calls[current]!, restore, isStopped, fiber)
           // A call answered by plain calls (`Call`) is recorded here, and the next one starts in the
           // same step; it counts as `callOps` operations towards the budget above.
-          if (!done(outcome)) return Effect.flatMap(outcome, recorded)
+          if (!Now.done(outcome)) {
+            Now.calls.effect++
+            return Effect.flatMap(outcome, recorded)
+          }
+          if (outcome.value !== undefined) Now.calls.now++
           record(outcome.value)
           ;(fiber as { currentOpCount: number }).currentOpCount += callOps
         }

@@ -29,7 +29,7 @@ import * as Now from "./Now.ts"
 import type * as Invoke from "./Invoke.ts"
 import * as Progress from "./Progress.ts"
 import type * as Render from "./Render.ts"
-import { done, type Env, type Reporter } from "./Reporter.ts"
+import type { Env, Reporter } from "./Reporter.ts"
 import * as Tracing from "./Tracing.ts"
 
 /** How a call ended, for the batch. */
@@ -94,7 +94,7 @@ export const make = (config: Config) => {
   ): Effect.Effect<Outcome> => {
     for (let i = from; i < events.length; i++) {
       const emitted = reporter.emitNow(env, events[i]!)
-      if (!done(emitted)) return Effect.andThen(emitted, Effect.suspend(() => emitAll(env, events, i + 1, outcome)))
+      if (!Now.done(emitted)) return Effect.andThen(emitted, Effect.suspend(() => emitAll(env, events, i + 1, outcome)))
     }
     return Exit.succeed(outcome)
   }
@@ -102,7 +102,7 @@ export const make = (config: Config) => {
   /** One event, started now, then `outcome`. */
   const emitThen = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>, outcome: Outcome): Effect.Effect<Outcome> => {
     const emitted = reporter.emitNow(env, event)
-    return done(emitted) ? Exit.succeed(outcome) : Effect.as(emitted, outcome)
+    return Now.done(emitted) ? Exit.succeed(outcome) : Effect.as(emitted, outcome)
   }
 
   /** Step 5 for a call that produced a result: artifact and audit events, then `tool.completed`. */
@@ -257,38 +257,48 @@ export const make = (config: Config) => {
      * have in the effect: the call is cancelled.
      */
     const invokeNow = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome> => {
+      const info: Middleware.Invocation = { call, spec, tool: entry.tool, input, turn: env.ctx.turn }
+      /** The invocation as an effect (the handler gets the call's context from `Invoke`; middleware see it too). */
+      const asEffect = (out: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>) => {
+        const body = Effect.flatMap(out, finalize)
+        return config.middleware.length === 0 ? body : (state.inContext = true, CallState.provide(body, state))
+      }
       let invocation: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
+      /** Set when the handler was started here and is still running: the attempt's end is then its to report. */
+      let running = false
       if (keyDefect !== undefined) invocation = Effect.fail(keyDefect)
-      else {
+      else if (progress !== undefined || stopped()) {
+        // A batch already stopping starts nothing outside `restore`: its interruption lands first.
+        invocation = asEffect(Effect.suspend(() => pipeline(info)))
+      } else {
         try {
-          const info: Middleware.Invocation = { call, spec, tool: entry.tool, input, turn: env.ctx.turn }
           const out = pipeline(info)
-          const start = progress === undefined ? Now.take(out) : undefined
-          if (start !== undefined) {
+          const start = Now.take(out)
+          if (start === undefined) invocation = asEffect(out)
+          else {
             const output = start(fiber)
             const exit = Now.exitOf(output)
+            running = exit === undefined
             invocation = exit === undefined
               ? Effect.flatMap(output, finalize)
               : Exit.isSuccess(exit)
               ? finalize(exit.value)
               : exit
-          } else {
-            // The handler gets the call's context from `Invoke` (per attempt, only when it is not already
-            // done); middleware see it too when there is any.
-            const body = Effect.flatMap(out, finalize)
-            invocation = config.middleware.length === 0 ? body : (state.inContext = true, CallState.provide(body, state))
           }
         } catch (defect) {
           invocation = Effect.die(defect)
         }
-        // A reporting call's channel closes before anything else of its end is reported (uninterruptibly).
-        if (progress !== undefined) invocation = Effect.onExit(invocation, () => Effect.uninterruptible(progress.close))
       }
+      // A reporting call's channel closes before anything else of its end is reported (uninterruptibly).
+      if (progress !== undefined) invocation = Effect.onExit(invocation, () => Effect.uninterruptible(progress.close))
       const exit = Now.exitOf(invocation)
       if (exit !== undefined && !stopped()) {
         return Exit.isSuccess(exit) ? completed(started, exit.value) : failed(started, exit.cause)
       }
-      return Effect.matchCauseEffect(restore(invocation) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>, settled)
+      const restored = restore(invocation) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>
+      // A handler started above, outside `restore`: an interruption that lands as `restore` begins
+      // (before the attempt waits for it) stops it here, so that it never outlives its call.
+      return Effect.matchCauseEffect(running ? Effect.onInterrupt(restored, () => state.stopAttempt) : restored, settled)
     }
     // 2, then 5: started (the key computed above), the interruptible invocation, exactly one terminal event.
     const lifecycle = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {
@@ -297,7 +307,7 @@ export const make = (config: Config) => {
         ...stampOf(started),
         arguments: redactValue(input, spec.safety.redact).value
       })
-      return done(emitted) ? invokeNow(fiber) : Effect.andThen(emitted, Effect.withFiber(invokeNow))
+      return Now.done(emitted) ? invokeNow(fiber) : Effect.andThen(emitted, Effect.withFiber(invokeNow))
     }
     return tracing === undefined
       ? lifecycle(fiber)

@@ -23,6 +23,11 @@ export class CallState implements ToolCallInfo, CancellationShape {
   controller: AbortController | undefined = undefined
   /** The call's progress reports: only for tools that list `ToolProgress`. */
   progress: Channel | undefined = undefined
+  /**
+   * Stops the attempt's handler fiber while it runs (aborts the signal, interrupts the fiber, waits
+   * for it); `Effect.void` when none runs. Set by `Invoke` for an attempt that suspended.
+   */
+  stopAttempt: Effect.Effect<void> = Effect.void
   /** The call's questions: only for tools that list `Ask`. */
   ask: AskShape | undefined = undefined
   /**

@@ -146,6 +146,7 @@ export const make = (config: Config) => {
         state.abort()
         return Fiber.interrupt(handler)
       })
+      state.stopAttempt = stop
       return Fiber.join(handler).pipe(
         Effect.timeoutOrElse({
           duration: timeoutMillis,

@@ -21,6 +21,14 @@ import { Effect, Exit, type Fiber } from "effect"
 /** What a deferred effect runs when it starts: a completed `Exit` or the rest of the step. */
 export type Start<A, E, R> = (fiber: Fiber.Fiber<unknown, unknown>) => Effect.Effect<A, E, R>
 
+/**
+ * Test seam (test/executor/Exactness.test.ts runs every plan both ways and compares): `false` runs
+ * every step as an effect, as if each had suspended. `calls` counts the started calls a batch got back
+ * as a completed `Exit` (`now`) or as an effect (`effect`).
+ */
+export const mode = { eager: true }
+export const calls = { now: 0, effect: 0 }
+
 let slot: Effect.Effect<unknown, unknown, unknown> | undefined
 let slotStart: Start<unknown, unknown, unknown> | undefined
 
@@ -34,7 +42,7 @@ export const deferred = <A, E, R>(start: Start<A, E, R>): Effect.Effect<A, E, R>
 
 /** The `start` of `effect` when it is the last deferred effect made (then it can no longer be taken), else `undefined`. */
 export const take = <A, E, R>(effect: Effect.Effect<A, E, R>): Start<A, E, R> | undefined => {
-  if (slot === undefined || effect !== slot) return undefined
+  if (slot === undefined || effect !== slot || !mode.eager) return undefined
   const start = slotStart as Start<A, E, R>
   slot = undefined
   slotStart = undefined
@@ -43,4 +51,8 @@ export const take = <A, E, R>(effect: Effect.Effect<A, E, R>): Start<A, E, R> | 
 
 /** `effect` when it is a completed `Exit` (typed as the effect was), else `undefined`. */
 export const exitOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Exit.Exit<A, E> | undefined =>
-  Exit.isExit(effect) ? effect as Exit.Exit<A, E> : undefined
+  mode.eager && Exit.isExit(effect) ? effect as Exit.Exit<A, E> : undefined
+
+/** True when `effect` is a completed, successful `Exit`: nothing is left to run. */
+export const done = <A, E, R>(effect: Effect.Effect<A, E, R>): effect is Exit.Success<A, E> =>
+  mode.eager && Exit.isExit(effect) && Exit.isSuccess(effect)

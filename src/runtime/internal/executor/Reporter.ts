@@ -47,10 +47,6 @@ export interface Reporter {
   readonly emitNow: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy) => Effect.Effect<void>
 }
 
-/** True when `effect` is a completed, successful `Exit`: nothing is left to run. */
-export const done = <A, E, R>(effect: Effect.Effect<A, E, R>): effect is Exit.Success<A, E> =>
-  Exit.isExit(effect) && Exit.isSuccess(effect)
-
 /** An event made when its turn comes; `undefined`: nothing to emit. */
 export type Lazy = () => ToolEvent.Unstamped<ToolEvent.Event> | undefined
 
