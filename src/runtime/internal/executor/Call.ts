@@ -242,10 +242,6 @@ export const make = (config: Config) => {
     const finalize = (result: ToolResult.ToolResult) =>
       render.finalize(result, spec, call, env.ctx.turn === 0 ? env.ctx.runId : `${env.ctx.runId}/${env.ctx.turn}`, input)
     const progress = state.progress
-    const settled = {
-      onSuccess: (result: ToolResult.ToolResult) => completed(started, result),
-      onFailure: (cause: Cause.Cause<ToolError.ToolError>) => failed(started, cause)
-    }
     /**
      * Steps 3 to 5, started now on `fiber` (the one running the call). The pipeline is built; when it
      * hands back the core (no middleware, or only ones whose `around` calls `next`) and the call reports
@@ -298,7 +294,10 @@ export const make = (config: Config) => {
       const restored = restore(invocation) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>
       // A handler started above, outside `restore`: an interruption that lands as `restore` begins
       // (before the attempt waits for it) stops it here, so that it never outlives its call.
-      return Effect.matchCauseEffect(running ? Effect.onInterrupt(restored, () => state.stopAttempt) : restored, settled)
+      return Effect.matchCauseEffect(running ? Effect.onInterrupt(restored, () => state.stopAttempt) : restored, {
+        onSuccess: (result) => completed(started, result),
+        onFailure: (cause) => failed(started, cause)
+      })
     }
     // 2, then 5: started (the key computed above), the interruptible invocation, exactly one terminal event.
     const lifecycle = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {

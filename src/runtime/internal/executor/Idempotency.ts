@@ -140,6 +140,9 @@ const withoutStoredSecrets = (stored: typeof Stored.Type, secrets: ReadonlyArray
     value: (value) => withoutSecretsValue(value, secrets)
   })
 
+/** The answer of {@link keyOf} for a tool without a key (one object for every call). */
+const unkeyed: { readonly key?: string; readonly defect?: ToolError.ToolDefect } = Object.freeze({})
+
 /**
  * A call's idempotency key, computed once from its decoded input: the key, or (for a key
  * function that throws or returns no string) the defect that fails the call.
@@ -149,7 +152,7 @@ export const keyOf = (
   toolName: string,
   input: unknown
 ): { readonly key?: string; readonly defect?: ToolError.ToolDefect } => {
-  if (tool.idempotency === undefined) return {}
+  if (tool.idempotency === undefined) return unkeyed
   try {
     const computed: unknown = tool.idempotency(input)
     if (typeof computed === "string") return { key: computed }
