@@ -95,6 +95,14 @@ const firstPoll = 5
 /** The longest wait between two looks at a key claimed elsewhere. */
 const maxPoll = 200
 
+/**
+ * A claim owner unique to one attempt, across processes: a random id per process (a UUID, made
+ * once) and a counter (a UUID per call costs more than the rest of the claim on the memory store).
+ */
+const processOwner = randomUUID()
+let owners = 0
+const nextOwner = (): string => `${processOwner}/${++owners}`
+
 /** What is stored per key: enough to answer the call again. */
 const Stored = Schema.Struct({
   storedAt: Schema.Number,
@@ -261,7 +269,7 @@ export const make = (config: Config) => {
           restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
           durable: DurableClaim | undefined
         ) => {
-          const owner = durable?.owner ?? randomUUID()
+          const owner = durable?.owner ?? nextOwner()
           const release = Effect.ignore(claims.release(id, owner))
           /** Runs under the claim, renewing it, and stores the result before the claim goes. */
           const runClaimed = Effect.flatMap(
