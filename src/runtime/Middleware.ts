@@ -101,8 +101,7 @@ export const compose = <R>(
 
 /**
  * One layer. Everything that does not depend on the invocation (which hooks the
- * middleware has, how they chain) is decided here, once per composition; per
- * invocation only the failure handler, which names the tool, is allocated.
+ * middleware has, how they chain) is decided here, once per composition.
  */
 const layer = <R>(
   m: Middleware<R>,
@@ -123,22 +122,26 @@ const layer = <R>(
     : (invocation: Invocation) =>
       Effect.flatMap(before(invocation), (out) => isResult(out) ? Effect.succeed(out) : run(out))
   return (invocation) => {
-    const recover = (cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError> => {
-      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-      const failure = Cause.findErrorOption(cause)
-      if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) {
-        return Effect.fail(failure.value)
-      }
-      return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
-    }
     const out = body(invocation)
     // A layer that handed back `next`'s effect unchanged (an `around` that only calls `next`) is that
     // effect under this layer's failure handler: startable now by the executor, like the core (`Now`).
     const inner = Now.take(out)
-    if (inner === undefined) return Effect.catchCause(out, recover)
+    if (inner === undefined) return Effect.catchCause(out, (cause) => recover(m, invocation, cause))
     return Now.deferred((fiber) => {
       const exit = inner(fiber)
-      return Exit.isExit(exit) ? Exit.isSuccess(exit) ? exit : recover(exit.cause) : Effect.catchCause(exit, recover)
+      return Exit.isExit(exit)
+        ? Exit.isSuccess(exit) ? exit : recover(m, invocation, exit.cause)
+        : Effect.catchCause(exit, (cause) => recover(m, invocation, cause))
     })
   }
+}
+
+/** A layer's failure: interruptions and tool errors pass through; anything else is its `MiddlewareFailed`. */
+const recover = <R>(m: Middleware<R>, invocation: Invocation, cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError> => {
+  if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+  const failure = Cause.findErrorOption(cause)
+  if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) {
+    return Effect.fail(failure.value)
+  }
+  return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
 }

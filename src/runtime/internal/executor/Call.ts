@@ -109,21 +109,37 @@ export const make = (config: Config) => {
   const completed = (started: Started, value: ToolResult.ToolResult): Effect.Effect<Outcome> => {
     const { env, input, spec } = started
     const elapsed = elapsedOf(started)
-    const stamp = stampOf(started)
     const result = value.audit === undefined
       ? { ...value, elapsed }
       : { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
-    const terminal: ToolEvent.Unstamped<ToolEvent.Event> = {
-      _tag: "tool.completed",
-      ...stamp,
-      elapsed,
-      isError: result.isError,
-      output: ToolResult.textOf(result),
-      artifacts: result.artifacts
-    }
+    const { call, state } = started
+    // the stamp's fields written out (not spread from `stamp`): this is every call's terminal event
+    const terminal: ToolEvent.Unstamped<ToolEvent.Event> = state.shownKey === undefined
+      ? {
+        _tag: "tool.completed",
+        toolCallId: call.id,
+        toolName: spec.name,
+        attempt: state.count,
+        elapsed,
+        isError: result.isError,
+        output: ToolResult.textOf(result),
+        artifacts: result.artifacts
+      }
+      : {
+        _tag: "tool.completed",
+        toolCallId: call.id,
+        toolName: spec.name,
+        attempt: state.count,
+        idempotencyKey: state.shownKey,
+        elapsed,
+        isError: result.isError,
+        output: ToolResult.textOf(result),
+        artifacts: result.artifacts
+      }
     const outcome: Outcome = { result, cancelled: false }
     if (result.artifacts.length === 0 && result.audit === undefined) return emitThen(env, terminal, outcome)
     const audit = result.audit
+    const stamp = stampOf(started)
     const events: Array<ToolEvent.Unstamped<ToolEvent.Event>> = result.artifacts.map((artifact) => ({
       _tag: "tool.artifact_stored" as const,
       ...stamp,
@@ -169,6 +185,16 @@ export const make = (config: Config) => {
       // the handler's own cause when the error was made from it (an undeclared failure, say)
       cause: state.causeOf(found) ?? redactCause(cause, policy, input)
     }, settle(call, spec.name, error, elapsed))
+  }
+
+  /** The invocation as an effect (the handler gets the call's context from `Invoke`; middleware see it too). */
+  const asEffect = (
+    out: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>,
+    finalize: (result: ToolResult.ToolResult) => Effect.Effect<ToolResult.ToolResult, never, unknown>,
+    state: CallState.CallState
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> => {
+    const body = Effect.flatMap(out, finalize)
+    return config.middleware.length === 0 ? body : (state.inContext = true, CallState.provide(body, state))
   }
 
   /**
@@ -218,12 +244,11 @@ export const make = (config: Config) => {
     const core: Middleware.Next = (invocation) =>
       Now.deferred((fiber) => {
         const output = invoke(invocation, env, state, fiber, state.inContext)
-        const encode = (value: unknown) => render.encode(invocation.tool, invocation.spec, invocation.call, value)
         const exit = Now.exitOf(output)
         return exit === undefined
-          ? Effect.flatMap(output, encode)
+          ? Effect.flatMap(output, (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value))
           : Exit.isSuccess(exit)
-          ? encode(exit.value)
+          ? render.encode(invocation.tool, invocation.spec, invocation.call, exit.value)
           : exit as Exit.Exit<never, ToolError.ToolError>
       })
     const pipeline = Middleware.compose(
@@ -254,23 +279,18 @@ export const make = (config: Config) => {
      */
     const invokeNow = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome> => {
       const info: Middleware.Invocation = { call, spec, tool: entry.tool, input, turn: env.ctx.turn }
-      /** The invocation as an effect (the handler gets the call's context from `Invoke`; middleware see it too). */
-      const asEffect = (out: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>) => {
-        const body = Effect.flatMap(out, finalize)
-        return config.middleware.length === 0 ? body : (state.inContext = true, CallState.provide(body, state))
-      }
       let invocation: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
       /** Set when the handler was started here and is still running: the attempt's end is then its to report. */
       let running = false
       if (keyDefect !== undefined) invocation = Effect.fail(keyDefect)
       else if (progress !== undefined || stopped()) {
         // A batch already stopping starts nothing outside `restore`: its interruption lands first.
-        invocation = asEffect(Effect.suspend(() => pipeline(info)))
+        invocation = asEffect(Effect.suspend(() => pipeline(info)), finalize, state)
       } else {
         try {
           const out = pipeline(info)
           const start = Now.take(out)
-          if (start === undefined) invocation = asEffect(out)
+          if (start === undefined) invocation = asEffect(out, finalize, state)
           else {
             const output = start(fiber)
             const exit = Now.exitOf(output)
@@ -301,11 +321,20 @@ export const make = (config: Config) => {
     }
     // 2, then 5: started (the key computed above), the interruptible invocation, exactly one terminal event.
     const lifecycle = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {
-      const emitted = reporter.emitNow(env, {
-        _tag: "tool.started",
-        ...stampOf(started),
-        arguments: redactValue(input, spec.safety.redact).value
-      })
+      const args = redactValue(input, spec.safety.redact).value
+      const emitted = reporter.emitNow(
+        env,
+        shown === undefined
+          ? { _tag: "tool.started", toolCallId: call.id, toolName: spec.name, attempt: state.count, arguments: args }
+          : {
+            _tag: "tool.started",
+            toolCallId: call.id,
+            toolName: spec.name,
+            attempt: state.count,
+            idempotencyKey: shown,
+            arguments: args
+          }
+      )
       return Now.done(emitted) ? invokeNow(fiber) : Effect.andThen(emitted, Effect.withFiber(invokeNow))
     }
     return tracing === undefined
