@@ -16,7 +16,9 @@
  * results are frozen. The stages live in `internal/executor/` (`Admission`,
  * `Invoke`, `Idempotency`, `Render`, `Reporter`, `Progress`, `CallState` and
  * `Call` for one call, `Batch` for many; `Tracing` gives each answered call an
- * `execute_tool` span when a tracer is installed).
+ * `execute_tool` span when a tracer is installed; `Now` lets a call whose steps
+ * all complete run as plain function calls, falling back to effects at the
+ * first step that suspends: one code path either way).
  *
  * A durable run (`tinyagents/durable`) replays a run's calls from its journal through two seams
  * of its own: `countReplayed` (the run's limits count calls an earlier process admitted) and

@@ -5,7 +5,8 @@
  * around the handler (which may report `tool.progress`), (4) render the result,
  * close the progress channel (what is pending goes out, nothing after), (5)
  * report exactly one terminal event. Everything but the invocation runs
- * uninterruptibly (the caller passes the `restore` of its mask), so a call that
+ * uninterruptibly (the caller passes a `restore` that makes the invocation
+ * interruptible), so a call that
  * was started always reports its end, and an interruption can only land inside
  * the invocation, where it becomes `tool.failed` with reason `cancelled`.
  */
@@ -198,11 +199,13 @@ export const make = (config: Config) => {
   }
 
   /**
-   * Runs one call. Call it inside `Effect.uninterruptibleMask` when the call's
-   * turn comes (it decides at once whether the call starts), with the mask's
-   * `restore`. `undefined` means the call never started: `stopped()` was true.
-   * With `tracing` (a tracer is installed) the call gets an `execute_tool` span; `durable`
-   * is a durable run's claim for a keyed call (`Executor.DurableClaim`).
+   * Runs one call. Call it uninterruptibly when the call's turn comes (it decides
+   * at once whether the call starts), on `fiber`, the fiber running it, with a
+   * `restore` that makes an effect interruptible (`Effect.interruptible`); it
+   * answers a completed `Exit` when every step completed without suspending.
+   * `undefined` means the call never started: `stopped()` was true. With
+   * `tracing` (a tracer is installed) the call gets an `execute_tool` span;
+   * `durable` is a durable run's claim for a keyed call (`Executor.DurableClaim`).
    */
   return (
     call: ToolCall,

@@ -142,7 +142,9 @@ export const make = (config: Config) => {
       const exit = handler.pollUnsafe()
       if (exit !== undefined) return Exit.isSuccess(exit) ? exit as Exit.Exit<unknown, never> : toFailure(exit.cause)
       const timeoutMillis = timeoutOf(tool)
+      // (only while it runs: a handler that has ended keeps its signal as it was)
       const stop = Effect.suspend(() => {
+        if (handler.pollUnsafe() !== undefined) return Effect.void
         state.abort()
         return Fiber.interrupt(handler)
       })
