@@ -9,7 +9,12 @@
  * their `tool.progress` events fall between start and terminal event.
  * Keyed calls (`charge`, a few keys per batch, at once or in turn) are applied
  * at most once per key, answer with one value per key, and carry their key in
- * every lifecycle event.
+ * every lifecycle event. Half the plans run under a pass-through middleware.
+ *
+ * Every plan runs twice: with the executor's plain-call path (a call whose steps all
+ * complete is answered by plain function calls, `Now`) and with every step run as an
+ * effect; both must hold every guarantee, plans nobody stops must end the same on
+ * both, and the test checks that calls took each path.
  *
  * `TINYAGENTS_PROPERTY_RUNS` sets the number of batches (300 under `npm test`, 5,000 under `npm run test:full`; 1,000 take about a
  * second); `TINYAGENTS_PROPERTY_SEED` the first seed. A failure names its seed
@@ -19,7 +24,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Logger } from "effect"
 import { TestClock } from "effect/testing"
-import { Executor, ToolError, ToolRegistry, ToolResult } from "../../src/index.ts"
+import { Executor, Middleware, ToolError, ToolRegistry, ToolResult } from "../../src/index.ts"
 import type { ToolCall, ToolEvent } from "../../src/index.ts"
 import { random } from "../support/random.ts"
 import { call, makeProbe, makeSink, services, type SinkKind, snapshot, tools, violation } from "./support.ts"
@@ -37,6 +42,8 @@ interface Plan {
   readonly policy: Executor.FailurePolicy
   readonly sink: SinkKind
   readonly mode: "batch" | "run"
+  /** A pass-through `around` middleware (the executor may start what it hands back: `Now`). */
+  readonly middleware: boolean
   /** What happens at `at` ms plus `yields` scheduler turns. */
   readonly stop: "none" | "interrupt" | "cancel" | "cancel-before"
   readonly at: number
@@ -72,9 +79,12 @@ const plan = (seed: number): Plan => {
     mode: r.next() < 0.2 ? "run" : "batch",
     stop: r.pick(["none", "none", "interrupt", "cancel", "cancel-before"]),
     at: r.pick([0, 0, r.int(0, 50), r.int(0, 400)]),
-    yields: r.int(0, 12)
+    yields: r.int(0, 12),
+    middleware: r.next() < 0.5
   }
 }
+
+const passThrough = Middleware.make({ name: "pass-through", around: (invocation, next) => next(invocation) })
 
 const stats = {
   runs: 0,
@@ -102,7 +112,7 @@ const check = (p: Plan) =>
     const problems: Array<string> = []
     const probe = makeProbe()
     const { offered, sink } = makeSink(p.sink)
-    const executor = yield* Executor.make(yield* ToolRegistry.make(tools(probe)))
+    const executor = yield* Executor.make(yield* ToolRegistry.make(tools(probe)), p.middleware ? { middleware: passThrough } : {})
     let finished = false
     let atReturn = { running: -1, invocations: -1, events: -1 }
     const body: Effect.Effect<ReadonlyArray<ToolResult.ToolResult>, Executor.BatchFailed, Executor.Requirements<never>> = p.mode === "batch"
