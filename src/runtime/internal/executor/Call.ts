@@ -324,7 +324,8 @@ export const make = (config: Config) => {
     }
     // 2, then 5: started (the key computed above), the interruptible invocation, exactly one terminal event.
     const lifecycle = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {
-      const args = redactValue(input, spec.safety.redact).value
+      const policy = spec.safety.redact
+      const args = policy === undefined ? input : redactValue(input, policy).value
       const emitted = reporter.emitNow(
         env,
         shown === undefined
