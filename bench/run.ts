@@ -24,8 +24,9 @@
  *   a fresh key per call on a fresh memory store (look up, claim, run, store, release);
  * - `Effect.succeed` handler: a handler that answers a completed `Exit` (no fiber, timer or signal).
  *
- * After the table, each executor target of issue #25 beside its measured value and whether it is met
- * (judged on CPU µs and bytes, the numbers a shared machine disturbs least).
+ * After the table, each executor target of issue #25 beside its measured value and whether it is met,
+ * judged on the median wall time (as the issue measured) and on CPU time (which a shared machine
+ * disturbs less, but which counts the collectors' helper threads too).
  *
  * Time: the median of interleaved samples (floor, full, floor, full, ...),
  * measured around `runBatch` only (layers are built outside the timed region),
@@ -289,31 +290,36 @@ const targets = (rows: ReadonlyArray<Record<string, string | number>>) => {
     {
       target: "full lifecycle, 10,000 calls: ≤ 3 µs/call",
       measured: `${num(full10k, "cpu µs/call")} cpu µs (wall ${num(full10k, "µs/call")}); ${cpuRatio(full10k)}× floor; gc ${full10k["gc %"]}%`,
-      met: verdict(num(full10k, "cpu µs/call") <= 3)
+      "met (wall)": verdict(num(full10k, "µs/call") <= 3),
+      "met (cpu)": verdict(num(full10k, "cpu µs/call") <= 3)
     },
     {
       target: "full lifecycle, 10,000 calls: ≤ 2 KB/call",
       measured: `${num(full10k, "KB/call")} KB (of which the floor's decode ${num(full10k, "floor KB")} KB)`,
-      met: verdict(num(full10k, "KB/call") <= 2)
+      "met (wall)": verdict(num(full10k, "KB/call") <= 2),
+      "met (cpu)": "-"
     },
     {
       target: "linear to 100,000 calls (µs/call at 100,000 ≤ 1.25 × at 10,000)",
-      measured: `${num(full100k, "cpu µs/call")} vs ${num(full10k, "cpu µs/call")} cpu µs/call: ${
-        (num(full100k, "cpu µs/call") / num(full10k, "cpu µs/call")).toFixed(2)
-      }×; gc ${full100k["gc %"]}% (the sink keeps 200,000 events)`,
-      met: verdict(num(full100k, "cpu µs/call") <= 1.25 * num(full10k, "cpu µs/call"))
+      measured: `${num(full100k, "µs/call")} vs ${num(full10k, "µs/call")} µs/call (cpu ${num(full100k, "cpu µs/call")} vs ${
+        num(full10k, "cpu µs/call")
+      }); gc ${full100k["gc %"]}% (the sink keeps 200,000 events)`,
+      "met (wall)": verdict(num(full100k, "µs/call") <= 1.25 * num(full10k, "µs/call")),
+      "met (cpu)": verdict(num(full100k, "cpu µs/call") <= 1.25 * num(full10k, "cpu µs/call"))
     },
     {
       target: "one-call batch: ≤ 8 µs",
       measured: `${num(one, "cpu µs/call")} cpu µs (wall ${num(one, "µs/call")}); ${cpuRatio(one)}× floor; ${num(one, "KB/call")} KB`,
-      met: verdict(num(one, "cpu µs/call") <= 8)
+      "met (wall)": verdict(num(one, "µs/call") <= 8),
+      "met (cpu)": verdict(num(one, "cpu µs/call") <= 8)
     },
     {
       target: "keyed call (memory store): ≤ 2 × an unkeyed one",
-      measured: `${num(keyed, "cpu µs/call")} vs ${num(full10k, "cpu µs/call")} cpu µs/call: ${
+      measured: `${(num(keyed, "µs/call") / num(full10k, "µs/call")).toFixed(2)}× wall, ${
         (num(keyed, "cpu µs/call") / num(full10k, "cpu µs/call")).toFixed(2)
-      }×; ${num(keyed, "KB/call")} KB/call`,
-      met: verdict(num(keyed, "cpu µs/call") <= 2 * num(full10k, "cpu µs/call"))
+      }× cpu (${num(keyed, "µs/call")} vs ${num(full10k, "µs/call")} µs/call); ${num(keyed, "KB/call")} KB/call`,
+      "met (wall)": verdict(num(keyed, "µs/call") <= 2 * num(full10k, "µs/call")),
+      "met (cpu)": verdict(num(keyed, "cpu µs/call") <= 2 * num(full10k, "cpu µs/call"))
     }
   ]
 }
@@ -359,8 +365,8 @@ if (only !== "stores") {
   )
   console.table(rows)
   console.log(
-    "Issue #25 executor targets (set on a quiet 16-core machine; met: judged on this process's CPU µs and bytes).",
-    "On a shared or slower machine compare the '× floor' ratios and the KB, which move less than µs."
+    "Issue #25 executor targets (set on a quiet 16-core machine, on wall time; 'cpu' counts every thread of",
+    "this process, the collectors' helpers too). On a shared or slower machine compare the '× floor' ratios and the KB."
   )
   console.table(targets(rows))
 }
