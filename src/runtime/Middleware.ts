@@ -10,11 +10,12 @@
  * optional `rejected` hook, so a layer can still record them (the audit log
  * writes their receipts).
  */
-import { Cause, Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import type { Any as AnyTool, ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import { isToolError, MiddlewareFailed, type Rejection, type ToolError } from "../contract/ToolError.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
+import * as Now from "./internal/executor/Now.ts"
 
 /** A decoded call on its way to the handler. */
 export interface Invocation {
@@ -100,8 +101,7 @@ export const compose = <R>(
 
 /**
  * One layer. Everything that does not depend on the invocation (which hooks the
- * middleware has, how they chain) is decided here, once per composition; per
- * invocation only the failure handler, which names the tool, is allocated.
+ * middleware has, how they chain) is decided here, once per composition.
  */
 const layer = <R>(
   m: Middleware<R>,
@@ -121,13 +121,27 @@ const layer = <R>(
     ? run
     : (invocation: Invocation) =>
       Effect.flatMap(before(invocation), (out) => isResult(out) ? Effect.succeed(out) : run(out))
-  return (invocation) =>
-    Effect.catchCause(body(invocation), (cause) => {
-      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-      const failure = Cause.findErrorOption(cause)
-      if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) {
-        return Effect.fail(failure.value)
-      }
-      return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
+  return (invocation) => {
+    const out = body(invocation)
+    // A layer that handed back `next`'s effect unchanged (an `around` that only calls `next`) is that
+    // effect under this layer's failure handler: startable now by the executor, like the core (`Now`).
+    const inner = Now.take(out)
+    if (inner === undefined) return Effect.catchCause(out, (cause) => recover(m, invocation, cause))
+    return Now.deferred((fiber) => {
+      const exit = inner(fiber)
+      return Exit.isExit(exit)
+        ? Exit.isSuccess(exit) ? exit : recover(m, invocation, exit.cause)
+        : Effect.catchCause(exit, (cause) => recover(m, invocation, cause))
     })
+  }
+}
+
+/** A layer's failure: interruptions and tool errors pass through; anything else is its `MiddlewareFailed`. */
+const recover = <R>(m: Middleware<R>, invocation: Invocation, cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError> => {
+  if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+  const failure = Cause.findErrorOption(cause)
+  if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) {
+    return Effect.fail(failure.value)
+  }
+  return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
 }

@@ -13,6 +13,7 @@ import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Outcome, Restore } from "./Call.ts"
+import * as Now from "./Now.ts"
 
 export interface Settled {
   /** One result per call, in call order (frozen). */
@@ -29,11 +30,23 @@ export interface Options {
   readonly runCancel: Cancellation.RunCancel
 }
 
-/** `runCall(call, restore, stopped)` must be one call's lifecycle, run inside the mask that `restore` belongs to. */
+/** What a call answered synchronously counts towards its worker's operation budget (about what its effect took). */
+const callOps = 32
+
+/**
+ * `runCall(call, restore, stopped, fiber)` must be one call's lifecycle, run uninterruptibly with
+ * `restore` making its invocation interruptible, started now on `fiber` (the worker's): a completed
+ * `Exit` when it ended without suspending.
+ */
 export const run = (
   calls: ReadonlyArray<ToolCall>,
   options: Options,
-  runCall: (call: ToolCall, restore: Restore, stopped: () => boolean) => Effect.Effect<Outcome | undefined>
+  runCall: (
+    call: ToolCall,
+    restore: Restore,
+    stopped: () => boolean,
+    fiber: Fiber.Fiber<unknown, unknown>
+  ) => Effect.Effect<Outcome | undefined>
 ): Effect.Effect<Settled> =>
   Effect.suspend(() => {
     const outcomes: Array<Outcome | undefined> = new Array(calls.length)
@@ -53,30 +66,51 @@ export const run = (
      * interruption of the batch), so it never starts a call after the batch stopped.
      */
     let next = 0
-    const worker = (restore: Restore): Effect.Effect<void> => {
+    /**
+     * One worker: `drain` runs calls on `fiber` while each is answered as a completed `Exit` and
+     * answers `undefined` once nothing is left for it, or what is left of it as an effect (a call that
+     * suspended, then `loop`); `loop` is the whole worker as an effect. A worker runs uninterruptibly
+     * and makes only its calls' invocations interruptible (`restore` is `Effect.interruptible`, whatever
+     * fiber runs it).
+     */
+    const worker = () => {
       let current = -1
-      const loop: Effect.Effect<void> = Effect.withFiber((fiber) => {
-        if (stopped || next >= calls.length) return Effect.void
-        // Fairness: other fibers (a run cancellation, a timer) get their turn even in a long
-        // batch of synchronous calls. Effect yields a fiber wherever it runs out of its operation
-        // budget (`MaxOpsBeforeYield`); inside a call that may be while it holds the run's event
-        // slot, and then every worker queues behind it for the rest of the batch (measured:
-        // 2.5 times the CPU per call). So a worker yields between two calls, once it has used
-        // half its budget: a call of up to half a budget never reaches the limit.
-        if (fiber.currentOpCount >= fiber.cache.maxOpsBeforeYield / 2 && !fiber.cache.preventYield) {
-          return Effect.andThen(Effect.yieldNow, loop)
-        }
-        current = next++
-        return Effect.flatMap(runCall(calls[current]!, restore, isStopped), recorded)
-      })
-      const recorded = (outcome: Outcome | undefined): Effect.Effect<void> => {
+      const record = (outcome: Outcome | undefined): void => {
         outcomes[current] = outcome
         if (outcome?.error !== undefined && options.failFast) stop()
+      }
+      const drain = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<void> | undefined => {
+        while (true) {
+          if (stopped || next >= calls.length) return undefined
+          // Fairness: other fibers (a run cancellation, a timer) get their turn even in a long
+          // batch of synchronous calls. Effect yields a fiber wherever it runs out of its operation
+          // budget (`MaxOpsBeforeYield`); inside a call that may be while it holds the run's event
+          // slot, and then every worker queues behind it for the rest of the batch (measured:
+          // 2.5 times the CPU per call). So a worker yields between two calls, once it has used
+          // half its budget: a call of up to half a budget never reaches the limit.
+          if (fiber.currentOpCount >= fiber.cache.maxOpsBeforeYield / 2 && !fiber.cache.preventYield) {
+            return Effect.andThen(Effect.yieldNow, loop)
+          }
+          current = next++
+          const outcome = runCall(calls[current]!, Effect.interruptible, isStopped, fiber)
+          // A call answered by plain calls (`Call`) is recorded here, and the next one starts in the
+          // same step; it counts as `callOps` operations towards the budget above.
+          if (!Now.done(outcome)) {
+            Now.calls.effect++
+            return Effect.flatMap(outcome, recorded)
+          }
+          if (outcome.value !== undefined) Now.calls.now++
+          record(outcome.value)
+          ;(fiber as { currentOpCount: number }).currentOpCount += callOps
+        }
+      }
+      const loop: Effect.Effect<void> = Effect.withFiber((fiber) => drain(fiber) ?? Effect.void)
+      const recorded = (outcome: Outcome | undefined): Effect.Effect<void> => {
+        record(outcome)
         return loop
       }
-      return loop
+      return { drain, loop }
     }
-    const masked = Effect.uninterruptibleMask(worker)
     const settled = Effect.sync((): Settled => {
       const results: Array<ToolResult.ToolResult> = new Array(calls.length)
       const errors: Array<ToolError.ToolError> = []
@@ -94,27 +128,36 @@ export const run = (
     })
     if (stopped || calls.length === 0) return settled
     const workers = Math.min(options.concurrency, calls.length)
-    const work = workers === 1
-      ? masked
-      : Effect.forEach(new Array<typeof masked>(workers).fill(masked), (w) => w, {
-        concurrency: "unbounded",
-        discard: true
-      })
     return Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.forkChild(work, { startImmediately: true }), (fiber) => {
-        // Every call completed synchronously: there is nothing left to stop or wait for.
-        if (fiber.pollUnsafe() !== undefined) return settled
-        supervisor = fiber
-        const unsubscribe = options.runCancel.onCancel(stop)
-        if (stopped) fiber.interruptUnsafe()
-        return restore(Fiber.await(fiber)).pipe(
-          Effect.onInterrupt(() => {
-            stopped = true
-            return Fiber.interrupt(fiber)
-          }),
-          Effect.ensuring(Effect.sync(unsubscribe)),
-          Effect.andThen(settled)
-        )
+      Effect.withFiber((fiber) => {
+        // The first worker starts here, on the calling fiber (under this mask): a batch whose calls all
+        // complete synchronously ends without a fiber of its own. (Nothing can stop it meanwhile but
+        // its own calls, which only set `stopped`: no fiber of the batch runs yet to interrupt.)
+        const first = worker()
+        const rest = Now.mode.eager ? first.drain(fiber) : first.loop
+        if (rest === undefined) return settled
+        // At the first call that suspends, the rest of that worker and the others run under one
+        // supervisor fiber, which stopping interrupts.
+        const each = [Effect.uninterruptible(rest)]
+        for (let w = 1; w < workers; w++) each.push(Effect.uninterruptible(worker().loop))
+        const work = each.length === 1
+          ? each[0]!
+          : Effect.forEach(each, (w) => w, { concurrency: "unbounded", discard: true })
+        return Effect.flatMap(Effect.forkChild(work, { startImmediately: true }), (supervised) => {
+          // Every call completed synchronously: there is nothing left to stop or wait for.
+          if (supervised.pollUnsafe() !== undefined) return settled
+          supervisor = supervised
+          const unsubscribe = options.runCancel.onCancel(stop)
+          if (stopped) supervised.interruptUnsafe()
+          return restore(Fiber.await(supervised)).pipe(
+            Effect.onInterrupt(() => {
+              stopped = true
+              return Fiber.interrupt(supervised)
+            }),
+            Effect.ensuring(Effect.sync(unsubscribe)),
+            Effect.andThen(settled)
+          )
+        })
       })
     )
   })

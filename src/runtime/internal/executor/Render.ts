@@ -45,6 +45,9 @@ type Offloaded =
   | { readonly _tag: "Cut"; readonly bytes: number }
   | { readonly _tag: "Failed"; readonly error: ToolError.StoreFailed }
 
+/** A result's artifacts before any is stored: one frozen empty list for every result (results are never written to). */
+const noArtifacts: ReadonlyArray<ToolResult.ArtifactRef> = Object.freeze([])
+
 export const make = (config: Config) => {
   const failed = (cause: unknown) => new ToolError.StoreFailed({ store: config.store, operation: "write", cause })
 
@@ -128,7 +131,7 @@ export const make = (config: Config) => {
       name: spec.name,
       content,
       ...(value === undefined ? {} : { value }),
-      artifacts: [],
+      artifacts: noArtifacts,
       isError: false,
       elapsed: 0,
       ...(call.provider === undefined ? {} : { provider: call.provider })
