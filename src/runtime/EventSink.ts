@@ -26,6 +26,12 @@ export interface JsonlOptions {
 }
 
 export interface EventSinkShape {
+  /**
+   * Delivers one event. The executor calls it when the event's turn comes and runs what it returns at
+   * once, once: a synchronous sink may do its work in `emit` itself and answer a completed `Exit`
+   * (`Effect.void`), which the executor takes as delivered without a step of the Effect runtime (the
+   * memory and callback layers do; with a callback that returns an Effect, that Effect is the rest).
+   */
   readonly emit: (event: Event) => Effect.Effect<void>
 }
 
@@ -44,20 +50,29 @@ export class EventSink extends Context.Service<EventSink, EventSinkShape>()("tin
       EventSink,
       Effect.map(Effect.context<Effect.Services<Ret>>(), (context) =>
         EventSink.of({
-          emit: (event) =>
-            Effect.suspend(() => {
-              const returned = f(event)
-              if (!Effect.isEffect(returned)) return Effect.void
-              const effect = returned as Effect.Effect<unknown, unknown, Effect.Services<Ret>>
-              return Effect.orDie(Effect.asVoid(Effect.provideContext(effect, context)))
-            })
+          emit: (event) => {
+            let returned: Ret
+            try {
+              returned = f(event)
+            } catch (defect) {
+              return Effect.die(defect)
+            }
+            if (!Effect.isEffect(returned)) return Effect.void
+            const effect = returned as Effect.Effect<unknown, unknown, Effect.Services<Ret>>
+            return Effect.orDie(Effect.asVoid(Effect.provideContext(effect, context)))
+          }
         }))
     )
 
   /** Keeps every event in memory; read them with `EventLog`. */
   static readonly layerMemory: Layer.Layer<EventSink | EventLog> = Layer.effectContext(Effect.sync(() => {
     const events: Array<Event> = []
-    return Context.make(EventSink, { emit: (event) => Effect.sync(() => void events.push(event)) }).pipe(
+    return Context.make(EventSink, {
+      emit: (event) => {
+        events.push(event)
+        return Effect.void
+      }
+    }).pipe(
       Context.add(EventLog, {
         all: Effect.sync(() => events.slice()),
         clear: Effect.sync(() => void events.splice(0))

@@ -28,7 +28,7 @@
  * the audit in `Call`, a result's text and value in `Render`, progress in `Progress`. Events,
  * results, the model's text and provider messages are all built from those redacted values.
  */
-import { Data, Duration, Effect, Schedule } from "effect"
+import { Clock, Context, Data, Duration, Effect, Schedule } from "effect"
 import * as Cancellation from "./Cancellation.ts"
 import { EventSink } from "./EventSink.ts"
 import * as Admission from "./internal/executor/Admission.ts"
@@ -267,11 +267,23 @@ export const make = <R, MR = never>(
     const everything = ToolRegistry.all(registry)
     const tracing = Tracing.make(options.tracing)
 
-    /** Services every call needs, read once per `run`/`runBatch` instead of once per event. */
-    const environment = Effect.map(
-      Effect.all([RunContext, EventSink, Effect.clockWith(Effect.succeed)]),
-      ([ctx, sink, clock]): Reporter.Env => ({ ctx, sink, clock })
-    )
+    /**
+     * Services every call needs, read once per `run`/`runBatch` instead of once per event, and whether
+     * calls get spans; kept while the calling fiber's context is the same object (an agent's turns).
+     */
+    let setup: { readonly context: Context.Context<never>; readonly env: Reporter.Env; readonly traced: Tracing.Tracing | undefined } | undefined
+    const environment = Effect.withFiber((fiber) => {
+      const context = fiber.context
+      if (setup === undefined || setup.context !== context) {
+        const services = context as Context.Context<RunContext | EventSink>
+        setup = {
+          context,
+          env: { ctx: Context.get(services, RunContext), sink: Context.get(services, EventSink), clock: fiber.getRef(Clock.Clock) },
+          traced: Tracing.enabled(fiber) ? tracing : undefined
+        }
+      }
+      return Effect.succeed(setup)
+    }) as Effect.Effect<{ readonly env: Reporter.Env; readonly traced: Tracing.Tracing | undefined }, never, RunContext | EventSink>
 
     const batch = (
       calls: ReadonlyArray<ToolCall>,
@@ -280,13 +292,12 @@ export const make = <R, MR = never>(
       failFast: boolean,
       durable: DurableClaim | undefined
     ) =>
-      Effect.flatMap(environment, (env) =>
-        Effect.flatMap(Tracing.whenEnabled(tracing), (traced) =>
-          Batch.run(
-            calls,
-            { concurrency, failFast, runCancel },
-            (call, restore, stopped) => runCall(call, advertised, env, restore, stopped, traced, durable)
-          )))
+      Effect.flatMap(environment, ({ env, traced }) =>
+        Batch.run(
+          calls,
+          { concurrency, failFast, runCancel },
+          (call, restore, stopped, fiber) => runCall(call, advertised, env, restore, stopped, traced, durable, fiber)
+        ))
 
     const run: Executor<R | MR>["run"] = (call, runOptions) =>
       Effect.flatMap(batch([call], runOptions?.advertised ?? everything, 1, false, runOptions?.durable), ({ outcomes }) => {
@@ -310,7 +321,7 @@ export const make = <R, MR = never>(
         ({ errors, results }) => errors.length > 0 ? Effect.fail(new BatchFailed({ results, errors })) : Effect.succeed(results)
       )
 
-    const emit: Executor<R | MR>["emit"] = (event) => Effect.flatMap(environment, (env) => reporter.emit(env, event))
+    const emit: Executor<R | MR>["emit"] = (event) => Effect.flatMap(environment, ({ env }) => reporter.emit(env, event))
 
     const countReplayed: Executor<R | MR>["countReplayed"] = (toolName) => Effect.sync(() => admit.count(toolName))
 

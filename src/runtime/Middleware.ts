@@ -10,11 +10,12 @@
  * optional `rejected` hook, so a layer can still record them (the audit log
  * writes their receipts).
  */
-import { Cause, Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import type { Any as AnyTool, ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
 import { isToolError, MiddlewareFailed, type Rejection, type ToolError } from "../contract/ToolError.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
+import * as Now from "./internal/executor/Now.ts"
 
 /** A decoded call on its way to the handler. */
 export interface Invocation {
@@ -121,13 +122,23 @@ const layer = <R>(
     ? run
     : (invocation: Invocation) =>
       Effect.flatMap(before(invocation), (out) => isResult(out) ? Effect.succeed(out) : run(out))
-  return (invocation) =>
-    Effect.catchCause(body(invocation), (cause) => {
-      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+  return (invocation) => {
+    const recover = (cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError> => {
+      if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
       const failure = Cause.findErrorOption(cause)
       if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) {
         return Effect.fail(failure.value)
       }
       return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
+    }
+    const out = body(invocation)
+    // A layer that handed back `next`'s effect unchanged (an `around` that only calls `next`) is that
+    // effect under this layer's failure handler: startable now by the executor, like the core (`Now`).
+    const inner = Now.take(out)
+    if (inner === undefined) return Effect.catchCause(out, recover)
+    return Now.deferred((fiber) => {
+      const exit = inner(fiber)
+      return Exit.isExit(exit) ? Exit.isSuccess(exit) ? exit : recover(exit.cause) : Effect.catchCause(exit, recover)
     })
+  }
 }

@@ -24,6 +24,7 @@ import type { ToolCall, ToolEvent } from "../../src/index.ts"
 import { random } from "../support/random.ts"
 import { call, makeProbe, makeSink, services, type SinkKind, snapshot, tools, violation } from "./support.ts"
 import { count } from "../support/tier.ts"
+import * as Now from "../../src/runtime/internal/executor/Now.ts"
 
 const runs = count("TINYAGENTS_PROPERTY_RUNS", 300, 5_000)
 const firstSeed = Number(process.env["TINYAGENTS_PROPERTY_SEED"] ?? 1)
@@ -48,7 +49,7 @@ const plan = (seed: number): Plan => {
   const calls = Array.from({ length: size }, (_, i): ToolCall.ToolCall => {
     const id = `c${i}`
     const roll = r.next()
-    const tool = roll < 0.2 ? "mutate" : roll < 0.45 ? "charge" : "work"
+    const tool = roll < 0.15 ? "mutate" : roll < 0.35 ? "charge" : roll < 0.6 ? "plain" : "work"
     const kind = r.pick(["ok", "ok", "fail", "defect", "throw", "sleep", "sleep", "sleep", "hang", "flaky", "invalid", "unknown", "report"])
     if (kind === "invalid") return call(id, tool, { kind: 42 })
     if (kind === "unknown") return call(id, "no_such_tool")
@@ -67,7 +68,7 @@ const plan = (seed: number): Plan => {
     calls,
     concurrency: r.int(1, 16),
     policy: r.pick(["settle", "fail-fast"]),
-    sink: r.pick(["sync", "sync", "async", "async", "slow", "dies", "throws", "interrupts"]),
+    sink: r.pick(["now", "now", "sync", "async", "async", "slow", "dies", "throws", "interrupts"]),
     mode: r.next() < 0.2 ? "run" : "batch",
     stop: r.pick(["none", "none", "interrupt", "cancel", "cancel-before"]),
     at: r.pick([0, 0, r.int(0, 50), r.int(0, 400)]),
@@ -86,6 +87,13 @@ const stats = {
   interrupted: 0,
   replayed: 0,
   progress: 0
+}
+
+/** What a plan ended with, compared across the two paths: results, and each call's events (tags, in order). */
+interface Ending {
+  readonly problems: ReadonlyArray<string>
+  readonly results: string
+  readonly events: string
 }
 
 /** One plan: runs it, stops it as planned, and returns every broken guarantee. */
@@ -125,7 +133,7 @@ const check = (p: Plan) =>
       yield* Effect.yieldNow
       yield* TestClock.adjust(50)
     }
-    if (!finished) return ["the batch never finished"]
+    if (!finished) return { problems: ["the batch never finished"], results: "", events: "" } satisfies Ending
     const exit = yield* Fiber.await(fiber)
     let results: ReadonlyArray<ToolResult.ToolResult> | undefined
     if (Exit.isSuccess(exit)) {
@@ -190,8 +198,18 @@ const check = (p: Plan) =>
         else stats.cancelledBeforeStart++
       }
     }
-    return problems
+    const perCall = p.calls.map((c) =>
+      offered.filter((e) => "toolCallId" in e && e.toolCallId === c.id).map((e) => e._tag).join(",")
+    )
+    return { problems, results: results === undefined ? "interrupted" : before, events: perCall.join(" | ") } satisfies Ending
   })
+
+/** The plan on one path: `eager` (steps that complete run as plain calls, `Now`) or every step as an effect. */
+const checkOn = (p: Plan, eager: boolean) =>
+  Effect.suspend(() => {
+    Now.mode.eager = eager
+    return check(p)
+  }).pipe(Effect.ensuring(Effect.sync(() => void (Now.mode.eager = true))))
 
 /** The kind of a broken guarantee: the message up to its first colon or digit-free prefix. */
 const category = (message: string) => message.replace(/c\d+/g, "c#").replace(/\d+/g, "#").split(":")[0]!
@@ -201,9 +219,25 @@ describe("Executor exactness", () => {
     Effect.gen(function*() {
       const broken = new Map<string, { count: number; example: string }>()
       let failed = 0
+      // Every plan runs twice: with the executor's plain-call path (steps that complete are answered
+      // as completed Exits, `Now`) and with every step run as an effect. Both must hold every guarantee,
+      // and a plan nobody stops (no clock-dependent interruption) must end the same on both:
+      // the same results and, per call, the same events.
+      let compared = 0
+      const before = { ...Now.calls }
+      let effectOnly = 0
       for (let seed = firstSeed; seed < firstSeed + runs; seed++) {
         const p = plan(seed)
-        const problems = yield* check(p)
+        const fast = yield* checkOn(p, true)
+        const nowBefore = Now.calls.now
+        const slow = yield* checkOn(p, false)
+        effectOnly += Now.calls.now - nowBefore
+        const problems = [...fast.problems, ...slow.problems.map((problem) => `effect path: ${problem}`)]
+        if (p.stop === "none" || p.stop === "cancel-before") {
+          compared++
+          if (fast.results !== slow.results) problems.push(`the paths told apart: results ${fast.results} vs ${slow.results}`)
+          if (fast.events !== slow.events) problems.push(`the paths told apart: events ${fast.events} vs ${slow.events}`)
+        }
         if (problems.length > 0) failed++
         for (const problem of problems) {
           const key = category(problem)
@@ -219,7 +253,16 @@ describe("Executor exactness", () => {
           }`
         )
       }
-      assert.strictEqual(stats.runs, runs)
+      assert.strictEqual(stats.runs, 2 * runs)
+      // both paths were taken: calls answered by plain calls, and calls that fell back to effects
+      const plain = Now.calls.now - before.now
+      const effects = Now.calls.effect - before.effect
+      assert.strictEqual(effectOnly, 0, "with eager off, no call is answered as an Exit")
+      if (runs >= 100) {
+        assert.isAbove(plain, runs / 20)
+        assert.isAbove(effects, runs / 4)
+        assert.isAbove(compared, runs / 4)
+      }
       if (runs >= 100) {
         // Something of each kind happened.
         assert.isAbove(stats.cancelledRunning, 0)
@@ -227,6 +270,6 @@ describe("Executor exactness", () => {
         assert.isAbove(stats.replayed, 0)
         assert.isAbove(stats.progress, 0)
       }
-      console.log(`executor exactness: ${JSON.stringify(stats)}`)
+      console.log(`executor exactness: ${JSON.stringify({ ...stats, compared, plain, effects })}`)
     }).pipe(Effect.provide(Logger.layer([]))), { timeout: 600_000 })
 })

@@ -106,7 +106,22 @@ const behave = (probe: Probe, exclusive: boolean) => (
  * `work` (idempotent, retried), `mutate` (exclusive, not idempotent, never retried) and `charge`
  * (a write keyed by `key`, retried: applied at most once per key; its output names the application).
  */
+/** {@link behave} for a tool without `ToolProgress` (a `report` call sleeps instead). */
+const behavePlain = (probe: Probe) => (input: typeof Input.Type): Effect.Effect<string, ToolError.ToolError> =>
+  behave(probe, false)(input.kind === "report" ? { ...input, kind: "sleep" } : input) as Effect.Effect<
+    string,
+    ToolError.ToolError
+  >
+
 export const tools = (probe: Probe, timeout: Duration.Input = "2 seconds") => [
+  // no progress, no retry, no key, not exclusive: the executor answers it by plain calls while its steps complete
+  Tool.make("plain", {
+    description: "Behaves as told (no progress, no retry).",
+    input: Input,
+    timeout,
+    safety: { access: "read", idempotent: true },
+    handler: behavePlain(probe)
+  }),
   Tool.make("work", {
     description: "Behaves as told.",
     input: Input,
@@ -146,7 +161,7 @@ export const tools = (probe: Probe, timeout: Duration.Input = "2 seconds") => [
 // sinks
 // ---------------------------------------------------------------------------
 
-export const SinkKind = Schema.Literals(["sync", "async", "slow", "dies", "throws", "interrupts"])
+export const SinkKind = Schema.Literals(["now", "sync", "async", "slow", "dies", "throws", "interrupts"])
 export type SinkKind = typeof SinkKind.Type
 
 /** A sink of the given kind; `offered` is every event it was handed, in order (also those it then failed on). */
@@ -155,6 +170,10 @@ export const makeSink = (kind: SinkKind) => {
   const record = (event: ToolEvent.Event) => Effect.sync(() => void offered.push(event))
   const emit = (event: ToolEvent.Event): Effect.Effect<void> => {
     switch (kind) {
+      case "now":
+        // delivered in `emit` itself, answering a completed Exit (as the memory sink does)
+        offered.push(event)
+        return Effect.void
       case "sync":
         return record(event)
       case "async":

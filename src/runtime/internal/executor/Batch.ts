@@ -13,6 +13,7 @@ import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
 import type { Outcome, Restore } from "./Call.ts"
+import * as Now from "./Now.ts"
 
 export interface Settled {
   /** One result per call, in call order (frozen). */
@@ -29,11 +30,23 @@ export interface Options {
   readonly runCancel: Cancellation.RunCancel
 }
 
-/** `runCall(call, restore, stopped)` must be one call's lifecycle, run inside the mask that `restore` belongs to. */
+/** What a call answered synchronously counts towards its worker's operation budget (about what its effect took). */
+const callOps = 32
+
+/**
+ * `runCall(call, restore, stopped, fiber)` must be one call's lifecycle, run inside the mask that
+ * `restore` belongs to, started now on `fiber` (the worker's): a completed `Exit` when it ended
+ * without suspending.
+ */
 export const run = (
   calls: ReadonlyArray<ToolCall>,
   options: Options,
-  runCall: (call: ToolCall, restore: Restore, stopped: () => boolean) => Effect.Effect<Outcome | undefined>
+  runCall: (
+    call: ToolCall,
+    restore: Restore,
+    stopped: () => boolean,
+    fiber: Fiber.Fiber<unknown, unknown>
+  ) => Effect.Effect<Outcome | undefined>
 ): Effect.Effect<Settled> =>
   Effect.suspend(() => {
     const outcomes: Array<Outcome | undefined> = new Array(calls.length)
@@ -55,23 +68,37 @@ export const run = (
     let next = 0
     const worker = (restore: Restore): Effect.Effect<void> => {
       let current = -1
-      const loop: Effect.Effect<void> = Effect.withFiber((fiber) => {
-        if (stopped || next >= calls.length) return Effect.void
-        // Fairness: other fibers (a run cancellation, a timer) get their turn even in a long
-        // batch of synchronous calls. Effect yields a fiber wherever it runs out of its operation
-        // budget (`MaxOpsBeforeYield`); inside a call that may be while it holds the run's event
-        // slot, and then every worker queues behind it for the rest of the batch (measured:
-        // 2.5 times the CPU per call). So a worker yields between two calls, once it has used
-        // half its budget: a call of up to half a budget never reaches the limit.
-        if (fiber.currentOpCount >= fiber.cache.maxOpsBeforeYield / 2 && !fiber.cache.preventYield) {
-          return Effect.andThen(Effect.yieldNow, loop)
-        }
-        current = next++
-        return Effect.flatMap(runCall(calls[current]!, restore, isStopped), recorded)
-      })
-      const recorded = (outcome: Outcome | undefined): Effect.Effect<void> => {
+      const record = (outcome: Outcome | undefined): void => {
         outcomes[current] = outcome
         if (outcome?.error !== undefined && options.failFast) stop()
+      }
+      const loop: Effect.Effect<void> = Effect.withFiber((fiber) => {
+        while (true) {
+          if (stopped || next >= calls.length) return Effect.void
+          // Fairness: other fibers (a run cancellation, a timer) get their turn even in a long
+          // batch of synchronous calls. Effect yields a fiber wherever it runs out of its operation
+          // budget (`MaxOpsBeforeYield`); inside a call that may be while it holds the run's event
+          // slot, and then every worker queues behind it for the rest of the batch (measured:
+          // 2.5 times the CPU per call). So a worker yields between two calls, once it has used
+          // half its budget: a call of up to half a budget never reaches the limit.
+          if (fiber.currentOpCount >= fiber.cache.maxOpsBeforeYield / 2 && !fiber.cache.preventYield) {
+            return Effect.andThen(Effect.yieldNow, loop)
+          }
+          current = next++
+          const outcome = runCall(calls[current]!, restore, isStopped, fiber)
+          // A call answered by plain calls (`Call`) is recorded here, and the next one starts in the
+          // same step; it counts as `callOps` operations towards the budget above.
+          if (!Now.done(outcome)) {
+            Now.calls.effect++
+            return Effect.flatMap(outcome, recorded)
+          }
+          if (outcome.value !== undefined) Now.calls.now++
+          record(outcome.value)
+          ;(fiber as { currentOpCount: number }).currentOpCount += callOps
+        }
+      })
+      const recorded = (outcome: Outcome | undefined): Effect.Effect<void> => {
+        record(outcome)
         return loop
       }
       return loop

@@ -9,13 +9,14 @@
  * was started always reports its end, and an interruption can only land inside
  * the invocation, where it becomes `tool.failed` with reason `cancelled`.
  */
-import { Cause, Effect } from "effect"
+import { Cause, Effect, Exit, type Fiber } from "effect"
 import type * as Cancellation from "../../Cancellation.ts"
 import type { DurableClaim } from "../../Executor.ts"
 import * as Middleware from "../../Middleware.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
+import type * as ToolEvent from "../../../contract/ToolEvent.ts"
 import type * as ToolRegistry from "../../../contract/ToolRegistry.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
 import { redactCause, redactError } from "../../../internal/redact/errors.ts"
@@ -24,6 +25,7 @@ import type * as Admission from "./Admission.ts"
 import * as Asking from "./Asking.ts"
 import * as CallState from "./CallState.ts"
 import * as Idempotency from "./Idempotency.ts"
+import * as Now from "./Now.ts"
 import type * as Invoke from "./Invoke.ts"
 import * as Progress from "./Progress.ts"
 import type * as Render from "./Render.ts"
@@ -83,6 +85,26 @@ export const make = (config: Config) => {
     return error.disposition !== "fatal" && config.repair ? { result, cancelled: false } : { result, error, cancelled: false }
   }
 
+  /** Emits `events` from `from` on, each started now (`Reporter.emitNow`), then answers `outcome`; the rest runs as effects from the first that suspends. */
+  const emitAll = (
+    env: Env,
+    events: ReadonlyArray<ToolEvent.Unstamped<ToolEvent.Event>>,
+    from: number,
+    outcome: Outcome
+  ): Effect.Effect<Outcome> => {
+    for (let i = from; i < events.length; i++) {
+      const emitted = reporter.emitNow(env, events[i]!)
+      if (!Now.done(emitted)) return Effect.andThen(emitted, Effect.suspend(() => emitAll(env, events, i + 1, outcome)))
+    }
+    return Exit.succeed(outcome)
+  }
+
+  /** One event, started now, then `outcome`. */
+  const emitThen = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>, outcome: Outcome): Effect.Effect<Outcome> => {
+    const emitted = reporter.emitNow(env, event)
+    return Now.done(emitted) ? Exit.succeed(outcome) : Effect.as(emitted, outcome)
+  }
+
   /** Step 5 for a call that produced a result: artifact and audit events, then `tool.completed`. */
   const completed = (started: Started, value: ToolResult.ToolResult): Effect.Effect<Outcome> => {
     const { env, input, spec } = started
@@ -91,27 +113,25 @@ export const make = (config: Config) => {
     const result = value.audit === undefined
       ? { ...value, elapsed }
       : { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
-    const terminal = Effect.as(
-      reporter.emitMasked(env, {
-        _tag: "tool.completed",
-        ...stamp,
-        elapsed,
-        isError: result.isError,
-        output: ToolResult.textOf(result),
-        artifacts: result.artifacts
-      }),
-      { result, cancelled: false }
-    )
-    if (result.artifacts.length === 0 && result.audit === undefined) return terminal
+    const terminal: ToolEvent.Unstamped<ToolEvent.Event> = {
+      _tag: "tool.completed",
+      ...stamp,
+      elapsed,
+      isError: result.isError,
+      output: ToolResult.textOf(result),
+      artifacts: result.artifacts
+    }
+    const outcome: Outcome = { result, cancelled: false }
+    if (result.artifacts.length === 0 && result.audit === undefined) return emitThen(env, terminal, outcome)
     const audit = result.audit
-    return Effect.forEach(
-      result.artifacts,
-      (artifact) => reporter.emitMasked(env, { _tag: "tool.artifact_stored", ...stamp, artifact }),
-      { discard: true }
-    ).pipe(
-      Effect.andThen(audit === undefined ? Effect.void : reporter.emitMasked(env, { _tag: "tool.audit", ...stamp, audit })),
-      Effect.andThen(terminal)
-    )
+    const events: Array<ToolEvent.Unstamped<ToolEvent.Event>> = result.artifacts.map((artifact) => ({
+      _tag: "tool.artifact_stored" as const,
+      ...stamp,
+      artifact
+    }))
+    if (audit !== undefined) events.push({ _tag: "tool.audit", ...stamp, audit })
+    events.push(terminal)
+    return emitAll(env, events, 0, outcome)
   }
 
   /** Step 5 for a call that failed or was interrupted: `tool.failed` (reason `cancelled` for an interruption). */
@@ -121,17 +141,14 @@ export const make = (config: Config) => {
     const stamp = stampOf(started)
     if (Cause.hasInterruptsOnly(cause)) {
       const error = new ToolError.ToolCancelled({ toolName: spec.name, started: true })
-      return Effect.as(
-        reporter.emitMasked(env, {
-          _tag: "tool.failed",
-          ...stamp,
-          elapsed,
-          reason: "cancelled",
-          error,
-          disposition: error.disposition
-        }),
-        { result: ToolResult.fromError({ ...call, name: spec.name }, error, elapsed), cancelled: true }
-      )
+      return emitThen(env, {
+        _tag: "tool.failed",
+        ...stamp,
+        elapsed,
+        reason: "cancelled",
+        error,
+        disposition: error.disposition
+      }, { result: ToolResult.fromError({ ...call, name: spec.name }, error, elapsed), cancelled: true })
     }
     const failure = Cause.findErrorOption(cause)
     const found = failure._tag === "Some" && ToolError.isToolError(failure.value)
@@ -141,20 +158,17 @@ export const make = (config: Config) => {
     // stores) are redacted here; the handler's are already (`Invoke`), and redacting again keeps them.
     const policy = spec.safety.redact
     const error = redactError(found, policy, input)
-    return Effect.as(
-      reporter.emitMasked(env, {
-        _tag: "tool.failed",
-        ...stamp,
-        elapsed,
-        reason: error._tag === "ToolTimeout" ? "timeout" : "error",
-        error,
-        disposition: error.disposition,
-        ...(error._tag === "OutcomeUnknown" ? { outcome: "unknown" as const } : {}),
-        // the handler's own cause when the error was made from it (an undeclared failure, say)
-        cause: state.causeOf(found) ?? redactCause(cause, policy, input)
-      }),
-      settle(call, spec.name, error, elapsed)
-    )
+    return emitThen(env, {
+      _tag: "tool.failed",
+      ...stamp,
+      elapsed,
+      reason: error._tag === "ToolTimeout" ? "timeout" : "error",
+      error,
+      disposition: error.disposition,
+      ...(error._tag === "OutcomeUnknown" ? { outcome: "unknown" as const } : {}),
+      // the handler's own cause when the error was made from it (an undeclared failure, say)
+      cause: state.causeOf(found) ?? redactCause(cause, policy, input)
+    }, settle(call, spec.name, error, elapsed))
   }
 
   /**
@@ -171,7 +185,8 @@ export const make = (config: Config) => {
     restore: Restore,
     stopped: () => boolean,
     tracing: Tracing.Tracing | undefined,
-    durable: DurableClaim | undefined
+    durable: DurableClaim | undefined,
+    fiber: Fiber.Fiber<unknown, unknown>
   ): Effect.Effect<Outcome | undefined> => {
     if (stopped()) return Effect.succeed(undefined)
     // 1, admit: resolve, check advertised, decode, limits.
@@ -198,12 +213,19 @@ export const make = (config: Config) => {
     if (Progress.reports(entry.tool)) state.progress = new Progress.Channel(config.progress, env, state, spec, input)
     if (Asking.asks(entry.tool)) state.ask = Asking.forCall(reporter, env, state, spec, input)
     // 3 and 4, invoke and render: middleware around the handler (timeout, retries, exclusivity; a keyed
-    // call at most once), encode, then redact or offload.
+    // call at most once), encode, then redact or offload. The core starts now when whoever runs it
+    // runs it at once (`Now`): the handler, then the encoding, by plain calls while each completes.
     const core: Middleware.Next = (invocation) =>
-      Effect.flatMap(
-        invoke(invocation, env, state),
-        (output) => render.encode(invocation.tool, invocation.spec, invocation.call, output)
-      )
+      Now.deferred((fiber) => {
+        const output = invoke(invocation, env, state, fiber, state.inContext)
+        const encode = (value: unknown) => render.encode(invocation.tool, invocation.spec, invocation.call, value)
+        const exit = Now.exitOf(output)
+        return exit === undefined
+          ? Effect.flatMap(output, encode)
+          : Exit.isSuccess(exit)
+          ? encode(exit.value)
+          : exit as Exit.Exit<never, ToolError.ToolError>
+      })
     const pipeline = Middleware.compose(
       config.middleware,
       key === undefined
@@ -215,38 +237,79 @@ export const make = (config: Config) => {
             shownKey: shown ?? key
           }, durable) as ReturnType<Middleware.Next>
     )
-    const body = Effect.suspend(() =>
-      Effect.flatMap(
-        pipeline({ call, spec, tool: entry.tool, input, turn: env.ctx.turn }),
-        // an artifact's key: `<run>/<call id>`, with the turn after the first (providers that number
-        // their call ids per turn, as Gemini does, reuse them: a later turn's output must not replace an earlier one's)
-        (result) => render.finalize(result, spec, call, env.ctx.turn === 0 ? env.ctx.runId : `${env.ctx.runId}/${env.ctx.turn}`, input)
-      )
-    )
-    // The handler gets the call's context from `Invoke` (per attempt, only when it is not already done);
-    // middleware see it too when there is any.
-    const invoked = keyDefect !== undefined
-      ? Effect.fail(keyDefect)
-      : config.middleware.length === 0
-      ? body
-      : (state.inContext = true, CallState.provide(body, state))
-    // A reporting call's channel closes before anything else of its end is reported (uninterruptibly).
+    // an artifact's key: `<run>/<call id>`, with the turn after the first (providers that number
+    // their call ids per turn, as Gemini does, reuse them: a later turn's output must not replace an earlier one's)
+    const finalize = (result: ToolResult.ToolResult) =>
+      render.finalize(result, spec, call, env.ctx.turn === 0 ? env.ctx.runId : `${env.ctx.runId}/${env.ctx.turn}`, input)
     const progress = state.progress
-    const invocation = progress === undefined
-      ? invoked
-      : Effect.onExit(invoked, () => Effect.uninterruptible(progress.close))
-    // 2, then 5: started (the key computed above), the interruptible invocation, exactly one terminal event.
-    const lifecycle = Effect.andThen(
-      reporter.emitMasked(env, {
-        _tag: "tool.started",
-        ...stampOf(started),
-        arguments: redactValue(input, spec.safety.redact).value
-      }),
-      Effect.matchCauseEffect(restore(invocation), {
+    /**
+     * Steps 3 to 5, started now on `fiber` (the one running the call). The pipeline is built; when it
+     * hands back the core (no middleware, or only ones whose `around` calls `next`) and the call reports
+     * no progress, it starts here, and a call whose every step completes is answered as a completed
+     * `Exit`: the same steps, as plain calls. Otherwise (a middleware with an effect of its own, a
+     * handler that suspends, a store, a busy sink) the rest runs as effects from that step on, the
+     * invocation interruptibly (`restore`) as always. A call whose batch stopped while it ran
+     * synchronously also ends through `restore`, so an interruption sent meanwhile lands as it would
+     * have in the effect: the call is cancelled.
+     */
+    const invokeNow = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome> => {
+      const info: Middleware.Invocation = { call, spec, tool: entry.tool, input, turn: env.ctx.turn }
+      /** The invocation as an effect (the handler gets the call's context from `Invoke`; middleware see it too). */
+      const asEffect = (out: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>) => {
+        const body = Effect.flatMap(out, finalize)
+        return config.middleware.length === 0 ? body : (state.inContext = true, CallState.provide(body, state))
+      }
+      let invocation: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
+      /** Set when the handler was started here and is still running: the attempt's end is then its to report. */
+      let running = false
+      if (keyDefect !== undefined) invocation = Effect.fail(keyDefect)
+      else if (progress !== undefined || stopped()) {
+        // A batch already stopping starts nothing outside `restore`: its interruption lands first.
+        invocation = asEffect(Effect.suspend(() => pipeline(info)))
+      } else {
+        try {
+          const out = pipeline(info)
+          const start = Now.take(out)
+          if (start === undefined) invocation = asEffect(out)
+          else {
+            const output = start(fiber)
+            const exit = Now.exitOf(output)
+            running = exit === undefined
+            invocation = exit === undefined
+              ? Effect.flatMap(output, finalize)
+              : Exit.isSuccess(exit)
+              ? finalize(exit.value)
+              : exit
+          }
+        } catch (defect) {
+          invocation = Effect.die(defect)
+        }
+      }
+      // A reporting call's channel closes before anything else of its end is reported (uninterruptibly).
+      if (progress !== undefined) invocation = Effect.onExit(invocation, () => Effect.uninterruptible(progress.close))
+      const exit = Now.exitOf(invocation)
+      if (exit !== undefined && !stopped()) {
+        return Exit.isSuccess(exit) ? completed(started, exit.value) : failed(started, exit.cause)
+      }
+      const restored = restore(invocation) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>
+      // A handler started above, outside `restore`: an interruption that lands as `restore` begins
+      // (before the attempt waits for it) stops it here, so that it never outlives its call.
+      return Effect.matchCauseEffect(running ? Effect.onInterrupt(restored, () => state.stopAttempt) : restored, {
         onSuccess: (result) => completed(started, result),
         onFailure: (cause) => failed(started, cause)
       })
-    ) as Effect.Effect<Outcome | undefined>
-    return tracing === undefined ? lifecycle : Tracing.executed(tracing, env.clock, call, spec, input, state, lifecycle)
+    }
+    // 2, then 5: started (the key computed above), the interruptible invocation, exactly one terminal event.
+    const lifecycle = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {
+      const emitted = reporter.emitNow(env, {
+        _tag: "tool.started",
+        ...stampOf(started),
+        arguments: redactValue(input, spec.safety.redact).value
+      })
+      return Now.done(emitted) ? invokeNow(fiber) : Effect.andThen(emitted, Effect.withFiber(invokeNow))
+    }
+    return tracing === undefined
+      ? lifecycle(fiber)
+      : Tracing.executed(tracing, env.clock, call, spec, input, state, Effect.withFiber(lifecycle))
   }
 }

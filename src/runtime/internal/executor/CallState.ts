@@ -23,6 +23,11 @@ export class CallState implements ToolCallInfo, CancellationShape {
   controller: AbortController | undefined = undefined
   /** The call's progress reports: only for tools that list `ToolProgress`. */
   progress: Channel | undefined = undefined
+  /**
+   * Stops the attempt's handler fiber while it runs (aborts the signal, interrupts the fiber, waits
+   * for it); `Effect.void` when none runs. Set by `Invoke` for an attempt that suspended.
+   */
+  stopAttempt: Effect.Effect<void> = Effect.void
   /** The call's questions: only for tools that list `Ask`. */
   ask: AskShape | undefined = undefined
   /**
@@ -77,6 +82,13 @@ export class CallState implements ToolCallInfo, CancellationShape {
   }
 }
 
+/** `context` with `state` as its `ToolCallContext` and `Cancellation` (and its `ToolProgress` and `Ask`, when it has them). */
+export const contextOf = <R>(context: Context.Context<R>, state: CallState): Context.Context<R> => {
+  const call = Context.add(Context.add(context, Cancellation, state), ToolCallContext, state)
+  const reporting = state.progress === undefined ? call : Context.add(call, ToolProgress, state.progress)
+  return (state.ask === undefined ? reporting : Context.add(reporting, Ask, state.ask)) as Context.Context<R>
+}
+
 /** Runs `effect` with `state` as its `ToolCallContext` and `Cancellation` (and its `ToolProgress` and `Ask`, when it has them). */
 export const provide = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
@@ -84,9 +96,6 @@ export const provide = <A, E, R>(
 ): Effect.Effect<A, E, Exclude<R, ToolCallContext | Cancellation | ToolProgress | Ask>> =>
   Effect.updateContext(
     effect,
-    (context: Context.Context<Exclude<R, ToolCallContext | Cancellation | ToolProgress | Ask>>) => {
-      const call = Context.add(Context.add(context, Cancellation, state), ToolCallContext, state)
-      const reporting = state.progress === undefined ? call : Context.add(call, ToolProgress, state.progress)
-      return (state.ask === undefined ? reporting : Context.add(reporting, Ask, state.ask)) as Context.Context<R>
-    }
+    (context: Context.Context<Exclude<R, ToolCallContext | Cancellation | ToolProgress | Ask>>) =>
+      contextOf(context, state) as Context.Context<R>
   )

@@ -95,6 +95,14 @@ const firstPoll = 5
 /** The longest wait between two looks at a key claimed elsewhere. */
 const maxPoll = 200
 
+/**
+ * A claim owner unique to one attempt, across processes: a random id per process (a UUID, made
+ * once) and a counter (a UUID per call costs more than the rest of the claim on the memory store).
+ */
+const processOwner = randomUUID()
+let owners = 0
+const nextOwner = (): string => `${processOwner}/${++owners}`
+
 /** What is stored per key: enough to answer the call again. */
 const Stored = Schema.Struct({
   storedAt: Schema.Number,
@@ -140,6 +148,9 @@ const withoutStoredSecrets = (stored: typeof Stored.Type, secrets: ReadonlyArray
     value: (value) => withoutSecretsValue(value, secrets)
   })
 
+/** The answer of {@link keyOf} for a tool without a key (one object for every call). */
+const unkeyed: { readonly key?: string; readonly defect?: ToolError.ToolDefect } = Object.freeze({})
+
 /**
  * A call's idempotency key, computed once from its decoded input: the key, or (for a key
  * function that throws or returns no string) the defect that fails the call.
@@ -149,7 +160,7 @@ export const keyOf = (
   toolName: string,
   input: unknown
 ): { readonly key?: string; readonly defect?: ToolError.ToolDefect } => {
-  if (tool.idempotency === undefined) return {}
+  if (tool.idempotency === undefined) return unkeyed
   try {
     const computed: unknown = tool.idempotency(input)
     if (typeof computed === "string") return { key: computed }
@@ -258,7 +269,7 @@ export const make = (config: Config) => {
           restore: <A, E, R2>(effect: Effect.Effect<A, E, R2>) => Effect.Effect<A, E, R2>,
           durable: DurableClaim | undefined
         ) => {
-          const owner = durable?.owner ?? randomUUID()
+          const owner = durable?.owner ?? nextOwner()
           const release = Effect.ignore(claims.release(id, owner))
           /** Runs under the claim, renewing it, and stores the result before the claim goes. */
           const runClaimed = Effect.flatMap(

@@ -102,8 +102,19 @@ export const make = (config: Config) => {
     return millis
   }
 
-  /** The handler's output, or a tool error; interruption passes through untouched. */
-  return (invocation: Invocation, env: Env, state: CallState.CallState): Effect.Effect<unknown, ToolError.ToolError> => {
+  /**
+   * The handler's output, or a tool error; interruption passes through untouched. Started now, on
+   * `fiber` (the one running the call, `Now`): a completed `Exit` when the attempt completed without
+   * suspending, else the rest of it. `provided`: `fiber`'s context already holds the call's state
+   * (the invocation runs under `CallState.provide`).
+   */
+  return (
+    invocation: Invocation,
+    env: Env,
+    state: CallState.CallState,
+    fiber: Fiber.Fiber<unknown, unknown>,
+    provided: boolean
+  ): Effect.Effect<unknown, ToolError.ToolError> => {
     const tool = invocation.tool
     const name = invocation.spec.name
     const safety = Tool.retrySafety(tool)
@@ -111,7 +122,7 @@ export const make = (config: Config) => {
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
         : Effect.fail(toToolError(tool, invocation.spec, invocation.input, cause, state))
-    const attempt = Effect.suspend((): Effect.Effect<unknown, ToolError.ToolError> => {
+    const attempt = (fiber: Fiber.Fiber<unknown, unknown>, provided: boolean): Effect.Effect<unknown, ToolError.ToolError> => {
       let effect: Effect.Effect<unknown, unknown>
       try {
         effect = tool.handler(invocation.input) as Effect.Effect<unknown, unknown>
@@ -120,41 +131,44 @@ export const make = (config: Config) => {
       }
       // A handler that returned an already-completed Exit (`Effect.succeed(...)`) can
       // neither hang nor be cancelled: it needs no timer and no abort signal.
-      if (Exit.isExit(effect)) return Exit.isSuccess(effect) ? Effect.succeed(effect.value) : toFailure(effect.cause)
+      if (Exit.isExit(effect)) return Exit.isSuccess(effect) ? effect as Exit.Exit<unknown, never> : toFailure(effect.cause)
       // `state` is the call's `ToolCallContext` and `Cancellation`; its signal is the attempt's.
-      // The handler runs in a child fiber started at once: one that completes synchronously
-      // (`Effect.sync`, a pure `Effect.gen`) has its Exit before any timer is armed; only one
-      // that suspends races its deadline. Whoever stops it (the deadline, the call's
-      // interruption) aborts its signal first, then interrupts it and waits for it.
-      return Effect.flatMap(
-        Effect.forkChild(state.inContext ? effect : CallState.provide(effect, state), { startImmediately: true }),
-        (fiber): Effect.Effect<unknown, ToolError.ToolError> => {
-          const exit = fiber.pollUnsafe()
-          if (exit !== undefined) return Exit.isSuccess(exit) ? exit as Exit.Exit<unknown, never> : toFailure(exit.cause)
-          const timeoutMillis = timeoutOf(tool)
-          const stop = Effect.suspend(() => {
-            state.abort()
-            return Fiber.interrupt(fiber)
-          })
-          return Fiber.join(fiber).pipe(
-            Effect.timeoutOrElse({
-              duration: timeoutMillis,
-              orElse: () =>
-                Effect.andThen(
-                  stop,
-                  Effect.fail(
-                    new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: Tool.mayRunAgain(safety) })
-                  )
-                )
-            }),
-            Effect.onInterrupt(() => stop),
-            Effect.catchCause(toFailure)
-          ) as Effect.Effect<unknown, ToolError.ToolError>
-        }
-      )
-    })
-    const guarded = tool.options.exclusive === true ? exclusive.withPermit(attempt) : attempt
-    if (tool.retry === undefined || safety === "none") return guarded
+      // The handler runs in its own fiber started at once, with the calling fiber's context: one
+      // that completes synchronously (`Effect.sync`, a pure `Effect.gen`) has its Exit before any
+      // timer is armed; only one that suspends races its deadline. Whoever stops it (the deadline,
+      // the call's interruption) aborts its signal first, then interrupts it and waits for it.
+      // (Nothing else can outlive the attempt: the call waits for this fiber's end on every path.)
+      const handler = Effect.runForkWith(provided ? fiber.context : CallState.contextOf(fiber.context, state))(effect)
+      const exit = handler.pollUnsafe()
+      if (exit !== undefined) return Exit.isSuccess(exit) ? exit as Exit.Exit<unknown, never> : toFailure(exit.cause)
+      const timeoutMillis = timeoutOf(tool)
+      const stop = Effect.suspend(() => {
+        state.abort()
+        return Fiber.interrupt(handler)
+      })
+      state.stopAttempt = stop
+      return Fiber.join(handler).pipe(
+        Effect.timeoutOrElse({
+          duration: timeoutMillis,
+          orElse: () =>
+            Effect.andThen(
+              stop,
+              Effect.fail(
+                new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: Tool.mayRunAgain(safety) })
+              )
+            )
+        }),
+        Effect.onInterrupt(() => stop),
+        Effect.catchCause(toFailure)
+      ) as Effect.Effect<unknown, ToolError.ToolError>
+    }
+    const exclusiveTool = tool.options.exclusive === true
+    const noRetry = tool.retry === undefined || safety === "none"
+    // The plain case starts now; a permit or a schedule runs each attempt as an effect.
+    if (!exclusiveTool && noRetry) return attempt(fiber, provided)
+    const each = Effect.withFiber((current) => attempt(current, provided))
+    const guarded = exclusiveTool ? exclusive.withPermit(each) : each
+    if (noRetry) return guarded
     const policy = tool.retry.pipe(
       Schedule.setInputType<ToolError.ToolError>(),
       Schedule.while(({ input }) => Tool.mayRetry(safety, input)),

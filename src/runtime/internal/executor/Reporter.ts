@@ -38,6 +38,13 @@ export interface Reporter {
   readonly emitMasked: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy) => Effect.Effect<void>
   /** {@link emit} of the event `make` returns when its turn comes (nothing when it returns `undefined`). */
   readonly emitLazy: (env: Env, make: Lazy) => Effect.Effect<void>
+  /**
+   * {@link emitMasked} started now, by the caller (inside an uninterruptible region, at the moment the
+   * event is due): a free slot and a sink that answers with a completed `Exit` deliver the event before
+   * it returns, and the answer is then a completed `Exit` ({@link done}); otherwise it is the rest of
+   * the delivery (waiting for the slot, or the sink's effect), which the caller must run next.
+   */
+  readonly emitNow: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy) => Effect.Effect<void>
 }
 
 /** An event made when its turn comes; `undefined`: nothing to emit. */
@@ -132,12 +139,16 @@ export const make = (): Reporter => {
       })
     )
 
+  const emitNow = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy): Effect.Effect<void> =>
+    busy ? wait(env, event) : deliver(env, event)
+
   const emitMasked = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy): Effect.Effect<void> =>
-    Effect.suspend(() => busy ? wait(env, event) : deliver(env, event))
+    Effect.suspend(() => emitNow(env, event))
 
   return {
     emit: (env, event) => Effect.uninterruptible(emitMasked(env, event)),
     emitMasked,
+    emitNow,
     emitLazy: (env, make) => Effect.uninterruptible(emitMasked(env, make))
   }
 }

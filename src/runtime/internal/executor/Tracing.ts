@@ -17,7 +17,7 @@
  * Cost: call spans are skipped when no tracer could export them (Effect's
  * default native tracer, or tracing disabled); the check runs once per batch.
  */
-import { type Clock, Effect, References, Tracer } from "effect"
+import { type Clock, Effect, type Fiber, References, Tracer } from "effect"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import type * as ToolError from "../../../contract/ToolError.ts"
@@ -47,11 +47,11 @@ export const make = (options: Options | undefined): Tracing => ({
 
 /** `tracing` when a tracer that exports spans is installed and tracing is enabled; `undefined` otherwise. */
 export const whenEnabled = (tracing: Tracing): Effect.Effect<Tracing | undefined> =>
-  Effect.withFiber((fiber) =>
-    Effect.succeed(
-      fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer || !fiber.getRef(References.TracerEnabled) ? undefined : tracing
-    )
-  )
+  Effect.withFiber((fiber) => Effect.succeed(enabled(fiber) ? tracing : undefined))
+
+/** Whether `fiber` has a tracer installed and tracing on (then calls get spans). */
+export const enabled = (fiber: Fiber.Fiber<unknown, unknown>): boolean =>
+  fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer && fiber.getRef(References.TracerEnabled)
 
 const toolAttributes = (call: ToolCall, name: string): Record<string, unknown> => ({
   "gen_ai.operation.name": "execute_tool",

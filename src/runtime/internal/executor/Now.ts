@@ -1,0 +1,58 @@
+/**
+ * Effects the executor may start now, by a plain function call, instead of
+ * through the Effect runtime. `deferred(start)` is an ordinary effect
+ * (`Effect.withFiber(start)`): whoever runs it runs `start` once, then what
+ * `start` returned. Whoever receives it back unchanged from code it handed it
+ * to (a middleware's `around` that only calls `next`) and is about to run it
+ * at once anyway may instead `take` it and call `start` itself, on the fiber
+ * that would have run it: the same code runs once, at the same moment, with
+ * the same fiber, without the runtime's steps in between. When `start`
+ * answers with a completed `Exit`, the step is done; anything else is the
+ * rest of the step, run as an effect (the fall-back at the first step that
+ * suspends).
+ *
+ * Only the effect made last can be taken (one slot, matched by identity):
+ * `deferred` and `take` happen in one synchronous stretch (building a call's
+ * middleware pipeline), so anything else misses the slot and simply runs the
+ * effect as an effect.
+ */
+import { Effect, Exit, type Fiber } from "effect"
+
+/** What a deferred effect runs when it starts: a completed `Exit` or the rest of the step. */
+export type Start<A, E, R> = (fiber: Fiber.Fiber<unknown, unknown>) => Effect.Effect<A, E, R>
+
+/**
+ * Test seam (test/executor/Exactness.test.ts runs every plan both ways and compares): `false` runs
+ * every step as an effect, as if each had suspended. `calls` counts the started calls a batch got back
+ * as a completed `Exit` (`now`) or as an effect (`effect`).
+ */
+export const mode = { eager: true }
+export const calls = { now: 0, effect: 0 }
+
+let slot: Effect.Effect<unknown, unknown, unknown> | undefined
+let slotStart: Start<unknown, unknown, unknown> | undefined
+
+/** `Effect.withFiber(start)`, takeable by {@link take} until the next `deferred`. */
+export const deferred = <A, E, R>(start: Start<A, E, R>): Effect.Effect<A, E, R> => {
+  const effect = Effect.withFiber(start)
+  slot = effect as Effect.Effect<unknown, unknown, unknown>
+  slotStart = start as Start<unknown, unknown, unknown>
+  return effect
+}
+
+/** The `start` of `effect` when it is the last deferred effect made (then it can no longer be taken), else `undefined`. */
+export const take = <A, E, R>(effect: Effect.Effect<A, E, R>): Start<A, E, R> | undefined => {
+  if (slot === undefined || effect !== slot || !mode.eager) return undefined
+  const start = slotStart as Start<A, E, R>
+  slot = undefined
+  slotStart = undefined
+  return start
+}
+
+/** `effect` when it is a completed `Exit` (typed as the effect was), else `undefined`. */
+export const exitOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Exit.Exit<A, E> | undefined =>
+  mode.eager && Exit.isExit(effect) ? effect as Exit.Exit<A, E> : undefined
+
+/** True when `effect` is a completed, successful `Exit`: nothing is left to run. */
+export const done = <A, E, R>(effect: Effect.Effect<A, E, R>): effect is Exit.Success<A, E> =>
+  mode.eager && Exit.isExit(effect) && Exit.isSuccess(effect)
