@@ -1,22 +1,25 @@
 /**
  * The pausable deadline of one attempt of a tool that asks (`Ask`): the attempt's timeout does not
  * run while one of its questions is open (from the question's `tool.question` to its
- * `tool.answered`, however it ends), and resumes with the time it had left. Time is read from the
- * run's `Clock` (a `TestClock` in tests). Each attempt makes its own, with the tool's whole timeout.
+ * `tool.answered`, however it ends), and resumes with the time it had left. Time is the run's
+ * `Clock`'s monotonic time (a `TestClock` in tests). Each attempt makes its own, with the tool's whole timeout.
  * Only calls of tools that list `Ask` have one; the others keep `Effect.timeoutOrElse`.
  *
  * How it waits: one timer at a time, for the time left as of its start. A pause never moves the
  * deadline earlier, so the timer never fires late; when it fires, the time left is counted again
  * (what was paused is not counted), and it waits again (for the rest, or for the pause to end).
  */
-import { Clock, Deferred, Duration, Effect, Exit, Option } from "effect"
+import { type Clock, Deferred, Duration, Effect, Exit, Option } from "effect"
+
+/** `clock`'s monotonic time in (fractional) milliseconds: immune to wall-clock jumps. */
+const nowOf = (clock: Clock.Clock): number => Number(clock.monotonicTimeNanosUnsafe()) / 1_000_000
 
 export class Deadline {
   /** The open questions (several fibers of a handler may ask at once). */
   open = 0
   /** The budget left (ms) as of `since`. */
   left: number
-  /** When the deadline last ran again (ms, the run's clock); meaningless while paused. */
+  /** When the deadline last ran again (monotonic ms); meaningless while paused. */
   since: number
   /** Completed when the last open question ends, for a timer waiting on a pause. */
   resumed: Deferred.Deferred<void> | undefined = undefined
@@ -24,16 +27,16 @@ export class Deadline {
   constructor(clock: Clock.Clock, budgetMillis: number) {
     this.clock = clock
     this.left = budgetMillis
-    this.since = clock.currentTimeMillisUnsafe()
+    this.since = nowOf(clock)
   }
   /** A question opens: the first one stops the deadline. */
   pause(): void {
-    if (this.open++ === 0) this.left -= this.clock.currentTimeMillisUnsafe() - this.since
+    if (this.open++ === 0) this.left -= nowOf(this.clock) - this.since
   }
   /** A question ends: the last one runs the deadline again, with the time it had left. */
   resume(): void {
     if (--this.open > 0) return
-    this.since = this.clock.currentTimeMillisUnsafe()
+    this.since = nowOf(this.clock)
     const resumed = this.resumed
     this.resumed = undefined
     if (resumed !== undefined) Deferred.doneUnsafe(resumed, Exit.void)
@@ -66,8 +69,8 @@ const expired = (deadline: Deadline): Effect.Effect<void> =>
       deadline.resumed ??= Deferred.makeUnsafe<void>()
       return Effect.andThen(Deferred.await(deadline.resumed), expired(deadline))
     }
-    const left = deadline.left - (deadline.clock.currentTimeMillisUnsafe() - deadline.since)
-    return left <= 0 ? Effect.void : Effect.andThen(deadline.clock.sleep(Duration.millis(left)), expired(deadline))
+    const left = deadline.left - (nowOf(deadline.clock) - deadline.since)
+    return left <= 0 ? Effect.void : Effect.andThen(deadline.clock.sleep(Duration.millis(Math.ceil(left))), expired(deadline))
   })
 
 /** `Effect.timeoutOrElse` by `deadline`: `self`, or `orElse` once the deadline expires first. */
