@@ -126,6 +126,7 @@ export interface MakeOptions<
   /** The hidden services the handler uses: the type checker holds the handler to them. */
   readonly services?: S
   readonly safety?: Safety
+  /** Each attempt's timeout (default: the executor's `defaultTimeout`); paused while a question (`Ask`) is open. */
   readonly timeout?: Duration.Input
   readonly retry?: Schedule.Schedule<unknown, ToolError>
   /** The call's idempotency key, from its input: a key that succeeded is not applied again (see `Tool.idempotency`). */

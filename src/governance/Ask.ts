@@ -11,10 +11,11 @@
  * question's schema (an object schema, like a tool's input; its JSON Schema goes
  * with the question so a front-end or an MCP client can render a form).
  *
- * Time: a question's own `timeout` bounds the wait (then `Unanswerable`). The
- * call's timeout (`Tool.make({ timeout })`) is not paused while a person thinks:
- * give a tool that asks a timeout that leaves time to answer. This module does
- * not decide whether a call runs (that is `Approval`). In a durable run
+ * Time: a question's own `timeout` bounds the wait (then `Unanswerable`). In an
+ * executor, the call's timeout (`Tool.make({ timeout })`) is paused while a
+ * question is open and resumes with the time it had left when the question ends:
+ * a person's thinking time does not count. This module does not decide whether a
+ * call runs (that is `Approval`). In a durable run
  * (`tinyagents/durable`) a call's question suspends the run until
  * `DurableAgent.answer` replies, and the call then runs again from its start.
  */

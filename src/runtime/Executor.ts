@@ -65,7 +65,7 @@ export interface Options<MR = never> {
   readonly middleware?: Middleware.Middleware<MR> | ReadonlyArray<Middleware.Middleware<MR>>
   /** Repairable errors become error results the model reads (default `true`); `false` makes them fatal. */
   readonly repair?: boolean
-  /** Timeout for tools that declare none. Default 60 seconds. */
+  /** Timeout (per attempt) for tools that declare none. Default 60 seconds. Paused while a question (`Ask`) is open. */
   readonly defaultTimeout?: Duration.Input
   readonly limits?: {
     /** Calls per run (this executor). */

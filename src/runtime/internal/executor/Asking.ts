@@ -3,13 +3,15 @@
  * Each question becomes a `tool.question` and, once it ends, a `tool.answered`
  * of that call, redacted with the call's redaction (the tool's policy and its
  * arguments' secret values: the message as text, choices and the answer as
- * values). Made only for calls of tools that list `Ask` in their services.
+ * values). While a question is open, the attempt's timeout is paused (`Deadline`). Made only for
+ * calls of tools that list `Ask` in their services.
  */
-import type { Effect } from "effect"
+import { Effect } from "effect"
 import type * as Tool from "../../../contract/Tool.ts"
 import { Ask, type AskShape, make } from "../../../governance/Ask.ts"
 import { redactValue } from "../../../internal/redact/policy.ts"
 import { withRegionsRedacted } from "../../../internal/redact/text.ts"
+import * as Deadline from "./Deadline.ts"
 import type { CallInfo } from "./Progress.ts"
 import { redactionOf } from "./Progress.ts"
 import type { Env, Reporter } from "./Reporter.ts"
@@ -25,11 +27,11 @@ export const asks = (tool: Tool.Any): boolean => {
   return listed
 }
 
-/** The `Ask` of one call, reporting its questions through `reporter`. */
+/** The `Ask` of one call, reporting its questions through `reporter`; each pauses the attempt's deadline. */
 export const forCall = (
   reporter: Reporter,
   env: Env,
-  call: CallInfo,
+  call: CallInfo & Deadline.Holder,
   spec: Tool.ToolSpec,
   input: unknown
 ): AskShape => {
@@ -51,7 +53,7 @@ export const forCall = (
     ...(call.shownKey === undefined ? {} : { idempotencyKey: call.shownKey })
   })
   const emit = (event: Parameters<Reporter["emit"]>[1]): Effect.Effect<void> => reporter.emit(env, event)
-  return make({
+  const ask = make({
     toolName: call.toolName,
     toolCallId: call.toolCallId,
     redact: text,
@@ -78,4 +80,12 @@ export const forCall = (
         elapsed
       })
   })
+  return {
+    question: (question) =>
+      Effect.suspend(() => {
+        // the deadline of the attempt asking (set by `Invoke` before the handler starts)
+        const deadline = call.deadline
+        return deadline === undefined ? ask.question(question) : Deadline.paused(deadline, ask.question(question))
+      })
+  }
 }

@@ -13,6 +13,7 @@ import { ToolCallContext, type ToolCallInfo } from "../../ToolCallContext.ts"
 import { ToolProgress } from "../../ToolProgress.ts"
 import { Ask, type AskShape } from "../../../governance/Ask.ts"
 import type { ToolError } from "../../../contract/ToolError.ts"
+import type { Deadline } from "./Deadline.ts"
 import type { Channel } from "./Progress.ts"
 
 export class CallState implements ToolCallInfo, CancellationShape {
@@ -30,6 +31,8 @@ export class CallState implements ToolCallInfo, CancellationShape {
   stopAttempt: Effect.Effect<void> = Effect.void
   /** The call's questions: only for tools that list `Ask`. */
   ask: AskShape | undefined = undefined
+  /** The current attempt's pausable timeout: only for tools that list `Ask` (set by `Invoke`). */
+  deadline: Deadline | undefined = undefined
   /**
    * The last tool error `Invoke` made from a handler failure (an undeclared error, say), with the
    * handler's own cause (redacted): the `tool.failed` event carries that cause when the call ends

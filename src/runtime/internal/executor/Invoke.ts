@@ -17,6 +17,7 @@ import { textOfValue } from "../../../internal/json.ts"
 import { redactCause, redactError } from "../../../internal/redact/errors.ts"
 import { redactValue } from "../../../internal/redact/policy.ts"
 import * as CallState from "./CallState.ts"
+import * as Deadline from "./Deadline.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 
 export interface Config {
@@ -138,6 +139,8 @@ export const make = (config: Config) => {
       // timer is armed; only one that suspends races its deadline. Whoever stops it (the deadline,
       // the call's interruption) aborts its signal first, then interrupts it and waits for it.
       // (Nothing else can outlive the attempt: the call waits for this fiber's end on every path.)
+      // A tool that asks: the attempt's timeout pauses while a question is open (`Deadline`).
+      const deadline = state.ask === undefined ? undefined : Deadline.start(state, env.clock, timeoutOf(tool))
       const handler = Effect.runForkWith(provided ? fiber.context : CallState.contextOf(fiber.context, state))(effect)
       const exit = handler.pollUnsafe()
       if (exit !== undefined) return Exit.isSuccess(exit) ? exit as Exit.Exit<unknown, never> : toFailure(exit.cause)
@@ -149,17 +152,15 @@ export const make = (config: Config) => {
         return Fiber.interrupt(handler)
       })
       state.stopAttempt = stop
-      return Fiber.join(handler).pipe(
-        Effect.timeoutOrElse({
-          duration: timeoutMillis,
-          orElse: () =>
-            Effect.andThen(
-              stop,
-              Effect.fail(
-                new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: Tool.mayRunAgain(safety) })
-              )
-            )
-        }),
+      const orElse = () =>
+        Effect.andThen(
+          stop,
+          Effect.fail(new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: Tool.mayRunAgain(safety) }))
+        )
+      const joined = Fiber.join(handler)
+      return (deadline === undefined
+        ? Effect.timeoutOrElse(joined, { duration: timeoutMillis, orElse })
+        : Deadline.timeoutOrElse(joined, deadline, orElse)).pipe(
         Effect.onInterrupt(() => stop),
         Effect.catchCause(toFailure)
       ) as Effect.Effect<unknown, ToolError.ToolError>
