@@ -429,6 +429,9 @@ describe("the HTTP routes", () => {
         assert.include(page, "Which branch of api?")
         assert.include(page, `<code>branch</code>: &quot;main&quot; | &quot;staging&quot;`)
         assert.include(page, `<button class="choice" name="answer" value="{&quot;branch&quot;:&quot;main&quot;}" disabled>main</button>`)
+        // the suspended call, on the timeline (it has journaled no event yet), with its open question
+        assert.include(page, `data-call="q1" data-state="awaiting_answer"`)
+        assert.include(page, "→ waiting for an answer")
         const refused = yield* post(url, { ...ids, decision: "answer", answer: `{"branch":"main"}` })
         assert.strictEqual(refused.status, 403)
         assert.include(yield* text(refused), "decisions are off")

@@ -340,7 +340,7 @@ const durablePanel = (durable: DurableRun, allowDecisions: boolean): string => {
   const journal = `<details class="journal"><summary>Journal: ${durable.rows.length} event row(s)${rows.length < durable.rows.length ? " (the last 500)" : ""}</summary><table><thead><tr><th>Seq</th><th>Row</th></tr></thead><tbody>${
     rows.map((r) => `<tr><td>${r.seq}</td><td><code>${shown(r.text.length > 600 ? `${r.text.slice(0, 600)}…` : r.text)}</code></td></tr>`).join("")
   }</tbody></table></details>`
-  return `<div class="panel durable"><h2 style="margin-top:0">Durable run <span class="pill">${escape(durable.workflow)}</span> <span class="pill">${escape(durable.status)}</span></h2>${hint}<h2>Pending approvals</h2>${pending}${
+  return `<div class="panel durable"><h2 style="margin-top:0">Durable run <span class="pill">${escape(durable.workflow)}</span> <span class="pill">${escape(durable.status)}</span></h2>${hint}${durable.questions.length > 0 && durable.pending.length === 0 ? "" : `<h2>Pending approvals</h2>${pending}`}${
     durable.questions.length === 0 ? "" : `<h2>Open questions</h2>${questionsTable(durable, disabled)}`
   }${cancel}${journal}</div>`
 }

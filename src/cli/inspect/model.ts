@@ -419,6 +419,50 @@ export const build = (entries: Iterable<Entry>): Inspection => {
   return { runs: order, byId, unreadable, entries: count }
 }
 
+/**
+ * Marks call `callId` of run `run`'s turn `turn` as waiting for the answer to its question (a
+ * durable call suspended on it has journaled no event yet): the call, added when its events have
+ * not shown it, in state `awaiting_answer`, with the open question.
+ */
+export const awaitingAnswer = (
+  run: Run,
+  question: { readonly turn: number; readonly callId: string; readonly toolName: string; readonly number: number; readonly message: string; readonly choices?: ReadonlyArray<unknown> }
+): void => {
+  const key = `${question.turn}/${question.callId}`
+  let call = run.callsByKey.get(key)
+  if (call === undefined) {
+    call = {
+      key,
+      id: question.callId,
+      toolName: question.toolName,
+      turn: question.turn,
+      index: run.calls.length,
+      state: "queued",
+      attempt: 1,
+      firstAt: run.lastAt,
+      retries: [],
+      artifacts: [],
+      audits: [],
+      questions: [],
+      children: []
+    }
+    run.calls.push(call)
+    run.callsByKey.set(key, call)
+    let turn = run.turns.find((t) => t.index === question.turn)
+    if (turn === undefined) {
+      turn = { index: question.turn, advertised: [], text: "", streamed: false, calls: [] }
+      run.turns.push(turn)
+      run.turns.sort((a, b) => a.index - b.index)
+    }
+    turn.calls.push(key)
+  }
+  if (terminal.has(call.state)) return
+  call.state = "awaiting_answer"
+  if (!call.questions.some((q) => q.number === question.number && q.outcome === undefined)) {
+    call.questions.push({ number: question.number, message: question.message, ...(question.choices === undefined ? {} : { choices: question.choices }) })
+  }
+}
+
 /** The runs at the top (no parent in this source), in order. */
 export const topLevel = (inspection: Inspection): ReadonlyArray<Run> =>
   inspection.runs.filter((run) => run.parentRunId === undefined || !inspection.byId.has(run.parentRunId))

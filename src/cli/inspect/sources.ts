@@ -281,9 +281,23 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
           })
         }
       }
-      // a call suspended on its question has journaled no event of it yet (they come once it ends):
-      // its question is in `questions`, the open questions' panel
-      return { inspection: Model.build(entries), durable: durableRuns }
+      const inspection = Model.build(entries)
+      // a call suspended on its question has journaled no event of it yet (they come once it ends)
+      for (const durable of durableRuns.values()) {
+        const run = inspection.byId.get(durable.runId)
+        if (run === undefined) continue
+        for (const q of durable.questions) {
+          Model.awaitingAnswer(run, {
+            turn: q.turn,
+            callId: q.callId,
+            toolName: q.toolName,
+            number: q.question,
+            message: q.message,
+            ...(Array.isArray(q.choices) ? { choices: q.choices } : {})
+          })
+        }
+      }
+      return { inspection, durable: durableRuns }
     })
     return yield* journalModule.withJournal(location, body.pipe(
       Effect.mapError((error) => error instanceof journalModule.JournalError ? error : new journalModule.JournalError({ detail: firstLine(String((error as { message?: unknown }).message ?? error)) }))
