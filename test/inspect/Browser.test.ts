@@ -270,6 +270,26 @@ describe.skipIf(!present)("the inspector in chromium", () => {
         assert.include(await row.locator(".message").innerText(), "Which branch of api?")
         assert.include(await page.locator(`details.call[data-call="q1"] .state`).innerText(), "awaiting answer")
         await page.screenshot({ path: join(images, "inspect-question.png"), fullPage: true })
+        await row.locator(`form.decline input[name="reason"]`).fill("typing")
+      })
+      // how many times the page's script reloaded its content (a string: this project's types have no DOM)
+      const refreshed = Effect.promise(async () => Number(await page.evaluate("document.body.dataset.refreshed || 0")))
+      const before = yield* refreshed
+      // the journal changes (another run asks) while a person types: the page does not reload under them
+      yield* deployer.start("release-8", [{ role: "user", content: "deploy the api" }])
+      yield* deployer.questions("release-8").pipe(
+        Effect.repeat({ until: (open) => open.length === 1, schedule: Schedule.spaced("20 millis") }),
+        Effect.timeout("20 seconds")
+      )
+      yield* Effect.sleep("2500 millis")
+      assert.strictEqual(yield* refreshed, before)
+      yield* Effect.promise(async () => {
+        const row = page.locator(`tr.question[data-call="q1"][data-question="1"]`)
+        assert.strictEqual(await row.locator(`form.decline input[name="reason"]`).inputValue(), "typing")
+        // left empty: it reloads
+        await row.locator(`form.decline input[name="reason"]`).fill("")
+        await page.locator("h1").click()
+        await page.waitForFunction(`Number(document.body.dataset.refreshed || 0) > ${before}`, undefined, { timeout: 10_000 })
         // the form's Answer with no branch chosen: refused, the reason on the page, the question still open
         await row.locator("form.answer-fields button.answer").click()
         await page.waitForSelector(".flash.bad")

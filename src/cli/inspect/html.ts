@@ -104,12 +104,19 @@ button:disabled { opacity:.45; cursor:not-allowed }
 .flash.bad { background:#fdecec; border-color:#f0b4b4 }
 `
 
-/** Reloads the page's `<main>` when the source changes (SSE), keeping open details open. */
+/**
+ * Reloads the page's `<main>` when the source changes (SSE), keeping open details open; not while a
+ * person is filling one of its forms (a field focused or not empty: a reason, an answer), which
+ * would lose what they typed: then it waits, and reloads once the form is left empty.
+ */
 const script = `
 (() => {
   const main = () => document.querySelector("main");
   let pending = false;
+  const filling = () => [...main().querySelectorAll("input:not([type=hidden]), textarea, select")]
+    .some((field) => field === document.activeElement || field.value !== "");
   const refresh = async () => {
+    if (filling()) { setTimeout(refresh, 1000); return; }
     pending = false;
     const open = [...document.querySelectorAll("details[open]")].map((d) => d.id);
     const response = await fetch(location.href, { headers: { "x-inspector-refresh": "1" } });
