@@ -259,6 +259,26 @@ describe("questions in the run model", () => {
     form.set("field.replicas", "three")
     assert.strictEqual((AnswerForm.valueOf(form) as Record<string, unknown>)["replicas"], "three")
     assert.strictEqual(AnswerForm.fieldsOf({ type: "object", properties: { to: { type: "object", properties: {} } } }), undefined)
+    // on the page: a nested answer gets a JSON textarea; a flat one its fields
+    const nested = { type: "object", properties: { to: { type: "object", properties: {} } } }
+    const durable = (schema: unknown): Sources.Snapshot => ({
+      inspection: Model.build([]),
+      durable: new Map([["r", {
+        workflow: "w",
+        runId: "r",
+        status: "awaiting answer (1)",
+        open: true,
+        pending: [],
+        questions: [{ callId: "c", toolName: "t", turn: 0, question: 1, message: "where?", schema, choices: undefined }],
+        rows: []
+      }]])
+    })
+    const nestedPage = Html.runPage(durable(nested), { kind: "journal", label: "j" }, "r", { page: 1, allowDecisions: true })!
+    assert.include(nestedPage, `<textarea name="answer"`)
+    assert.notInclude(nestedPage, `class="answer-fields"`)
+    const flatPage = Html.runPage(durable({ type: "object", properties: { n: { type: "integer" } }, required: ["n"] }), { kind: "journal", label: "j" }, "r", { page: 1, allowDecisions: true })!
+    assert.include(flatPage, `<input name="field.n" type="number" step="1">`)
+    assert.notInclude(flatPage, "<textarea")
   })
 })
 
