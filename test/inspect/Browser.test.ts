@@ -22,7 +22,7 @@ import * as Tool from "../../src/contract/Tool.ts"
 import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import { Inspector, layerLive, Server, Sources } from "../../src/cli/inspect/index.ts"
-import { Agent, ToolServices } from "../../src/index.ts"
+import { Agent, Ask, ToolServices } from "../../src/index.ts"
 import { Stores } from "../../src/stores/index.ts"
 import { record, secrets } from "./fixtures.ts"
 
@@ -35,6 +35,7 @@ const dir = mkdtempSync(join(tmpdir(), "tinyagents-inspect-browser-"))
 const events = join(dir, "events.jsonl")
 const demoEvents = join(dir, "demo.jsonl")
 const journalDb = join(dir, "journal.db")
+const asksDb = join(dir, "asks.db")
 const images = process.env["TINYAGENTS_UPDATE_SCREENSHOTS"] === "1"
   ? join(import.meta.dirname, "..", "..", "docs", "images")
   : join(dir, "images")
@@ -59,6 +60,35 @@ const mailModel = ChatModel.fromFunction((request) =>
 const runner = Layer.mergeAll(mailer.layer).pipe(
   Layer.provide([mailModel, Stores.layerSqlite({ filename: join(dir, "stores.db") })]),
   Layer.provideMerge(Runner.layerSqlite({ filename: journalDb, pollInterval: "20 millis", lockExpiration: "2 seconds", shutdownTimeout: "1 second" }))
+)
+
+// a durable run whose tool asks which branch to deploy (choices main / staging)
+const deploy = Tool.make("deploy", {
+  description: "Deploys a service; asks which branch.",
+  input: Schema.Struct({ service: Schema.String }),
+  failure: Ask.NotAnswered,
+  services: [Ask.Ask],
+  handler: ({ service }) =>
+    Effect.map(
+      Ask.question({
+        message: `Which branch of ${service}?`,
+        answer: Schema.Struct({ branch: Schema.Literals(["main", "staging"]) }),
+        choices: [{ branch: "main" }, { branch: "staging" }]
+      }),
+      ({ branch }) => `deployed ${service}@${branch}`
+    )
+})
+const deployer = DurableAgent.make({ name: "deployer", tools: Result.getOrThrow(ToolRegistry.makeResult([deploy])), pollInterval: "20 millis" })
+const deployModel = ChatModel.fromFunction((request) =>
+  Effect.succeed(
+    request.messages.some((m) => m.role === "tool")
+      ? ChatModel.answer("Deployed.")
+      : ChatModel.callTools([["q1", "deploy", { service: "api" }]], "Deploying the api.")
+  )
+)
+const deployRunner = deployer.layer.pipe(
+  Layer.provide([deployModel, Stores.layerMemory]),
+  Layer.provideMerge(Runner.layerSqlite({ filename: asksDb, pollInterval: "20 millis", lockExpiration: "2 seconds", shutdownTimeout: "1 second" }))
 )
 
 let browser: BrowserContext | undefined
@@ -223,4 +253,62 @@ describe.skipIf(!present)("the inspector in chromium", () => {
       })
       assert.include(outcome, "finished")
     }).pipe(Effect.scoped, Effect.provide(runner)), 60_000)
+
+  it.live("a durable question: an empty form refused with its reason on the page (still open), then answered by clicking a choice; the run finishes", () =>
+    Effect.gen(function*() {
+      yield* deployer.start("release-7", [{ role: "user", content: "deploy the api" }])
+      yield* deployer.questions("release-7").pipe(
+        Effect.repeat({ until: (open) => open.length === 1, schedule: Schedule.spaced("20 millis") }),
+        Effect.timeout("20 seconds")
+      )
+      const { url } = yield* Server.serve(yield* Sources.open(asksDb, { allowDecisions: true }))
+      const page = yield* pageOf(`${url}/`)
+      yield* Effect.promise(async () => {
+        assert.include(await page.locator(`tr.run[data-run="release-7"]`).innerText(), "awaiting answer (1)")
+        await page.click(`a[href="/run?id=release-7"]`)
+        const row = page.locator(`tr.question[data-call="q1"][data-question="1"]`)
+        assert.include(await row.locator(".message").innerText(), "Which branch of api?")
+        assert.include(await page.locator(`details.call[data-call="q1"] .state`).innerText(), "awaiting answer")
+        await page.screenshot({ path: join(images, "inspect-question.png"), fullPage: true })
+        await row.locator(`form.decline input[name="reason"]`).fill("typing")
+      })
+      // how many times the page's script reloaded its content (a string: this project's types have no DOM)
+      const refreshed = Effect.promise(async () => Number(await page.evaluate("document.body.dataset.refreshed || 0")))
+      const before = yield* refreshed
+      // the journal changes (another run asks) while a person types: the page does not reload under them
+      yield* deployer.start("release-8", [{ role: "user", content: "deploy the api" }])
+      yield* deployer.questions("release-8").pipe(
+        Effect.repeat({ until: (open) => open.length === 1, schedule: Schedule.spaced("20 millis") }),
+        Effect.timeout("20 seconds")
+      )
+      yield* Effect.sleep("2500 millis")
+      assert.strictEqual(yield* refreshed, before)
+      yield* Effect.promise(async () => {
+        const row = page.locator(`tr.question[data-call="q1"][data-question="1"]`)
+        assert.strictEqual(await row.locator(`form.decline input[name="reason"]`).inputValue(), "typing")
+        // left empty: it reloads
+        await row.locator(`form.decline input[name="reason"]`).fill("")
+        await page.locator("h1").click()
+        await page.waitForFunction(`Number(document.body.dataset.refreshed || 0) > ${before}`, undefined, { timeout: 10_000 })
+        // the form's Answer with no branch chosen: refused, the reason on the page, the question still open
+        await row.locator("form.answer-fields button.answer").click()
+        await page.waitForSelector(".flash.bad")
+        const refusal = await page.locator(".flash.bad").innerText()
+        assert.match(refusal, /answer refused \(the question stays open\): .*branch/)
+        assert.strictEqual(await page.locator(`tr.question[data-call="q1"]`).count(), 1)
+        // a choice, clicked
+        await page.locator(`tr.question[data-call="q1"] button.choice`, { hasText: "staging" }).click()
+        await page.waitForSelector(".flash:not(.bad)")
+        assert.include(await page.locator(".flash").innerText(), "answered question 1 of call q1 of run release-7")
+      })
+      const result = yield* deployer.result("release-7").pipe(Effect.timeout("20 seconds"))
+      assert.strictEqual(result.text, "Deployed.")
+      const shown = yield* Effect.promise(async () => {
+        await page.goto(`${url}/run?id=release-7`)
+        await page.locator(`details.call[data-call="q1"] summary`).click()
+        return page.locator("main").innerText()
+      })
+      assert.include(shown, "finished")
+      assert.include(shown, `answered {"branch":"staging"} by inspector`)
+    }).pipe(Effect.scoped, Effect.provide(deployRunner)), 60_000)
 })

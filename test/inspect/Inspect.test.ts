@@ -7,7 +7,7 @@
  * allowed).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Result, Schedule, Schema } from "effect"
+import { Effect, Layer, Result, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
@@ -21,7 +21,8 @@ import * as Tool from "../../src/contract/Tool.ts"
 import * as ToolEvent from "../../src/contract/ToolEvent.ts"
 import * as ToolRegistry from "../../src/contract/ToolRegistry.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
-import { Approval, Executor, ToolServices } from "../../src/index.ts"
+import { Agent, Approval, Ask, EventSink, Executor, ToolServices } from "../../src/index.ts"
+import * as AnswerForm from "../../src/cli/inspect/answerForm.ts"
 import { auditLog, consent, stack } from "../../src/governance/middleware/index.ts"
 import { SqlAudit, SqliteClient, Stores } from "../../src/stores/index.ts"
 import { record, secrets } from "./fixtures.ts"
@@ -31,6 +32,7 @@ const events = join(dir, "events.jsonl")
 const garbled = join(dir, "garbled.jsonl")
 const auditDb = join(dir, "audit.db")
 const journalDb = join(dir, "journal.db")
+const asksDb = join(dir, "asks.db")
 
 // ---------------------------------------------------------------------------
 // a durable journal: run-1 of workflow mailer waits for the approval of two sends (`to` redacted)
@@ -63,6 +65,48 @@ const runner = () =>
     Layer.provide([mailModel, Stores.layerSqlite({ filename: join(dir, "stores.db") })]),
     Layer.provideMerge(Runner.layerSqlite({ filename: journalDb, pollInterval: "20 millis", lockExpiration: "2 seconds", shutdownTimeout: "1 second" }))
   )
+
+// ---------------------------------------------------------------------------
+// a durable journal of questions: `deploy` asks which branch (choices main / staging)
+// ---------------------------------------------------------------------------
+
+const deploy = Tool.make("deploy", {
+  description: "Deploys a service; asks which branch.",
+  input: Schema.Struct({ service: Schema.String }),
+  failure: Ask.NotAnswered,
+  services: [Ask.Ask],
+  handler: ({ service }) =>
+    Ask.question({
+      message: `Which branch of ${service}?`,
+      answer: Schema.Struct({ branch: Schema.Literals(["main", "staging"]) }),
+      choices: [{ branch: "main" }, { branch: "staging" }]
+    }).pipe(
+      Effect.map(({ branch }) => `deployed ${service}@${branch}`),
+      Effect.catchTag("AskDeclined", (e) => Effect.succeed(`declined: ${e.reason}`))
+    )
+})
+const deployer = DurableAgent.make({ name: "deployer", tools: Result.getOrThrow(ToolRegistry.makeResult([deploy])), pollInterval: "20 millis" })
+const deployModel = ChatModel.fromFunction((request) => {
+  const tool = request.messages.findLast((m) => m.role === "tool")
+  return Effect.succeed(
+    tool?.role === "tool"
+      ? ChatModel.answer(`done: ${tool.results.map((r) => r.content.map((b) => b.type === "text" ? b.text : "").join("")).join("")}`)
+      : ChatModel.callTools([["q1", "deploy", { service: "api" }]])
+  )
+})
+const deployRunner = deployer.layer.pipe(
+  Layer.provide([deployModel, Stores.layerMemory]),
+  Layer.provideMerge(Runner.layerSqlite({ filename: asksDb, pollInterval: "20 millis", lockExpiration: "2 seconds", shutdownTimeout: "1 second" }))
+)
+/** Starts run `runId` of the deployer and waits until its question is open. */
+const asking = (runId: string) =>
+  Effect.gen(function*() {
+    yield* deployer.start(runId, [{ role: "user", content: "deploy the api" }])
+    yield* deployer.questions(runId).pipe(
+      Effect.repeat({ until: (open) => open.length === 1, schedule: Schedule.spaced("20 millis") }),
+      Effect.timeout("20 seconds")
+    )
+  })
 
 beforeAll(async () => {
   await Effect.runPromise(record(events))
@@ -151,6 +195,90 @@ describe("the run model", () => {
     const inspection = Model.build(evs.map((event, i) => ({ _tag: "Event", line: i + 1, event })))
     const run = inspection.byId.get("r")!
     assert.deepStrictEqual(run.calls.map((c) => [c.key, c.state]), [["0/a", "completed"], ["1/a", "retrying"], ["1/b", "queued"]])
+  })
+})
+
+describe("questions in the run model", () => {
+  it.effect("an in-process question (a live run): the call's details show it, its choices and who answered", () =>
+    Effect.gen(function*() {
+      const { sink, source } = yield* Sources.live()
+      const tools = yield* ToolRegistry.make([deploy])
+      yield* Stream.runDrain(Agent.stream({ messages: [{ role: "user", content: "deploy" }], tools })).pipe(
+        Effect.provide(Layer.mergeAll(
+          ChatModel.scripted([ChatModel.callTools([["a1", "deploy", { service: "web" }]]), ChatModel.answer("ok")]),
+          Ask.layerFunction(() => Effect.succeed(Ask.answer({ branch: "main" }, "front-end")))
+        )),
+        Effect.provideService(EventSink.EventSink, sink),
+        Effect.provide(ToolServices.layerTest())
+      )
+      const snapshot = yield* source.read
+      const call = snapshot.inspection.runs[0]!.calls[0]!
+      assert.strictEqual(call.state, "completed")
+      assert.deepStrictEqual(
+        call.questions.map((q) => [q.number, q.message, q.choices, q.outcome, q.answer, q.answeredBy]),
+        [[1, "Which branch of web?", [{ branch: "main" }, { branch: "staging" }], "answered", { branch: "main" }, "front-end"]]
+      )
+      const page = Html.runPage(snapshot, source, snapshot.inspection.runs[0]!.id, { page: 1, allowDecisions: false })!
+      assert.include(page, `<div class="k">question 1</div>`)
+      assert.include(page, "choices: <code>{&quot;branch&quot;:&quot;main&quot;}</code>")
+      assert.include(page, "by front-end")
+    }))
+
+  it("a question with no answer yet: the call awaits an answer, and so does the run", () => {
+    const stamp = { runId: "r", threadId: "t", sequence: 0, toolCallId: "a", toolName: "x", attempt: 1 }
+    const evs: Array<ToolEvent.Event> = [
+      { _tag: "tool.started", ...stamp, timestamp: 1, arguments: {} },
+      { _tag: "tool.question", ...stamp, timestamp: 2, question: 1, message: "which?", schema: {} }
+    ]
+    const run = Model.build(evs.map((event, i) => ({ _tag: "Event", line: i + 1, event }))).byId.get("r")!
+    assert.strictEqual(run.calls[0]!.state, "awaiting_answer")
+    assert.strictEqual(Model.statusOf(run), "awaiting answer")
+  })
+
+  it("the answer form: a flat schema's fields, read back by kind; a nested schema has none (JSON instead)", () => {
+    const fields = AnswerForm.fieldsOf({
+      type: "object",
+      properties: {
+        branch: { type: "string", enum: ["main", "staging"] },
+        replicas: { type: "integer" },
+        force: { type: "boolean" },
+        note: { anyOf: [{ type: "string" }, { type: "null" }] },
+        label: { type: "string" }
+      },
+      required: ["branch", "replicas", "force", "label"]
+    })!
+    assert.deepStrictEqual(fields.map((f) => [f.name, f.kind, f.required]), [
+      ["branch", "json", true],
+      ["replicas", "number", true],
+      ["force", "json", true],
+      ["note", "string", false],
+      ["label", "string", true]
+    ])
+    const form = new URLSearchParams({ fields: AnswerForm.specOf(fields), "field.branch": `"main"`, "field.replicas": "3", "field.force": "false", "field.note": "", "field.label": "" })
+    assert.deepStrictEqual(AnswerForm.valueOf(form), { branch: "main", replicas: 3, force: false, label: "" })
+    form.set("field.replicas", "three")
+    assert.strictEqual((AnswerForm.valueOf(form) as Record<string, unknown>)["replicas"], "three")
+    assert.strictEqual(AnswerForm.fieldsOf({ type: "object", properties: { to: { type: "object", properties: {} } } }), undefined)
+    // on the page: a nested answer gets a JSON textarea; a flat one its fields
+    const nested = { type: "object", properties: { to: { type: "object", properties: {} } } }
+    const durable = (schema: unknown): Sources.Snapshot => ({
+      inspection: Model.build([]),
+      durable: new Map([["r", {
+        workflow: "w",
+        runId: "r",
+        status: "awaiting answer (1)",
+        open: true,
+        pending: [],
+        questions: [{ callId: "c", toolName: "t", turn: 0, question: 1, message: "where?", schema, choices: undefined }],
+        rows: []
+      }]])
+    })
+    const nestedPage = Html.runPage(durable(nested), { kind: "journal", label: "j" }, "r", { page: 1, allowDecisions: true })!
+    assert.include(nestedPage, `<textarea name="answer"`)
+    assert.notInclude(nestedPage, `class="answer-fields"`)
+    const flatPage = Html.runPage(durable({ type: "object", properties: { n: { type: "integer" } }, required: ["n"] }), { kind: "journal", label: "j" }, "r", { page: 1, allowDecisions: true })!
+    assert.include(flatPage, `<input name="field.n" type="number" step="1">`)
+    assert.notInclude(flatPage, "<textarea")
   })
 })
 
@@ -299,6 +427,74 @@ describe("the HTTP routes", () => {
       assert.strictEqual(after.durable!.get("run-2")!.status, "running, cancelling: wrong customer")
       assert.deepStrictEqual(after.durable!.get("run-2")!.pending, [])
     }).pipe(Effect.scoped))
+
+  it.live("a durable question: listed with its message, choices and fields; refused without --allow-decisions; a wrong answer refused with its reason (still open); an answer reaches the run, which finishes", () =>
+    Effect.gen(function*() {
+      yield* asking("release-1")
+      yield* asking("release-2")
+      const form = (origin: string) => ({ method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", origin } })
+      const post = (url: string, fields: Record<string, string>) => get(`${url}/decide`, { ...form(url), body: new URLSearchParams(fields).toString() })
+      const flashOf = (response: Response) => {
+        const location = new URL(response.headers.get("location")!, "http://x")
+        return { ok: location.searchParams.get("ok"), text: location.searchParams.get("flash") ?? "" }
+      }
+      const ids = { workflow: "deployer", run: "release-1", call: "q1", question: "1" }
+      // read-only: shown, with the controls disabled; a post is refused
+      yield* Effect.scoped(Effect.gen(function*() {
+        const { url } = yield* served(yield* Sources.open(asksDb, { allowDecisions: false }))
+        const list = yield* text(yield* get(`${url}/`))
+        assert.include(list, "awaiting answer (1)")
+        const page = yield* text(yield* get(`${url}/run?id=release-1`))
+        assert.include(page, "Open questions")
+        assert.include(page, "Which branch of api?")
+        assert.include(page, `<code>branch</code>: &quot;main&quot; | &quot;staging&quot;`)
+        assert.include(page, `<button class="choice" name="answer" value="{&quot;branch&quot;:&quot;main&quot;}" disabled>main</button>`)
+        // the suspended call, on the timeline (it has journaled no event yet), with its open question
+        assert.include(page, `data-call="q1" data-state="awaiting_answer"`)
+        assert.include(page, "→ waiting for an answer")
+        const refused = yield* post(url, { ...ids, decision: "answer", answer: `{"branch":"main"}` })
+        assert.strictEqual(refused.status, 403)
+        assert.include(yield* text(refused), "decisions are off")
+      }))
+      const source = yield* Sources.open(asksDb, { allowDecisions: true })
+      const { url } = yield* served(source)
+      const page = yield* text(yield* get(`${url}/run?id=release-1`))
+      assert.notInclude(page, " disabled>")
+      // the flat schema's form: a select of the enum's values (as JSON)
+      assert.include(page, `<select name="field.branch"><option value="">choose…</option><option value="&quot;main&quot;">main</option>`)
+      // another origin is refused, as approvals are
+      const foreign = yield* get(`${url}/decide`, { ...form("http://evil.example"), body: new URLSearchParams({ ...ids, decision: "answer", answer: `{"branch":"main"}` }).toString() })
+      assert.strictEqual(foreign.status, 403)
+      // a wrong answer (the textarea's JSON): refused with the reason; the question stays open, the page says why
+      const wrong = flashOf(yield* post(url, { ...ids, decision: "answer", answer: `{"branch":"prod"}` }))
+      assert.strictEqual(wrong.ok, "0")
+      assert.match(wrong.text, /^answer refused \(the question stays open\): .*branch/)
+      const notJson = flashOf(yield* post(url, { ...ids, decision: "answer", answer: `{branch` }))
+      assert.match(notJson.text, /not JSON/)
+      assert.strictEqual((yield* Effect.provide(deployer.questions("release-1"), Runner.layerSqliteClient({ filename: asksDb }))).length, 1)
+      const shownRefusal = yield* text(yield* get(`${url}/run?id=release-1&ok=0&flash=${encodeURIComponent(wrong.text)}`))
+      assert.include(shownRefusal, `<div class="flash bad">${Html.escape(wrong.text)}</div>`)
+      assert.include(shownRefusal, `<tr class="question" data-call="q1" data-question="1">`)
+      // the form's fields: the run resumes and finishes with the answer
+      const answered = flashOf(yield* post(url, { ...ids, decision: "fields", fields: AnswerForm.specOf(AnswerForm.fieldsOf((yield* source.read).durable!.get("release-1")!.questions[0]!.schema)!), "field.branch": `"staging"` }))
+      assert.deepStrictEqual(answered, { ok: "1", text: "answered question 1 of call q1 of run release-1" })
+      const result = yield* deployer.result("release-1").pipe(Effect.timeout("20 seconds"))
+      assert.strictEqual(result.text, "done: deployed api@staging")
+      // answered again: not pending any more
+      assert.strictEqual(flashOf(yield* post(url, { ...ids, decision: "answer", answer: `{"branch":"main"}` })).ok, "0")
+      // declined, with a reason: the handler reads it
+      const declined = flashOf(yield* post(url, { ...ids, run: "release-2", decision: "decline", reason: "ask ops" }))
+      assert.deepStrictEqual(declined, { ok: "1", text: "declined question 1 of call q1 of run release-2" })
+      assert.strictEqual((yield* deployer.result("release-2").pipe(Effect.timeout("20 seconds"))).text, "done: declined: ask ops")
+      // the finished run's call shows its question and how it was answered, from the journaled events
+      const after = yield* source.read
+      assert.strictEqual(after.durable!.get("release-1")!.status, "finished")
+      assert.deepStrictEqual(after.durable!.get("release-1")!.questions, [])
+      const done = yield* text(yield* get(`${url}/run?id=release-1`))
+      assert.notInclude(done, "Open questions")
+      assert.include(done, `<div class="k">question 1</div>`)
+      assert.include(done, `answered <code>{&quot;branch&quot;:&quot;staging&quot;}</code> by inspector`)
+    }).pipe(Effect.scoped, Effect.provide(deployRunner)), 60_000)
 
   it.effect("the command line: an unreadable source exits 1 in one line; --allow-decisions only for a journal", () =>
     Effect.gen(function*() {

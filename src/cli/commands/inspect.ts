@@ -1,8 +1,9 @@
 /**
  * `tinyagents inspect <source>`: serves the run inspector (`src/cli/inspect/`) on 127.0.0.1 for a
  * JSON-lines events file, a SQLite audit database or a durable journal (a SQLite file or a Postgres
- * URL), prints its URL and runs until interrupted. `--allow-decisions` lets the page approve, deny and
- * cancel a durable run's calls (through `DurableAgent`, as `tinyagents durable approve` does).
+ * URL), prints its URL and runs until interrupted. `--allow-decisions` lets the page approve, deny,
+ * answer (a tool's question) and cancel a durable run's calls (through `DurableAgent`, as
+ * `tinyagents durable approve` / `answer` / `cancel` do).
  */
 import { Console, Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -22,7 +23,7 @@ export const inspectCommand = Command.make("inspect", {
   port: Flag.Int("port").pipe(Flag.withDescription("The port (default: a free one)"), Flag.withDefault(0)),
   host: Flag.String("host").pipe(Flag.withDescription("The interface to listen on"), Flag.withDefault("127.0.0.1")),
   allowDecisions: Flag.Boolean("allow-decisions").pipe(
-    Flag.withDescription("Let the page approve, deny and cancel a durable run's calls"),
+    Flag.withDescription("Let the page approve, deny, answer and cancel a durable run's calls"),
     Flag.withDefault(false)
   )
 }, ({ allowDecisions, host, port, source }) =>
@@ -42,7 +43,7 @@ export const inspectCommand = Command.make("inspect", {
     return yield* Effect.never
   }))).pipe(
     Command.withDescription(
-      "Serve a local web page (127.0.0.1, nothing fetched from elsewhere) that shows the runs of a source: their turns, each tool call as a bar with its state and duration, a call's arguments, result, repair message and receipt (redacted values stay redacted), nested runs, usage per turn; for a durable run its journal and pending approvals. Runs until interrupted."
+      "Serve a local web page (127.0.0.1, nothing fetched from elsewhere) that shows the runs of a source: their turns, each tool call as a bar with its state and duration, a call's arguments, result, repair message and receipt (redacted values stay redacted), nested runs, usage per turn; for a durable run its journal, pending approvals and open questions. Runs until interrupted."
     ),
     Command.withExamples([
       { command: "tinyagents inspect events.jsonl", description: "The runs of an EventSink.layerJsonl file" },

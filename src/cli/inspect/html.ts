@@ -4,6 +4,7 @@
  * pending approvals and cancel. Server-rendered, every value escaped; a small inline script reloads
  * the page's content when the source changes (Server-Sent Events). Nothing is fetched from elsewhere.
  */
+import * as AnswerForm from "./answerForm.ts"
 import * as Model from "./model.ts"
 import type { DurableRun, Snapshot } from "./sources.ts"
 
@@ -37,6 +38,7 @@ const time = (at: number): string => new Date(at).toISOString().replace("T", " "
 const stateLabels: Record<Model.CallState, string> = {
   queued: "queued",
   awaiting_approval: "awaiting approval",
+  awaiting_answer: "awaiting answer",
   running: "running",
   retrying: "retrying",
   progress: "progress",
@@ -79,10 +81,10 @@ details.call .name small { color:var(--muted) }
 .bar { position:absolute; top:0; height:14px; border-radius:3px; min-width:3px }
 .s-completed .bar { background:#3aa76d } .s-error .bar { background:#e0a030 } .s-failed .bar { background:#d64545 }
 .s-rejected .bar { background:#b04ad6 } .s-running .bar, .s-progress .bar { background:#2f6fdf } .s-retrying .bar { background:#e07a30 }
-.s-queued .bar, .s-awaiting_approval .bar { background:repeating-linear-gradient(45deg,#9aa5b1,#9aa5b1 4px,#c3cad2 4px,#c3cad2 8px) }
+.s-queued .bar, .s-awaiting_approval .bar, .s-awaiting_answer .bar { background:repeating-linear-gradient(45deg,#9aa5b1,#9aa5b1 4px,#c3cad2 4px,#c3cad2 8px) }
 .state { font-size:12px; font-weight:600 }
 .s-completed .state { color:#23804f } .s-error .state { color:#a8700a } .s-failed .state { color:#b22d2d } .s-rejected .state { color:#8a2fb0 }
-.s-running .state, .s-progress .state { color:#2f6fdf } .s-retrying .state { color:#c0601a } .s-queued .state, .s-awaiting_approval .state { color:#5d6875 }
+.s-running .state, .s-progress .state { color:#2f6fdf } .s-retrying .state { color:#c0601a } .s-queued .state, .s-awaiting_approval .state, .s-awaiting_answer .state { color:#5d6875 }
 .detail { padding:4px 0 10px 12px; display:grid; grid-template-columns: 150px 1fr; gap:4px 12px }
 .detail > .k { color:var(--muted); font-size:12px; padding-top:6px }
 .repair { background:#fff5e0; border-color:#f0cf8a }
@@ -93,18 +95,28 @@ nav.pages { margin:10px 0; display:flex; gap:10px; align-items:center }
 .unreadable td { color:#8a2a2a }
 .panel { background:var(--card); border:1px solid var(--line); border-radius:6px; padding:10px 14px; margin:10px 0 }
 button { font:inherit; padding:3px 10px; border-radius:4px; border:1px solid #9aa5b1; background:#fff; cursor:pointer }
-button.approve { border-color:#3aa76d; color:#23804f } button.deny, button.cancel { border-color:#d64545; color:#b22d2d }
+button.approve, button.choice, button.answer { border-color:#3aa76d; color:#23804f } button.decline { border-color:#d64545; color:#b22d2d }
+form.answer-fields { display:grid; grid-template-columns: max-content 1fr; gap:4px 8px; align-items:center; margin:6px 0 }
+form.answer-fields .submit { grid-column: 2 }
+textarea { font-family:ui-monospace, "DejaVu Sans Mono", monospace; font-size:12.5px; width:100%; min-height:60px } button.deny, button.cancel { border-color:#d64545; color:#b22d2d }
 button:disabled { opacity:.45; cursor:not-allowed }
 .flash { padding:8px 12px; border-radius:4px; background:#e8f5ec; border:1px solid #a8d8b8; margin:8px 0 }
 .flash.bad { background:#fdecec; border-color:#f0b4b4 }
 `
 
-/** Reloads the page's `<main>` when the source changes (SSE), keeping open details open. */
+/**
+ * Reloads the page's `<main>` when the source changes (SSE), keeping open details open; not while a
+ * person is filling one of its forms (a field focused or not empty: a reason, an answer), which
+ * would lose what they typed: then it waits, and reloads once the form is left empty.
+ */
 const script = `
 (() => {
   const main = () => document.querySelector("main");
   let pending = false;
+  const filling = () => [...main().querySelectorAll("input:not([type=hidden]), textarea, select")]
+    .some((field) => field === document.activeElement || field.value !== "");
   const refresh = async () => {
+    if (filling()) { setTimeout(refresh, 1000); return; }
     pending = false;
     const open = [...document.querySelectorAll("details[open]")].map((d) => d.id);
     const response = await fetch(location.href, { headers: { "x-inspector-refresh": "1" } });
@@ -198,7 +210,13 @@ const callDetails = (call: Model.Call): string => {
     parts.push(field("progress", `${bits.join(" · ")}${p.chunks === "" ? "" : `<pre>${shown(p.chunks)}</pre>`}`))
   }
   for (const q of call.questions) {
-    parts.push(field("question", `${shown(q.message)} → ${escape(q.outcome ?? "waiting")}${q.answer === undefined ? "" : ` <code>${shown(json(q.answer))}</code>`}${q.reason === undefined ? "" : ` (${shown(q.reason)})`}`))
+    const choices = q.choices === undefined ? "" : `<br><small>choices: ${q.choices.map((c) => `<code>${shown(JSON.stringify(c))}</code>`).join(" ")}</small>`
+    const end = q.outcome === undefined
+      ? "waiting for an answer"
+      : `${escape(q.outcome)}${q.answer === undefined ? "" : ` <code>${shown(JSON.stringify(q.answer))}</code>`}${q.reason === undefined ? "" : ` (${shown(q.reason)})`}${
+        q.answeredBy === undefined ? "" : ` by ${shown(q.answeredBy)}`
+      }${q.elapsed === undefined ? "" : ` · ${escape(ms(q.elapsed))}`}`
+    parts.push(field(`question ${q.number}`, `<div class="question" data-question="${q.number}">${shown(q.message)}${choices}<br>→ ${end}</div>`))
   }
   if (call.artifacts.length > 0) parts.push(field("artifacts", call.artifacts.map((a) => `<code>${escape(a)}</code>`).join("<br>")))
   for (const audit of call.audits) parts.push(field("audit", `<pre>${shown(json(audit))}</pre>`))
@@ -242,14 +260,79 @@ ${callDetails(call)}</details>${nested}`
 }
 
 const legend = `<div class="legend">${
-  (["queued", "awaiting_approval", "running", "progress", "retrying", "completed", "error", "failed", "rejected"] as const).map((s) =>
+  (["queued", "awaiting_approval", "awaiting_answer", "running", "progress", "retrying", "completed", "error", "failed", "rejected"] as const).map((s) =>
     `<span class="s-${s}"><span class="swatch bar" style="position:static;display:inline-block"></span>${stateLabels[s]}</span>`
   ).join("")
 }</div>`
 
+/** A field of an answer schema in words: its name, type or values, and whether it is required. */
+const schemaFields = (schema: unknown): string => {
+  const properties = typeof schema === "object" && schema !== null ? (schema as { readonly properties?: unknown }).properties : undefined
+  const required = new Set((schema as { readonly required?: ReadonlyArray<string> } | undefined)?.required ?? [])
+  if (typeof properties !== "object" || properties === null) return ""
+  return Object.entries(properties).map(([name, property]) => {
+    const p = property as { readonly type?: unknown; readonly enum?: ReadonlyArray<unknown>; readonly anyOf?: ReadonlyArray<{ readonly type?: unknown }> }
+    const type = p.enum !== undefined
+      ? p.enum.map((v) => JSON.stringify(v)).join(" | ")
+      : p.anyOf !== undefined
+      ? p.anyOf.map((m) => String(m.type ?? "…")).join(" | ")
+      : String(p.type ?? "any")
+    return `<code>${escape(name)}</code>: ${escape(type)}${required.has(name) ? "" : " <small>(optional)</small>"}`
+  }).join("<br>")
+}
+
+/** A choice's label: the value of a one-field answer, else the answer's JSON. */
+const choiceLabel = (choice: unknown): string => {
+  if (typeof choice === "object" && choice !== null && !Array.isArray(choice)) {
+    const values = Object.values(choice)
+    if (values.length === 1 && ["string", "number", "boolean"].includes(typeof values[0])) return String(values[0])
+  }
+  return JSON.stringify(choice)
+}
+
+const hidden = (durable: DurableRun, callId: string, question?: number): string =>
+  `<input type="hidden" name="workflow" value="${escape(durable.workflow)}"><input type="hidden" name="run" value="${escape(durable.runId)}"><input type="hidden" name="call" value="${escape(callId)}">${
+    question === undefined ? "" : `<input type="hidden" name="question" value="${question}">`
+  }`
+
+/** The answer's inputs: a form of the flat schema's fields, else a JSON textarea. */
+const answerInputs = (durable: DurableRun, q: DurableRun["questions"][number], disabled: string): string => {
+  const fields = AnswerForm.fieldsOf(q.schema)
+  const head = `<input type="hidden" name="decision" value="${fields === undefined ? "answer" : "fields"}">${hidden(durable, q.callId, q.question)}`
+  if (fields === undefined) {
+    return `<form method="post" action="/decide" class="answer-json">${head}<textarea name="answer" placeholder="the answer, a JSON object"${disabled}></textarea><button class="answer"${disabled}>Answer</button></form>`
+  }
+  const inputs = fields.map((f) => {
+    const name = escape(AnswerForm.inputName(f.name))
+    const input = f.kind === "string"
+      ? `<input name="${name}"${disabled}>`
+      : f.kind === "number"
+      ? `<input name="${name}" type="number" step="${f.integer ? "1" : "any"}"${disabled}>`
+      : `<select name="${name}"${disabled}><option value="">${f.required ? "choose…" : "(none)"}</option>${
+        f.options.map((o) => `<option value="${escape(JSON.stringify(o))}">${shown(String(o))}</option>`).join("")
+      }</select>`
+    return `<label>${escape(f.name)}${f.required ? "" : " <small>(optional)</small>"}</label>${input}`
+  }).join("")
+  return `<form method="post" action="/decide" class="answer-fields">${head}<input type="hidden" name="fields" value="${escape(AnswerForm.specOf(fields))}">${inputs}<span class="submit"><button class="answer"${disabled}>Answer</button></span></form>`
+}
+
+const questionsTable = (durable: DurableRun, disabled: string): string =>
+  `<table><thead><tr><th>Call</th><th>Tool</th><th>Question</th><th>Answer's fields</th><th>Answer</th></tr></thead><tbody>${
+      durable.questions.map((q) => {
+        const choices = q.choices === undefined || !Array.isArray(q.choices)
+          ? ""
+          : `<form method="post" action="/decide" class="choices" style="display:flex;gap:6px;flex-wrap:wrap;margin-bottom:6px"><input type="hidden" name="decision" value="answer">${hidden(durable, q.callId, q.question)}${
+            (q.choices as ReadonlyArray<unknown>).map((c) => `<button class="choice" name="answer" value="${escape(JSON.stringify(c))}"${disabled}>${shown(choiceLabel(c))}</button>`).join("")
+          }</form>`
+        const decline = `<form method="post" action="/decide" class="decline" style="display:flex;gap:6px;margin-top:6px"><input type="hidden" name="decision" value="decline">${hidden(durable, q.callId, q.question)}<input name="reason" placeholder="reason (decline)"${disabled}><button class="decline"${disabled}>Decline</button></form>`
+        return `<tr class="question" data-call="${escape(q.callId)}" data-question="${q.question}"><td><code>${escape(q.callId)}</code> #${q.question}</td><td>${escape(q.toolName)}</td><td class="message">${shown(q.message)}</td>
+<td>${schemaFields(q.schema)}<details><summary><small>JSON Schema</small></summary><pre>${shown(json(q.schema))}</pre></details></td><td>${choices}${answerInputs(durable, q, disabled)}${decline}</td></tr>`
+      }).join("")
+  }</tbody></table>`
+
 const durablePanel = (durable: DurableRun, allowDecisions: boolean): string => {
   const disabled = allowDecisions ? "" : " disabled"
-  const hint = allowDecisions ? "" : `<p class="meta">Read-only: start the inspector with <code>--allow-decisions</code> to approve, deny or cancel from this page.</p>`
+  const hint = allowDecisions ? "" : `<p class="meta">Read-only: start the inspector with <code>--allow-decisions</code> to approve, deny, answer or cancel from this page.</p>`
   const pending = durable.pending.length === 0
     ? "<p>No call waits for approval.</p>"
     : `<table><thead><tr><th>Call</th><th>Tool</th><th>Arguments</th><th>Decide</th></tr></thead><tbody>${
@@ -264,7 +347,9 @@ const durablePanel = (durable: DurableRun, allowDecisions: boolean): string => {
   const journal = `<details class="journal"><summary>Journal: ${durable.rows.length} event row(s)${rows.length < durable.rows.length ? " (the last 500)" : ""}</summary><table><thead><tr><th>Seq</th><th>Row</th></tr></thead><tbody>${
     rows.map((r) => `<tr><td>${r.seq}</td><td><code>${shown(r.text.length > 600 ? `${r.text.slice(0, 600)}…` : r.text)}</code></td></tr>`).join("")
   }</tbody></table></details>`
-  return `<div class="panel durable"><h2 style="margin-top:0">Durable run <span class="pill">${escape(durable.workflow)}</span> <span class="pill">${escape(durable.status)}</span></h2>${hint}<h2>Pending approvals</h2>${pending}${cancel}${journal}</div>`
+  return `<div class="panel durable"><h2 style="margin-top:0">Durable run <span class="pill">${escape(durable.workflow)}</span> <span class="pill">${escape(durable.status)}</span></h2>${hint}${durable.questions.length > 0 && durable.pending.length === 0 ? "" : `<h2>Pending approvals</h2>${pending}`}${
+    durable.questions.length === 0 ? "" : `<h2>Open questions</h2>${questionsTable(durable, disabled)}`
+  }${cancel}${journal}</div>`
 }
 
 /** A run's page: its summary, durable panel, and one page of its timeline (turns and calls). */

@@ -38,6 +38,7 @@ export type Entry =
 export type CallState =
   | "queued"
   | "awaiting_approval"
+  | "awaiting_answer"
   | "running"
   | "retrying"
   | "progress"
@@ -62,6 +63,18 @@ export interface Retry {
   readonly attempt: number
   readonly delay: number
   readonly message: string
+}
+
+/** A question a call asked: its number, message and choices (redacted, as the events carry them), and its end. */
+export interface Question {
+  readonly number: number
+  readonly message: string
+  readonly choices?: ReadonlyArray<unknown>
+  outcome?: "answered" | "declined" | "unanswerable"
+  answer?: unknown
+  reason?: string
+  answeredBy?: string
+  elapsed?: number
 }
 
 /** One tool call of a run, as far as its events tell. */
@@ -94,7 +107,8 @@ export interface Call {
   progress?: Progress
   artifacts: Array<string>
   audits: Array<unknown>
-  questions: Array<{ readonly message: string; outcome?: string; answer?: unknown; reason?: string }>
+  /** Its questions (`tool.question`) and how each ended (`tool.answered`), in the order asked. */
+  questions: Array<Question>
   receipt?: Receipt
   /** Runs nested in this call (their run ids). */
   children: Array<string>
@@ -349,15 +363,19 @@ export const build = (entries: Iterable<Entry>): Inspection => {
             break
           }
           case "tool.question":
-            call.questions.push({ message: event.message })
+            call.questions.push({ number: event.question, message: event.message, ...(event.choices === undefined ? {} : { choices: event.choices }) })
+            if (!terminal.has(call.state)) call.state = "awaiting_answer"
             break
           case "tool.answered": {
-            const q = call.questions[event.question - 1]
+            const q = call.questions.findLast((question) => question.number === event.question && question.outcome === undefined)
             if (q !== undefined) {
               q.outcome = event.outcome
+              q.elapsed = event.elapsed
               if (event.answer !== undefined) q.answer = event.answer
               if (event.reason !== undefined) q.reason = event.reason
+              if (event.answeredBy !== undefined) q.answeredBy = event.answeredBy
             }
+            if (call.state === "awaiting_answer") call.state = "running"
             break
           }
           case "tool.artifact_stored":
@@ -401,6 +419,50 @@ export const build = (entries: Iterable<Entry>): Inspection => {
   return { runs: order, byId, unreadable, entries: count }
 }
 
+/**
+ * Marks call `callId` of run `run`'s turn `turn` as waiting for the answer to its question (a
+ * durable call suspended on it has journaled no event yet): the call, added when its events have
+ * not shown it, in state `awaiting_answer`, with the open question.
+ */
+export const awaitingAnswer = (
+  run: Run,
+  question: { readonly turn: number; readonly callId: string; readonly toolName: string; readonly number: number; readonly message: string; readonly choices?: ReadonlyArray<unknown> }
+): void => {
+  const key = `${question.turn}/${question.callId}`
+  let call = run.callsByKey.get(key)
+  if (call === undefined) {
+    call = {
+      key,
+      id: question.callId,
+      toolName: question.toolName,
+      turn: question.turn,
+      index: run.calls.length,
+      state: "queued",
+      attempt: 1,
+      firstAt: run.lastAt,
+      retries: [],
+      artifacts: [],
+      audits: [],
+      questions: [],
+      children: []
+    }
+    run.calls.push(call)
+    run.callsByKey.set(key, call)
+    let turn = run.turns.find((t) => t.index === question.turn)
+    if (turn === undefined) {
+      turn = { index: question.turn, advertised: [], text: "", streamed: false, calls: [] }
+      run.turns.push(turn)
+      run.turns.sort((a, b) => a.index - b.index)
+    }
+    turn.calls.push(key)
+  }
+  if (terminal.has(call.state)) return
+  call.state = "awaiting_answer"
+  if (!call.questions.some((q) => q.number === question.number && q.outcome === undefined)) {
+    call.questions.push({ number: question.number, message: question.message, ...(question.choices === undefined ? {} : { choices: question.choices }) })
+  }
+}
+
 /** The runs at the top (no parent in this source), in order. */
 export const topLevel = (inspection: Inspection): ReadonlyArray<Run> =>
   inspection.runs.filter((run) => run.parentRunId === undefined || !inspection.byId.has(run.parentRunId))
@@ -422,10 +484,11 @@ export const usageOf = (run: Run): { readonly inputTokens: number; readonly outp
     { inputTokens: 0, outputTokens: 0 }
   )
 
-/** A run's status in a word: its finish reason, awaiting approval, "audited" (receipts only), or running. */
+/** A run's status in a word: its finish reason, awaiting approval, awaiting answer, "audited" (receipts only), or running. */
 export const statusOf = (run: Run): string => {
   if (run.finished !== undefined) return run.finished.reason
   if (run.calls.some((c) => c.state === "awaiting_approval")) return "awaiting approval"
+  if (run.calls.some((c) => c.state === "awaiting_answer")) return "awaiting answer"
   if (run.calls.length > 0 && run.turns.every((t) => t.startedAt === undefined) && run.calls.every((c) => c.receipt !== undefined)) return "audited"
   return "running"
 }

@@ -1,13 +1,15 @@
 /**
  * The inspector's HTTP server (Effect's `HttpRouter` on `@effect/platform-node`'s Node server,
  * loopback only): `GET /` the runs, `GET /run?id=&page=` a run, `POST /decide` a durable run's
- * approval, denial or cancel (only when the source allows decisions, and only from the page's own
+ * approval, denial, answer to a question (a choice, the answer form's fields or JSON), declined
+ * question or cancel (only when the source allows decisions, and only from the page's own
  * origin), `GET /events` the source's changes as Server-Sent Events, which the page reloads on.
  */
 import { Cause, Context, Effect, Layer, type Scope, Stream } from "effect"
 import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createServer } from "node:http"
 import { headers as sseHeaders } from "../../agent/EventSse.ts"
+import * as AnswerForm from "./answerForm.ts"
 import * as Html from "./html.ts"
 import { type Decision, type Source, SourceError } from "./sources.ts"
 
@@ -70,22 +72,38 @@ export const routes = (source: Source, origins: () => ReadonlySet<string>) => {
       const callId = form.get("call") ?? ""
       const reason = (form.get("reason") ?? "").trim()
       const kind = form.get("decision")
+      const question = Number.parseInt(form.get("question") ?? "", 10)
+      const back = (ok: boolean, text: string) =>
+        HttpServerResponse.redirect(`/run?id=${encodeURIComponent(runId)}&ok=${ok ? "1" : "0"}&flash=${encodeURIComponent(text)}`, { status: 303 })
+      // an answer: a choice's or a textarea's JSON, or the fields of the answer form
+      let value: unknown
+      if (kind === "answer") {
+        try {
+          value = JSON.parse(form.get("answer") ?? "")
+        } catch (error) {
+          return back(false, `answer refused (the question stays open): not JSON: ${error instanceof Error ? error.message : String(error)}`)
+        }
+      } else if (kind === "fields") {
+        value = AnswerForm.valueOf(form)
+        if (typeof value === "string") return html(Html.errorPage(source, "Bad request", value), 400)
+      }
+      const asks = callId !== "" && Number.isInteger(question) && question > 0
       const decision: Decision | undefined = kind === "approve"
         ? { _tag: "Approve", workflow, runId, callId }
         : kind === "deny"
         ? { _tag: "Deny", workflow, runId, callId, reason: reason === "" ? "denied from the inspector" : reason }
+        : (kind === "answer" || kind === "fields") && asks
+        ? { _tag: "Answer", workflow, runId, callId, question, value }
+        : kind === "decline" && asks
+        ? { _tag: "Decline", workflow, runId, callId, question, reason: reason === "" ? "declined from the inspector" : reason }
         : kind === "cancel"
         ? { _tag: "Cancel", workflow, runId, reason: reason === "" ? "cancelled from the inspector" : reason }
         : undefined
       if (decision === undefined || runId === "" || workflow === "") {
-        return html(Html.errorPage(source, "Bad request", "a decision names a workflow, a run and approve, deny or cancel"), 400)
+        return html(Html.errorPage(source, "Bad request", "a decision names a workflow, a run and approve, deny, answer, decline or cancel (an answer: a call and its question)"), 400)
       }
       const outcome = yield* Effect.result(source.decide(decision))
-      const text = outcome._tag === "Success" ? outcome.success : outcome.failure.detail
-      return HttpServerResponse.redirect(
-        `/run?id=${encodeURIComponent(runId)}&ok=${outcome._tag === "Success" ? "1" : "0"}&flash=${encodeURIComponent(text)}`,
-        { status: 303 }
-      )
+      return back(outcome._tag === "Success", outcome._tag === "Success" ? outcome.success : outcome.failure.detail)
     }))
   const events = HttpRouter.route("GET", "/events", () =>
     Effect.succeed(HttpServerResponse.stream(

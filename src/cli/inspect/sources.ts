@@ -12,6 +12,7 @@ import { resolve } from "node:path"
 import * as EventSse from "../../agent/EventSse.ts"
 import * as ToolEvent from "../../contract/ToolEvent.ts"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
+import * as Ask from "../../governance/Ask.ts"
 import type { EventSinkShape } from "../../runtime/EventSink.ts"
 import * as SqliteClient from "../../stores/SqliteClient.ts"
 import type * as DurableJournal from "../internal/durableJournal.ts"
@@ -32,6 +33,8 @@ export interface DurableRun {
   readonly status: string
   readonly open: boolean
   readonly pending: ReadonlyArray<DurableJournal.PendingApproval>
+  /** The questions its calls asked (`Ask.question`) that wait for an answer: message (redacted as journaled), answer's JSON Schema, choices. */
+  readonly questions: ReadonlyArray<DurableJournal.PendingQuestion>
   /** The run's journaled event rows: position and the row's text. */
   readonly rows: ReadonlyArray<{ readonly seq: number; readonly text: string }>
 }
@@ -43,10 +46,16 @@ export interface Snapshot {
   readonly durable?: ReadonlyMap<string, DurableRun>
 }
 
-/** A decision sent to a durable run (through `DurableAgent.approve` / `cancel`, as the CLI does). */
+/**
+ * A decision sent to a durable run (through `DurableAgent.approve` / `answer` / `cancel`, as the CLI
+ * does): an approval, a denial, an answer to question `question` of a call (a JSON value, checked
+ * against the question's schema by `answer`), a declined question, or a cancel.
+ */
 export type Decision =
   | { readonly _tag: "Approve"; readonly workflow: string; readonly runId: string; readonly callId: string }
   | { readonly _tag: "Deny"; readonly workflow: string; readonly runId: string; readonly callId: string; readonly reason: string }
+  | { readonly _tag: "Answer"; readonly workflow: string; readonly runId: string; readonly callId: string; readonly question: number; readonly value: unknown }
+  | { readonly _tag: "Decline"; readonly workflow: string; readonly runId: string; readonly callId: string; readonly question: number; readonly reason: string }
   | { readonly _tag: "Cancel"; readonly workflow: string; readonly runId: string; readonly reason: string }
 
 export interface Source {
@@ -208,7 +217,11 @@ const listedStatus = ({ queued, state }: DurableJournal.ListedRun): string => {
   if (state._tag === "Cancelled") return "cancelled"
   if (state._tag === "Ended") return `ended (${state.detail})`
   if (state.cancelling !== undefined) return `running, cancelling: ${state.cancelling}`
-  return state.pending.length > 0 ? `awaiting approval (${state.pending.length})` : "running"
+  return state.pending.length > 0
+    ? `awaiting approval (${state.pending.length})`
+    : state.questions.length > 0
+    ? `awaiting answer (${state.questions.length})`
+    : "running"
 }
 
 /**
@@ -263,11 +276,28 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
             status: listedStatus(run),
             open: run.state._tag === "Running",
             pending: run.state._tag === "Running" ? run.state.pending : [],
+            questions: run.state._tag === "Running" ? run.state.questions : [],
             rows: rowsByRun.get(`${tag}\u0000${run.runId}`) ?? []
           })
         }
       }
-      return { inspection: Model.build(entries), durable: durableRuns }
+      const inspection = Model.build(entries)
+      // a call suspended on its question has journaled no event of it yet (they come once it ends)
+      for (const durable of durableRuns.values()) {
+        const run = inspection.byId.get(durable.runId)
+        if (run === undefined) continue
+        for (const q of durable.questions) {
+          Model.awaitingAnswer(run, {
+            turn: q.turn,
+            callId: q.callId,
+            toolName: q.toolName,
+            number: q.question,
+            message: q.message,
+            ...(Array.isArray(q.choices) ? { choices: q.choices } : {})
+          })
+        }
+      }
+      return { inspection, durable: durableRuns }
     })
     return yield* journalModule.withJournal(location, body.pipe(
       Effect.mapError((error) => error instanceof journalModule.JournalError ? error : new journalModule.JournalError({ detail: firstLine(String((error as { message?: unknown }).message ?? error)) }))
@@ -281,7 +311,11 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
       const client = location._tag === "Sqlite"
         ? durable.Runner.layerSqliteClient({ filename: location.filename })
         : durable.Runner.layerPostgresClient({ url: Redacted.make(location.url) })
-      const of = decision._tag === "Cancel" ? `run ${decision.runId}` : `call ${decision.callId} of run ${decision.runId}`
+      const of = decision._tag === "Cancel"
+        ? `run ${decision.runId}`
+        : decision._tag === "Answer" || decision._tag === "Decline"
+        ? `question ${decision.question} of call ${decision.callId} of run ${decision.runId}`
+        : `call ${decision.callId} of run ${decision.runId}`
       /** A refusal as worded above; any other failure in one line, without a password. */
       const keep = (cause: Cause.Cause<unknown>): Effect.Effect<never, SourceError> => {
         if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
@@ -292,6 +326,20 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
         return yield* Effect.scoped(agent.cancel(decision.runId, { reason: decision.reason }).pipe(Effect.provide(client))).pipe(
           Effect.as(`cancelled run ${decision.runId}`),
           Effect.catchTag("RunNotCancellable", (error) => Effect.fail(new SourceError({ detail: `run ${decision.runId} cannot be cancelled: ${error.reason}` }))),
+          Effect.catchCause(keep)
+        )
+      }
+      if (decision._tag === "Answer" || decision._tag === "Decline") {
+        const reply = decision._tag === "Answer"
+          ? Ask.answer(decision.value, "inspector")
+          : Ask.decline(decision.reason, "inspector")
+        return yield* Effect.scoped(agent.answer(decision.runId, decision.callId, reply, { question: decision.question }).pipe(Effect.provide(client))).pipe(
+          Effect.as(`${decision._tag === "Answer" ? "answered" : "declined"} ${of}`),
+          // the agent's own check is the authority: a refused answer leaves the question open
+          Effect.catchTags({
+            AnswerRefused: (error) => Effect.fail(new SourceError({ detail: `answer refused (the question stays open): ${error.reason}` })),
+            QuestionNotPending: (error) => Effect.fail(new SourceError({ detail: `${of}: ${error.reason}` }))
+          }),
           Effect.catchCause(keep)
         )
       }

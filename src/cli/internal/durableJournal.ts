@@ -38,10 +38,12 @@ export interface PendingApproval {
   readonly arguments: unknown
 }
 
-/** A question a call asked, waiting for its answer: the call, its number, the (redacted) message and the answer's JSON Schema. */
+/** A question a call asked, waiting for its answer: the call (and its turn), its number, the (redacted) message and the answer's JSON Schema. */
 export interface PendingQuestion {
   readonly callId: string
   readonly toolName: string
+  /** The turn (from 0) of the asking call. */
+  readonly turn: number
   readonly question: number
   readonly message: string
   readonly schema: unknown
@@ -275,14 +277,16 @@ const questionsOf = (options: { readonly workflow: string; readonly runId: strin
     const rows = yield* sql<{
       readonly call_id: string
       readonly tool: string
+      readonly turn: number | string
       readonly question: number | string
       readonly message: string
       readonly answer_schema: string
       readonly choices: string | null
-    }>`SELECT call_id, tool, question, message, answer_schema, choices FROM tinyagents_durable_questions WHERE workflow = ${options.workflow} AND run_id = ${options.runId} AND reply IS NULL ORDER BY turn, call_index, question`
+    }>`SELECT call_id, tool, turn, question, message, answer_schema, choices FROM tinyagents_durable_questions WHERE workflow = ${options.workflow} AND run_id = ${options.runId} AND reply IS NULL ORDER BY turn, call_index, question`
     return rows.map((row): PendingQuestion => ({
       callId: row.call_id,
       toolName: row.tool,
+      turn: Number(row.turn),
       question: Number(row.question),
       message: row.message,
       schema: json(row.answer_schema),
