@@ -44,7 +44,7 @@ export interface Request {
   readonly message: string
   /** The answer's JSON Schema (2020-12, an object). */
   readonly schema: ToolSchema.JsonSchemaObject
-  /** The offered answers, encoded. */
+  /** The offered answers, encoded, redacted like the message (a secret value shows as `[redacted]`). */
   readonly choices?: ReadonlyArray<unknown>
 }
 
@@ -178,6 +178,8 @@ export interface MakeOptions {
   readonly toolCallId: string
   /** Redacts the question's text before anyone reads it (the executor: the call's redaction). */
   readonly redact?: (text: string) => string
+  /** Redacts each offered answer (encoded) likewise, before anyone reads it. */
+  readonly redactValue?: (value: unknown) => unknown
   /** Called before the answerer is asked (the executor reports `tool.question`). */
   readonly onQuestion?: (request: Request) => Effect.Effect<void>
   /** Called once the question has ended, `elapsed` ms after it was asked (the executor reports `tool.answered`). */
@@ -217,7 +219,9 @@ export const make = (options: MakeOptions): AskShape => {
         const request: Request = {
           ...base,
           schema: exported.success,
-          ...(choices.success === undefined ? {} : { choices: choices.success })
+          ...(choices.success === undefined
+            ? {}
+            : { choices: options.redactValue === undefined ? choices.success : choices.success.map(options.redactValue) })
         }
         yield* onQuestion(request)
         const startedAt = yield* Clock.currentTimeMillis

@@ -105,6 +105,38 @@ describe("Ask", () => {
       assert.strictEqual(seen, question.message)
     }).pipe(Effect.provide(test)))
 
+  it.effect("offered choices show no secret argument value, in the event or to the answerer (durable runs journal the same)", () =>
+    Effect.gen(function*() {
+      const pick = Tool.make("pick_branch", {
+        description: "Asks which branch, offering one named after the token.",
+        input: Schema.Struct({ token: Schema.String }),
+        failure: Ask.NotAnswered,
+        services: [Ask.Ask],
+        safety: { access: "read", redact: { keys: ["token"] } },
+        handler: ({ token }) =>
+          Effect.map(
+            Ask.question({ message: "Which branch?", answer: Branch, choices: [{ branch: "main" }, { branch: `feature-${token}` }] }),
+            (answer) => answer.branch
+          )
+      })
+      let offered: ReadonlyArray<unknown> = []
+      const executor = yield* Executor.make(yield* ToolRegistry.make([pick]))
+      const result = yield* executor.run(call("c1", "pick_branch", { token: "tok-SECRET-3" })).pipe(
+        Effect.provide(Ask.layerFunction((request) =>
+          Effect.sync(() => {
+            offered = request.choices ?? []
+            return Ask.answer({ branch: "main" })
+          })
+        ))
+      )
+      assert.strictEqual(result.value, "main")
+      assert.strictEqual(offered.length, 2)
+      assert.notInclude(JSON.stringify(offered), "tok-SECRET-3")
+      assert.deepStrictEqual(offered[0], { branch: "main" })
+      const question = questionOf(yield* events)
+      assert.deepStrictEqual(question.choices, offered)
+    }).pipe(Effect.provide(test)))
+
   it.effect("redacted keys of the answer stay redacted in tool.answered; the handler gets the value", () =>
     Effect.gen(function*() {
       const login = Tool.make("login", {

@@ -57,6 +57,7 @@ export const forCall = (
     toolName: call.toolName,
     toolCallId: call.toolCallId,
     redact: text,
+    redactValue: value,
     onQuestion: (request) =>
       emit({
         _tag: "tool.question",
@@ -64,7 +65,7 @@ export const forCall = (
         question: request.question,
         message: request.message,
         schema: request.schema,
-        ...(request.choices === undefined ? {} : { choices: request.choices.map(value) })
+        ...(request.choices === undefined ? {} : { choices: request.choices })
       }),
     onAnswered: (request, outcome, elapsed) =>
       emit({
