@@ -5,8 +5,8 @@
  * question or cancel (only when the source allows decisions, and only from the page's own
  * origin), `GET /events` the source's changes as Server-Sent Events, which the page reloads on.
  */
-import { Cause, Context, Effect, Layer, type Scope, Stream } from "effect"
-import { HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ByteSize, Cause, Context, Effect, Layer, type Scope, Stream } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServer, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createServer } from "node:http"
 import { headers as sseHeaders } from "../../agent/EventSse.ts"
 import * as AnswerForm from "./answerForm.ts"
@@ -33,6 +33,26 @@ const html = (body: string, status = 200) =>
 const query = (request: HttpServerRequest.HttpServerRequest): URLSearchParams =>
   new URL(request.url, "http://inspector").searchParams
 
+/** The most bytes a decision's form may have (an answer's JSON included). */
+const maxBody = 1_000_000
+
+/**
+ * Whether a `POST` comes from the inspector's own page: its `Origin` is one of `origins`, or (a
+ * browser that sends none) its `Sec-Fetch-Site` is `same-origin`; a `Referer` it has is of one of
+ * `origins` too. A request with none of them (an old browser posting a form cross-site with
+ * `no-referrer`, or a script without a browser) is refused: a client other than the page names the
+ * origin (`Origin: http://127.0.0.1:PORT`).
+ */
+const sameOrigin = (headers: Readonly<Record<string, string | undefined>>, origins: ReadonlySet<string>): boolean => {
+  const origin = headers["origin"]
+  const site = headers["sec-fetch-site"]
+  const referer = headers["referer"]
+  if (origin !== undefined && !origins.has(origin)) return false
+  if (site !== undefined && site !== "same-origin") return false
+  if (referer !== undefined && !(URL.canParse(referer) && origins.has(new URL(referer).origin))) return false
+  return origin !== undefined || site === "same-origin"
+}
+
 /** The inspector's routes over `source`; decisions are taken from `origins()` only. */
 export const routes = (source: Source, origins: () => ReadonlySet<string>) => {
   const failed = (error: SourceError) => html(Html.errorPage(source, "Cannot read the source", error.detail), 500)
@@ -57,16 +77,15 @@ export const routes = (source: Source, origins: () => ReadonlySet<string>) => {
     }).pipe(Effect.catchTag("SourceError", (error) => Effect.succeed(failed(error)))))
   const decide = HttpRouter.route("POST", "/decide", (request) =>
     Effect.gen(function*() {
-      // A page of another origin must not decide (a form posted cross-site).
-      const origin = request.headers["origin"]
-      const site = request.headers["sec-fetch-site"]
-      if ((origin !== undefined && !origins().has(origin)) || (site !== undefined && site !== "same-origin" && site !== "none")) {
+      if (!sameOrigin(request.headers, origins())) {
         return html(Html.errorPage(source, "Refused", "decisions are taken from the inspector's own page only"), 403)
       }
       if (source.decide === undefined) {
         return html(Html.errorPage(source, "Refused", "decisions are off: start the inspector with --allow-decisions"), 403)
       }
-      const form = new URLSearchParams(yield* Effect.orElseSucceed(request.text, () => ""))
+      const body = yield* Effect.result(request.text.pipe(Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBody))))
+      if (body._tag === "Failure") return html(Html.errorPage(source, "Refused", `a decision's form is at most ${maxBody} bytes`), 413)
+      const form = new URLSearchParams(body.success)
       const workflow = form.get("workflow") ?? ""
       const runId = form.get("run") ?? ""
       const callId = form.get("call") ?? ""

@@ -118,7 +118,10 @@ const isJson = (text: string): boolean => {
   }
 }
 
-/** The entries of a JSON-lines events file's text (blank lines skipped; a torn last line, a write in progress, too). */
+/**
+ * The entries of a JSON-lines events file's text (blank lines skipped; a torn last line, an event
+ * being written, too: one that begins as an object does and is not JSON yet).
+ */
 export const jsonlEntries = (text: string): Array<Model.Entry> => {
   const lines = text.split("\n")
   const torn = lines.length - 1
@@ -126,7 +129,7 @@ export const jsonlEntries = (text: string): Array<Model.Entry> => {
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!
     if (line.trim() === "") continue
-    if (i === torn && !isJson(line)) continue
+    if (i === torn && line.trimStart().startsWith("{") && !isJson(line)) continue
     entries.push(eventEntry(line, i + 1))
   }
   return entries
@@ -185,8 +188,12 @@ export const audit = (file: string, label = file): Source => ({
   read: cached(file, () =>
     Effect.gen(function*() {
       const sql = yield* SqliteClient.SqliteClient
-      const rows = yield* sql<{ readonly n: number; readonly receipt: string }>`SELECT rowid AS n, receipt FROM tinyagents_receipts ORDER BY started_at, emit_order, rowid`
+      const rows = yield* sql<{ readonly n: number; readonly receipt: unknown }>`SELECT rowid AS n, receipt FROM tinyagents_receipts ORDER BY started_at, emit_order, rowid`
       const entries = rows.map((row): Model.Entry => {
+        // a foreign table's column may hold anything: NULL, a number, a BLOB
+        if (typeof row.receipt !== "string") {
+          return { _tag: "Unreadable", line: Number(row.n), text: excerpt(String(row.receipt)), reason: `the receipt is ${row.receipt === null ? "NULL" : `a ${typeof row.receipt === "object" ? "BLOB" : typeof row.receipt}`}, not JSON text` }
+        }
         const decoded = decodeReceipt(row.receipt)
         return Result.isSuccess(decoded)
           ? { _tag: "Receipt", line: Number(row.n), receipt: decoded.success }
