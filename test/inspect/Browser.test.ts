@@ -12,7 +12,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Result, Schedule, Schema, Stream } from "effect"
 import { spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { BrowserContext } from "playwright-core"
@@ -25,6 +25,7 @@ import { Inspector, layerLive, Server, Sources } from "../../src/cli/inspect/ind
 import { Agent, Ask, ToolServices } from "../../src/index.ts"
 import { Stores } from "../../src/stores/index.ts"
 import { record, secrets } from "./fixtures.ts"
+import { hostile, hostileRunId, recordHostile } from "./hostileRun.ts"
 
 const chromium = "/usr/bin/chromium"
 const present = existsSync(chromium)
@@ -33,6 +34,7 @@ if (!present) console.log("skipped: no chromium")
 
 const dir = mkdtempSync(join(tmpdir(), "tinyagents-inspect-browser-"))
 const events = join(dir, "events.jsonl")
+const hostileEvents = join(dir, "hostile.jsonl")
 const demoEvents = join(dir, "demo.jsonl")
 const journalDb = join(dir, "journal.db")
 const asksDb = join(dir, "asks.db")
@@ -107,6 +109,7 @@ beforeAll(async () => {
   if (!present) return
   mkdirSync(images, { recursive: true })
   await Effect.runPromise(record(events))
+  await Effect.runPromise(recordHostile(hostileEvents))
   browser = await launch()
 }, 60_000)
 afterAll(async () => {
@@ -197,6 +200,38 @@ describe.skipIf(!present)("the inspector in chromium", () => {
         for (const secret of secrets) assert.notInclude(body, secret)
         assert.include(body, "nested run")
         await page.screenshot({ path: join(images, "inspect-run.png"), fullPage: true })
+      })
+    }).pipe(Effect.scoped))
+
+  it.live("a run whose every string is markup: no dialog opens, no element of it appears, on the first load nor on a reload from the source's changes", () =>
+    Effect.gen(function*() {
+      const { url } = yield* Server.serve(Sources.jsonl(hostileEvents, `hostile ${hostile}.jsonl`))
+      const page = yield* pageOf(`${url}/`)
+      yield* Effect.promise(async () => {
+        const dialogs: Array<string> = []
+        page.on("dialog", (dialog) => {
+          dialogs.push(dialog.message())
+          void dialog.dismiss()
+        })
+        // the page's own script and style, and no other element that runs or loads anything
+        const foreign = async () => Number(await page.evaluate(`document.querySelectorAll("img, svg, iframe, object, embed, link, base, meta[http-equiv]").length + document.scripts.length + document.querySelectorAll("style").length - 2`))
+        assert.strictEqual(await foreign(), 0)
+        await page.click(`a[href="/run?id=${encodeURIComponent(hostileRunId)}"]`)
+        await page.waitForSelector("details.call")
+        for (const summary of await page.locator("details.call > summary").all()) await summary.click()
+        assert.strictEqual(await page.locator("details.call[open]").count(), 4)
+        const main = await page.locator("main").innerText()
+        assert.include(main, hostile.slice(0, 40)) // shown as text
+        assert.strictEqual(await foreign(), 0)
+        // a change of the source: the page reloads its content (DOMParser, then into the page)
+        appendFileSync(hostileEvents, `${hostile}\n`)
+        await page.waitForFunction(`Number(document.body.dataset.refreshed || 0) >= 1`, undefined, { timeout: 15_000 })
+        assert.strictEqual(await page.locator("details.call[open]").count(), 4)
+        assert.strictEqual(await foreign(), 0)
+        await page.goto(`${url}/`)
+        assert.include(await page.locator("table.unreadable").innerText(), "line ")
+        assert.strictEqual(await foreign(), 0)
+        assert.deepStrictEqual(dialogs, [])
       })
     }).pipe(Effect.scoped))
 

@@ -8,65 +8,19 @@
  * crash.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Schema, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { Html, Model, Server, Sources } from "../../src/cli/inspect/index.ts"
-import { Agent, ChatModel, EventSink, Tool, ToolError, ToolProgress, ToolRegistry, ToolServices } from "../../src/index.ts"
 import { SqliteClient } from "../../src/stores/index.ts"
-
-/** What a model (or a tool's result) may put in any string the inspector shows. */
-export const payloads = [
-  `"><img src=x onerror=alert(1)>`,
-  `</script><script>alert(1)</script>`,
-  `javascript:alert(1)`,
-  `'><svg onload=alert(1)>`,
-  `<!--`,
-  `</style><style>body{display:none}</style>`
-] as const
-export const hostile = payloads.join(" ")
+import { hostile, hostileRunId as runId, payloads, recordHostile } from "./hostileRun.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "tinyagents-inspect-hostile-"))
 const events = join(dir, "events.jsonl")
-const runId = `run ${hostile}`
-
-const echo = Tool.make("echo", {
-  description: "Echoes its text.",
-  input: Schema.Struct({ text: Schema.String }),
-  services: [ToolProgress.ToolProgress],
-  handler: ({ text }) => Effect.as(ToolProgress.report({ message: text, count: 1, total: 2 }), text)
-})
-const boom = Tool.make("boom", {
-  description: "Fails with its text.",
-  input: Schema.Struct({ text: Schema.String }),
-  handler: ({ text }) => Effect.fail(new ToolError.ToolFailure({ message: text }))
-})
-
-/** A real run on a scripted model whose every string is `hostile`, its events in `file`. */
-export const recordHostile = (file: string) =>
-  Effect.gen(function*() {
-    const tools = yield* ToolRegistry.make([echo, boom])
-    yield* Stream.runDrain(Agent.stream({ messages: [{ role: "user", content: hostile }], tools }))
-  }).pipe(
-    Effect.provide(Layer.mergeAll(
-      ChatModel.scripted([
-        ChatModel.callTools([
-          [`c1 ${hostile}`, "echo", { text: hostile }],
-          [`c2 ${hostile}`, "boom", { text: hostile }],
-          [`c3 ${hostile}`, hostile, { [hostile]: hostile }],
-          [`c4 ${hostile}`, "echo", { text: 1, [hostile]: hostile }]
-        ], hostile),
-        ChatModel.answer(hostile)
-      ]),
-      ToolServices.layerTest({ runId, threadId: `thread ${hostile}` }),
-      EventSink.EventSink.layerJsonl(file).pipe(Layer.provide(NodeFileSystem.layer))
-    ))
-  )
 
 const tags = new Set([
   "html", "head", "meta", "title", "style", "body", "header", "a", "span", "main", "script", "h1", "h2", "p", "table", "thead", "tbody", "tr", "th",
@@ -80,7 +34,7 @@ const tags = new Set([
  * handler, every link and form on the inspector itself, every `style` attribute the inspector's own
  * numbers, and no payload unescaped.
  */
-export const assertInert = (page: string, script: string) => {
+const assertInert = (page: string, script: string) => {
   const scripts = page.split("<script>")
   assert.strictEqual(scripts.length, 2, "one inline script")
   assert.strictEqual(scripts[1]!.slice(0, scripts[1]!.indexOf("</script>")), script, "the inline script is the inspector's own")
