@@ -282,3 +282,31 @@ describe("damaged sources", () => {
       assert.match((yield* Effect.flip(Sources.open(corrupt, { allowDecisions: false }))).detail, /^cannot open .*corrupt\.db: /)
     }).pipe(Effect.scoped))
 })
+
+describe("decisions on a real journal", () => {
+  it.effect("an unknown workflow, run or call, and a workflow name that is markup: a refusal on the page (303, ok=0), never a 500", () =>
+    Effect.gen(function*() {
+      const filename = join(dir, "decide.db")
+      const source = Sources.journal({ _tag: "Sqlite", filename, given: "decide.db" }, { allowDecisions: true })
+      const { url } = yield* Server.serve(source)
+      const post = (fields: Record<string, string>) =>
+        get(`${url}/decide`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", origin: url }, body: new URLSearchParams(fields).toString() })
+      for (
+        const fields of [
+          { workflow: "mailer", run: "nope", call: "c1", decision: "approve" },
+          { workflow: hostile, run: hostile, call: hostile, decision: "deny", reason: hostile },
+          { workflow: hostile, run: hostile, call: hostile, question: "1", decision: "answer", answer: "{}" },
+          { workflow: hostile, run: hostile, call: hostile, question: "1", decision: "decline" },
+          { workflow: hostile, run: hostile, decision: "cancel" }
+        ]
+      ) {
+        const response = yield* post(fields)
+        assert.strictEqual(response.status, 303, JSON.stringify(fields))
+        const location = new URL(response.headers.get("location")!, url)
+        assert.strictEqual(location.searchParams.get("ok"), "0", location.searchParams.get("flash") ?? "")
+        // the refusal, shown on the page it leads to, is text
+        const page = yield* text(yield* get(location.toString()))
+        assertInert(page, ownScript())
+      }
+    }).pipe(Effect.scoped), 60_000)
+})
