@@ -249,6 +249,20 @@ describe("damaged sources", () => {
       }
     }).pipe(Effect.scoped), 60_000)
 
+  it.effect("arguments nested 20,000 arrays deep (a 40 KB line): the run's page says so, not a 500", () =>
+    Effect.gen(function*() {
+      const file = join(dir, "deep.jsonl")
+      const stamp = `"runId":"deep","threadId":"t"`
+      const deep = `${"[".repeat(20_000)}${"]".repeat(20_000)}`
+      writeFileSync(file, `{"_tag":"agent.turn_started",${stamp},"sequence":0,"timestamp":0,"turn":0,"advertised":[]}\n{"_tag":"tool.started",${stamp},"sequence":1,"timestamp":1,"toolCallId":"k","toolName":"t","attempt":1,"arguments":${deep}}\n`)
+      const { url } = yield* Server.serve(Sources.jsonl(file))
+      const response = yield* get(`${url}/run?id=deep`)
+      assert.strictEqual(response.status, 200)
+      const page = yield* text(response)
+      assert.include(page, "(nested too deeply to show)")
+      assertInert(page, ownScript())
+    }).pipe(Effect.scoped))
+
   it.effect("a SQLite file whose tinyagents_receipts is foreign (NULL, a number, a BLOB, not JSON): those rows unreadable; a corrupt SQLite file: a clear error", () =>
     Effect.gen(function*() {
       const db = join(dir, "foreign.db")

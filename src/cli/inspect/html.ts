@@ -20,15 +20,24 @@ export const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => 
 const shown = (text: string): string =>
   escape(text).replace(/\[redacted\]|&lt;redacted&gt;/g, (marker) => `<span class="redacted" title="redacted in the events">${marker}</span>`)
 
+/** `value` as JSON; one nested too deeply for `JSON.stringify` (a model's arguments may be thousands of arrays deep) is said so, not a failed page. */
+const stringify = (value: unknown, indent?: number): string => {
+  try {
+    return JSON.stringify(value, null, indent) ?? String(value)
+  } catch {
+    return "(nested too deeply to show)"
+  }
+}
+
 const json = (value: unknown): string => {
   if (typeof value === "string") {
     try {
-      return JSON.stringify(JSON.parse(value), null, 2)
+      return stringify(JSON.parse(value), 2)
     } catch {
       return value
     }
   }
-  return JSON.stringify(value, null, 2) ?? String(value)
+  return stringify(value, 2)
 }
 
 const ms = (n: number | undefined): string => n === undefined ? "" : n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(2)} s`
@@ -210,10 +219,10 @@ const callDetails = (call: Model.Call): string => {
     parts.push(field("progress", `${bits.join(" · ")}${p.chunks === "" ? "" : `<pre>${shown(p.chunks)}</pre>`}`))
   }
   for (const q of call.questions) {
-    const choices = q.choices === undefined ? "" : `<br><small>choices: ${q.choices.map((c) => `<code>${shown(JSON.stringify(c))}</code>`).join(" ")}</small>`
+    const choices = q.choices === undefined ? "" : `<br><small>choices: ${q.choices.map((c) => `<code>${shown(stringify(c))}</code>`).join(" ")}</small>`
     const end = q.outcome === undefined
       ? "waiting for an answer"
-      : `${escape(q.outcome)}${q.answer === undefined ? "" : ` <code>${shown(JSON.stringify(q.answer))}</code>`}${q.reason === undefined ? "" : ` (${shown(q.reason)})`}${
+      : `${escape(q.outcome)}${q.answer === undefined ? "" : ` <code>${shown(stringify(q.answer))}</code>`}${q.reason === undefined ? "" : ` (${shown(q.reason)})`}${
         q.answeredBy === undefined ? "" : ` by ${shown(q.answeredBy)}`
       }${q.elapsed === undefined ? "" : ` · ${escape(ms(q.elapsed))}`}`
     parts.push(field(`question ${q.number}`, `<div class="question" data-question="${q.number}">${shown(q.message)}${choices}<br>→ ${end}</div>`))
@@ -273,7 +282,7 @@ const schemaFields = (schema: unknown): string => {
   return Object.entries(properties).map(([name, property]) => {
     const p = property as { readonly type?: unknown; readonly enum?: ReadonlyArray<unknown>; readonly anyOf?: ReadonlyArray<{ readonly type?: unknown }> }
     const type = p.enum !== undefined
-      ? p.enum.map((v) => JSON.stringify(v)).join(" | ")
+      ? p.enum.map((v) => stringify(v)).join(" | ")
       : p.anyOf !== undefined
       ? p.anyOf.map((m) => String(m.type ?? "…")).join(" | ")
       : String(p.type ?? "any")
@@ -287,7 +296,7 @@ const choiceLabel = (choice: unknown): string => {
     const values = Object.values(choice)
     if (values.length === 1 && ["string", "number", "boolean"].includes(typeof values[0])) return String(values[0])
   }
-  return JSON.stringify(choice)
+  return stringify(choice)
 }
 
 const hidden = (durable: DurableRun, callId: string, question?: number): string =>
@@ -309,7 +318,7 @@ const answerInputs = (durable: DurableRun, q: DurableRun["questions"][number], d
       : f.kind === "number"
       ? `<input name="${name}" type="number" step="${f.integer ? "1" : "any"}"${disabled}>`
       : `<select name="${name}"${disabled}><option value="">${f.required ? "choose…" : "(none)"}</option>${
-        f.options.map((o) => `<option value="${escape(JSON.stringify(o))}">${shown(String(o))}</option>`).join("")
+        f.options.map((o) => `<option value="${escape(stringify(o))}">${shown(String(o))}</option>`).join("")
       }</select>`
     return `<label>${escape(f.name)}${f.required ? "" : " <small>(optional)</small>"}</label>${input}`
   }).join("")
@@ -322,7 +331,7 @@ const questionsTable = (durable: DurableRun, disabled: string): string =>
         const choices = q.choices === undefined || !Array.isArray(q.choices)
           ? ""
           : `<form method="post" action="/decide" class="choices" style="display:flex;gap:6px;flex-wrap:wrap;margin-bottom:6px"><input type="hidden" name="decision" value="answer">${hidden(durable, q.callId, q.question)}${
-            (q.choices as ReadonlyArray<unknown>).map((c) => `<button class="choice" name="answer" value="${escape(JSON.stringify(c))}"${disabled}>${shown(choiceLabel(c))}</button>`).join("")
+            (q.choices as ReadonlyArray<unknown>).map((c) => `<button class="choice" name="answer" value="${escape(stringify(c))}"${disabled}>${shown(choiceLabel(c))}</button>`).join("")
           }</form>`
         const decline = `<form method="post" action="/decide" class="decline" style="display:flex;gap:6px;margin-top:6px"><input type="hidden" name="decision" value="decline">${hidden(durable, q.callId, q.question)}<input name="reason" placeholder="reason (decline)"${disabled}><button class="decline"${disabled}>Decline</button></form>`
         return `<tr class="question" data-call="${escape(q.callId)}" data-question="${q.question}"><td><code>${escape(q.callId)}</code> #${q.question}</td><td>${escape(q.toolName)}</td><td class="message">${shown(q.message)}</td>

@@ -154,6 +154,18 @@ export interface Inspection {
   readonly entries: number
 }
 
+/**
+ * `value` as one line of JSON; one nested too deeply for `JSON.stringify` (an event's value is a
+ * model's, and may be thousands of arrays deep) is said so instead of failing the page.
+ */
+const stringify = (value: unknown, indent?: number): string => {
+  try {
+    return JSON.stringify(value, null, indent) ?? String(value)
+  } catch {
+    return "(nested too deeply to show)"
+  }
+}
+
 const messageOf = (error: unknown): string => {
   if (typeof error === "object" && error !== null && "message" in error) return String((error as { message: unknown }).message)
   return String(error)
@@ -324,12 +336,12 @@ export const build = (entries: Iterable<Entry>): Inspection => {
           at: event.timestamp,
           turn: event.turn,
           text: event.refused === undefined
-            ? `state after ${event.toolName} ${event.toolCallId}: ${JSON.stringify(event.state)}`
+            ? `state after ${event.toolName} ${event.toolCallId}: ${stringify(event.state)}`
             : `state update of ${event.toolName} ${event.toolCallId} refused: ${event.refused}`
         })
         break
       case "agent.output":
-        run.notes.push({ at: event.timestamp, turn: event.turn, text: `typed output: ${JSON.stringify(event.output)}` })
+        run.notes.push({ at: event.timestamp, turn: event.turn, text: `typed output: ${stringify(event.output)}` })
         break
       case "agent.tools_revealed":
         run.notes.push({ at: event.timestamp, turn: event.turn, text: `tool search "${event.query}" revealed ${event.names.join(", ") || "nothing"}` })
