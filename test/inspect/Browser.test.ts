@@ -12,10 +12,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Result, Schedule, Schema, Stream } from "effect"
 import { spawn, spawnSync } from "node:child_process"
+import { createServer } from "node:http"
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { BrowserContext } from "playwright-core"
+import type { BrowserContext, Page } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
 import * as ChatModel from "../../src/agent/ChatModel.ts"
 import * as Tool from "../../src/contract/Tool.ts"
@@ -127,6 +128,18 @@ const pageOf = (url: string) =>
     (page) => Effect.promise(() => page.close())
   )
 
+/**
+ * Waits until `expression` is true in `page`, polling `page.evaluate` (the pages' CSP allows their
+ * own script only, so playwright's `waitForFunction`, which evaluates a string in the page, is refused).
+ */
+const until = async (page: Page, expression: string, timeout: number) => {
+  const deadline = Date.now() + timeout
+  while (!(await page.evaluate(expression))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${expression}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
 const repo = join(import.meta.dirname, "..", "..")
 const localNode = join(repo, "node_modules", ".bin", "node")
 const node = existsSync(localNode) ? localNode : process.execPath
@@ -225,13 +238,29 @@ describe.skipIf(!present)("the inspector in chromium", () => {
         assert.strictEqual(await foreign(), 0)
         // a change of the source: the page reloads its content (DOMParser, then into the page)
         appendFileSync(hostileEvents, `${hostile}\n`)
-        await page.waitForFunction(`Number(document.body.dataset.refreshed || 0) >= 1`, undefined, { timeout: 15_000 })
+        await until(page, `Number(document.body.dataset.refreshed || 0) >= 1`, 15_000)
         assert.strictEqual(await page.locator("details.call[open]").count(), 4)
         assert.strictEqual(await foreign(), 0)
         await page.goto(`${url}/`)
         assert.include(await page.locator("table.unreadable").innerText(), "line ")
         assert.strictEqual(await foreign(), 0)
         assert.deepStrictEqual(dialogs, [])
+        // another site's page (another loopback origin: chromium refuses a public one anyway) cannot
+        // frame the inspector (a click on Approve tricked through a frame)
+        const other = createServer((_, res) => res.writeHead(200, { "content-type": "text/html" }).end(`<iframe src="${url}/"></iframe>`))
+        await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve))
+        const framing = await browser!.newPage()
+        try {
+          const address = other.address()
+          await framing.goto(`http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}/`)
+          await framing.waitForTimeout(500)
+          const frame = framing.frames().find((f) => f !== framing.mainFrame())
+          const framed = frame === undefined ? "" : String(await frame.evaluate(`document.body ? document.body.innerText : ""`).catch(() => ""))
+          assert.notInclude(framed, "tinyagents inspect")
+        } finally {
+          await framing.close()
+          other.close()
+        }
       })
     }).pipe(Effect.scoped))
 
@@ -324,7 +353,7 @@ describe.skipIf(!present)("the inspector in chromium", () => {
         // left empty: it reloads
         await row.locator(`form.decline input[name="reason"]`).fill("")
         await page.locator("h1").click()
-        await page.waitForFunction(`Number(document.body.dataset.refreshed || 0) > ${before}`, undefined, { timeout: 10_000 })
+        await until(page, `Number(document.body.dataset.refreshed || 0) > ${before}`, 10_000)
         // the form's Answer with no branch chosen: refused, the reason on the page, the question still open
         await row.locator("form.answer-fields button.answer").click()
         await page.waitForSelector(".flash.bad")

@@ -96,6 +96,11 @@ describe("hostile strings in the events", () => {
       for (const address of pages) {
         const response = yield* get(address)
         assert.include([200, 404], response.status)
+        // and were markup to get through: only the page's own script runs; no site frames the page
+        assert.strictEqual(response.headers.get("content-security-policy"), Html.contentSecurityPolicy)
+        assert.match(Html.contentSecurityPolicy, /script-src 'sha256-[A-Za-z0-9+/]+=*';.*frame-ancestors 'none'/)
+        assert.strictEqual(response.headers.get("x-frame-options"), "DENY")
+        assert.strictEqual(response.headers.get("x-content-type-options"), "nosniff")
         const page = yield* text(response)
         assertInert(page, script)
         // shown, escaped

@@ -4,6 +4,7 @@
  * pending approvals and cancel. Server-rendered, every value escaped; a small inline script reloads
  * the page's content when the source changes (Server-Sent Events). Nothing is fetched from elsewhere.
  */
+import { createHash } from "node:crypto"
 import * as AnswerForm from "./answerForm.ts"
 import * as Model from "./model.ts"
 import type { DurableRun, Snapshot } from "./sources.ts"
@@ -142,6 +143,15 @@ const script = `
   source.onopen = () => { const l = document.querySelector(".live"); if (l) l.textContent = "● watching for changes"; };
 })();
 `
+
+/**
+ * The pages' `Content-Security-Policy`: their own inline script only (by its hash), so markup that
+ * got past the escaping would run nothing; fetches, the events stream and forms to the inspector
+ * only; no page of it framed by another site (a click on Approve tricked through a frame).
+ */
+export const contentSecurityPolicy = `default-src 'none'; script-src 'sha256-${
+  createHash("sha256").update(script).digest("base64")
+}'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'`
 
 const page = (title: string, source: { readonly kind: string; readonly label: string }, body: string): string =>
   `<!doctype html>

@@ -28,7 +28,17 @@ export interface Served {
 }
 
 const html = (body: string, status = 200) =>
-  HttpServerResponse.text(body, { status, contentType: "text/html; charset=utf-8", headers: { "cache-control": "no-store" } })
+  HttpServerResponse.text(body, {
+    status,
+    contentType: "text/html; charset=utf-8",
+    headers: {
+      "cache-control": "no-store",
+      "content-security-policy": Html.contentSecurityPolicy,
+      "x-frame-options": "DENY",
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "same-origin"
+    }
+  })
 
 const query = (request: HttpServerRequest.HttpServerRequest): URLSearchParams =>
   new URL(request.url, "http://inspector").searchParams
