@@ -106,6 +106,12 @@ describe("hostile strings in the events", () => {
         // shown, escaped
         assert.include(page, Html.escape(payloads[0]))
       }
+      // a decision's outcome is shown after its redirect, not from another site's link
+      const spoofed = `${url}/run?id=${encodeURIComponent(runId)}&ok=1&flash=approved+everything`
+      assert.include(yield* text(yield* get(spoofed, { headers: { "sec-fetch-site": "same-origin" } })), "approved everything")
+      for (const site of ["cross-site", "same-site", "none"]) {
+        assert.notInclude(yield* text(yield* get(spoofed, { headers: { "sec-fetch-site": site } })), "approved everything")
+      }
       const page = yield* text(yield* get(pages[1]!))
       assert.include(page, `<b>${Html.escape(hostile)}</b>`) // the unknown tool's name
       assert.include(page, `<code>${Html.escape(`c1 ${hostile}`)}</code>`)

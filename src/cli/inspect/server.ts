@@ -76,7 +76,10 @@ export const routes = (source: Source, origins: () => ReadonlySet<string>) => {
       const params = query(request)
       const id = params.get("id") ?? ""
       const page = Number.parseInt(params.get("page") ?? "1", 10)
-      const flash = params.get("flash")
+      // the outcome of a decision, shown after its redirect; not from a link of another site (a
+      // "approved" that was never decided)
+      const site = request.headers["sec-fetch-site"]
+      const flash = site === undefined || site === "same-origin" ? params.get("flash") : null
       const snapshot = yield* source.read
       const body = Html.runPage(snapshot, source, id, {
         page: Number.isFinite(page) ? page : 1,
