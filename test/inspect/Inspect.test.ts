@@ -496,10 +496,13 @@ describe("the HTTP routes", () => {
       assert.include(done, `answered <code>{&quot;branch&quot;:&quot;staging&quot;}</code> by inspector`)
     }).pipe(Effect.scoped, Effect.provide(deployRunner)), 60_000)
 
-  it.effect("the command line: an unreadable source exits 1 in one line; --allow-decisions only for a journal", () =>
+  it.effect("the command line: an unreadable source exits 1 in one line; --allow-decisions only for a journal, on a loopback host", () =>
     Effect.gen(function*() {
       const exitOf = (...args: ReadonlyArray<string>) => Effect.map(Effect.exit(Cli.run(["inspect", ...args], { version: "1" })), Cli.exitCode)
       assert.strictEqual(yield* exitOf(join(dir, "missing.jsonl")), 1)
       assert.strictEqual(yield* exitOf(events, "--allow-decisions"), 2)
+      // no login on the page: decisions only where no other machine reaches it
+      assert.strictEqual(yield* exitOf(events, "--allow-decisions", "--host", "0.0.0.0"), 2)
+      assert.strictEqual(yield* exitOf(events, "--allow-decisions", "--host", "192.168.1.20"), 2)
     }).pipe(Effect.provide(Cli.layer)))
 })

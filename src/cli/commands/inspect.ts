@@ -16,6 +16,10 @@ const loadInspector = Effect.tryPromise({
 })
 
 /** `tinyagents inspect`. */
+/** True for an interface only this machine reaches. */
+const loopback = (host: string): boolean =>
+  host === "localhost" || host === "::1" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+
 export const inspectCommand = Command.make("inspect", {
   source: Argument.String("source").pipe(
     Argument.withDescription("A JSON-lines events file, a SQLite audit database or durable journal, or a durable journal's postgres:// URL")
@@ -29,6 +33,10 @@ export const inspectCommand = Command.make("inspect", {
 }, ({ allowDecisions, host, port, source }) =>
   Effect.scoped(Effect.gen(function*() {
     if (port < 0 || port > 65535) return yield* new UsageError({ detail: "--port: 0 to 65535" })
+    // The page has no login: deciding from it is for the person at this machine only.
+    if (allowDecisions && !loopback(host)) {
+      return yield* new UsageError({ detail: "--allow-decisions: only on a loopback --host (127.0.0.1, ::1, localhost): the page has no login" })
+    }
     const [Server, Sources] = yield* loadInspector
     const opened = yield* Sources.open(source, { allowDecisions }).pipe(
       Effect.mapError((error) => new CommandFailed({ detail: error.detail }))
