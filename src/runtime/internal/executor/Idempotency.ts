@@ -62,10 +62,12 @@
  * `ToolError.OutcomeUnknown`.
  */
 import { randomUUID } from "node:crypto"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import type { DurableClaim } from "../../Executor.ts"
-import { type Claims, StoreRegistry } from "../../StoreRegistry.ts"
+import { type Claims, StoreRegistry, type StoreRegistryShape } from "../../StoreRegistry.ts"
+import { type ClaimsNow, claimsNow, type StoreNow, storeNow } from "../storeNow.ts"
+import * as Now from "./Now.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
@@ -206,6 +208,20 @@ export const make = (config: Config) => {
    * otherwise `run`'s successful result is stored, then returned. `durable`: a durable run's
    * claim (owner and re-run), see the module comment.
    */
+  // per registry, its store and claims of `config.store` (the same objects for every use of the name)
+  const resolved = new WeakMap<StoreRegistryShape, Resolved>()
+  const resolve = (registry: StoreRegistryShape): Effect.Effect<Resolved, ToolError.StoreFailed> => {
+    const known = resolved.get(registry)
+    return known !== undefined ? Effect.succeed(known) : Effect.map(
+      Effect.zip(registry.store(config.store), registry.claims(config.store)),
+      ([store, claims]) => {
+        const made = { store, claims, slot: slotOf(store), storeNow: storeNow(store), claimsNow: claimsNow(claims) }
+        resolved.set(registry, made)
+        return made
+      }
+    )
+  }
+
   return <R>(
     toolName: string,
     key: string,
@@ -213,40 +229,141 @@ export const make = (config: Config) => {
     now: () => number,
     run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
     redaction?: Redaction,
-    durable?: DurableClaim
-  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> =>
-    Effect.flatMap(
-      StoreRegistry.use((stores) => Effect.zip(stores.store(config.store), stores.claims(config.store))),
-      ([store, claims]) => {
-        const { running, typed } = slotOf(store)
+    durable?: DurableClaim,
+    attempt?: { stopAttempt: Effect.Effect<void> }
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> => {
+    // A call of a store with synchronous views (memory), whose handler completes at once, completes at
+    // once: the same steps by plain calls (`storeNow`), then the rest as effects from the first that
+    // cannot (the key held in this process or claimed, the handler suspending). A durable claim always
+    // takes the effects.
+    const runStart = durable === undefined ? Now.take(run) : undefined
+    const keyed = (found: Resolved) => keyedCall(found, toolName, key, call, now, run, redaction, durable)
+    if (runStart === undefined) return Effect.flatMap(StoreRegistry.use(resolve), keyed)
+    return Now.deferred((fiber) => {
+      const found = resolved.get(Context.getUnsafe(fiber.context as Context.Context<StoreRegistry>, StoreRegistry))
+      if (found === undefined || found.storeNow === undefined || found.claimsNow === undefined) {
+        return Effect.flatMap(StoreRegistry.use(resolve), keyed)
+      }
+      return keyedNow(found, found.storeNow, found.claimsNow, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
+    })
+  }
+
+  function keyedNow<R>(
+    found: Resolved,
+    view: StoreNow,
+    claimsView: ClaimsNow,
+    toolName: string,
+    key: string,
+    call: ToolCall,
+    now: () => number,
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    runStart: Now.Start<ToolResult.ToolResult, ToolError.ToolError, R>,
+    fiber: Fiber.Fiber<unknown, unknown>,
+    redaction: Redaction | undefined,
+    attempt: { stopAttempt: Effect.Effect<void> } | undefined
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
+    const { running } = found.slot
+    const id = storageKey(toolName, key)
+    const shown = redaction?.shownKey ?? key
+    // held in this process: wait for it (the effects)
+    if (running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    const text = view.get(id)
+    if (text !== undefined) {
+      const decoded = decodeStored(text)
+      if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
+      if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
+        return Exit.succeed(replayOf(decoded.value, call, toolName, shown))
+      }
+    }
+    const owner = nextOwner()
+    // claimed by another owner: wait for its result (the effects)
+    if (!claimsView.acquire(id, owner, lease, now())) {
+      return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    }
+    // (nothing ran between the lookup and the claim: no second lookup is needed)
+    let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>
+    try {
+      output = runStart(fiber)
+    } catch (defect) {
+      claimsView.release(id, owner)
+      throw defect
+    }
+    const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+    const exit = Now.exitOf(output)
+    if (exit !== undefined) {
+      if (Exit.isFailure(exit) || exit.value.isError) {
+        claimsView.release(id, owner)
+        return exit
+      }
+      const result = exit.value
+      const stored = storedOf(result, now(), scrub)
+      const plain = plainJson(stored)
+      const encoded = plain !== undefined ? Exit.succeed(plain) : encodeStored(stored)
+      if (Exit.isFailure(encoded)) {
+        // applied but not recorded: fatal, never "retry later" (as `save`)
+        claimsView.release(id, owner)
+        return Exit.fail(
+          new ToolError.StoreFailed({ store: config.store, operation: "write", cause: Cause.squash(encoded.cause), retryable: false })
+        )
+      }
+      view.set(id, encoded.value)
+      claimsView.release(id, owner)
+      return Exit.succeed({ ...result, idempotency: { key: shown, replayed: false } })
+    }
+    // The handler suspended: the key is held in this process, the claim renewed, until it ends. Its
+    // end, or an interruption that lands before the rest starts (`attempt.stopAttempt`, run by the
+    // call), releases both, once.
+    const mine = Deferred.makeUnsafe<void>()
+    running.set(id, mine)
+    let ended = false
+    const end = () => {
+      if (ended) return
+      ended = true
+      claimsView.release(id, owner)
+      if (running.get(id) === mine) running.delete(id)
+      Deferred.doneUnsafe(mine, Exit.void)
+    }
+    if (attempt !== undefined) {
+      const stop = attempt.stopAttempt
+      attempt.stopAttempt = Effect.andThen(stop, Effect.sync(end))
+    }
+    const written = writerOf(found.store, found.slot.typed)
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
+        (renewal) =>
+          Effect.flatMap(restore(output), (result) =>
+            result.isError ? Effect.succeed(result) : written.set(id, storedOf(result, now(), scrub)).pipe(
+              Effect.mapError((cause) =>
+                new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
+              ),
+              Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
+            )).pipe(Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), Effect.sync(end))))
+      )
+    )
+  }
+
+  function keyedCall<R>(
+    found: Resolved,
+    toolName: string,
+    key: string,
+    call: ToolCall,
+    now: () => number,
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    redaction: Redaction | undefined,
+    durable: DurableClaim | undefined
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
+        const { store, claims, slot } = found
+        const { running, typed } = slot
         // a stored result with a ttl is deleted once expired where the store can (SQL, Redis)
         const written = writerOf(store, typed)
         const id = storageKey(toolName, key)
         // what the result says its key is: redacted like the arguments it comes from
         const shown = redaction?.shownKey ?? key
-        const replay = (found: typeof Stored.Type): ToolResult.ToolResult => {
-          // the storing call's values under redacted keys go; this call's go in `Render.finalize`
-          const stored = withoutStoredSecrets(found, found.scrub ?? [])
-          return {
-            toolCallId: call.id,
-            name: toolName,
-            content: stored.content,
-            ...(stored.value === undefined ? {} : { value: stored.value }),
-            artifacts: [],
-            isError: false,
-            elapsed: 0,
-            ...(call.provider === undefined ? {} : { provider: call.provider }),
-            idempotency: { key: shown, replayed: true }
-          }
-        }
+        const replay = (found: typeof Stored.Type): ToolResult.ToolResult => replayOf(found, call, toolName, shown)
         const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
         const save = (result: ToolResult.ToolResult): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
-          result.isError ? Effect.succeed(result) : written.set(id, {
-            storedAt: now(),
-            content: result.content,
-            ...(result.value === undefined ? {} : { value: result.value }),
-            ...(scrub.length === 0 ? {} : { scrub })
-          }).pipe(
+          result.isError ? Effect.succeed(result) : written.set(id, storedOf(result, now(), scrub)).pipe(
             // The handler succeeded: its effect is applied but not recorded, so asking again could apply it
             // twice. Fatal whatever the cause, never "retry later".
             Effect.mapError((cause) =>
@@ -321,8 +438,114 @@ export const make = (config: Config) => {
           })
           return claim
         })
+  }
+}
+
+/** A registry's store and claims of one name, with their slot and synchronous views (if any). */
+interface Resolved {
+  readonly store: KeyValueStore.KeyValueStore
+  readonly claims: Claims
+  readonly slot: Slot
+  readonly storeNow: StoreNow | undefined
+  readonly claimsNow: ClaimsNow | undefined
+}
+
+/** What is stored for `result` (see the module comment). */
+const storedOf = (result: ToolResult.ToolResult, storedAt: number, scrub: ReadonlyArray<string>): typeof Stored.Type => ({
+  storedAt,
+  content: result.content,
+  ...(result.value === undefined ? {} : { value: result.value }),
+  ...(scrub.length === 0 ? {} : { scrub })
+})
+
+/** A stored result answering `call` again. */
+const replayOf = (found: typeof Stored.Type, call: ToolCall, toolName: string, shown: string): ToolResult.ToolResult => {
+  // the storing call's values under redacted keys go; this call's go in `Render.finalize`
+  const stored = withoutStoredSecrets(found, found.scrub ?? [])
+  return {
+    toolCallId: call.id,
+    name: toolName,
+    content: stored.content,
+    ...(stored.value === undefined ? {} : { value: stored.value }),
+    artifacts: [],
+    isError: false,
+    elapsed: 0,
+    ...(call.provider === undefined ? {} : { provider: call.provider }),
+    idempotency: { key: shown, replayed: true }
+  }
+}
+
+/** The stored text's codec, as `KeyValueStore.toSchemaStore` reads and writes it. */
+const storedJson = Schema.fromJsonString(Schema.toCodecJson(Stored))
+const decodeStored = Schema.decodeUnknownExit(storedJson)
+const encodeStored = Schema.encodeExit(storedJson)
+
+/** The deepest value {@link plainJson} looks into; anything deeper takes the schema. */
+const plainDepth = 32
+
+/** True when `value` is JSON as it is (what `Schema.toCodecJson(Schema.Unknown)` encodes unchanged), at most `depth` deep. */
+const isPlainJson = (value: unknown, depth: number): boolean => {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true
+    case "number":
+      return Number.isFinite(value)
+    case "object": {
+      if (value === null) return true
+      if (depth === 0) return false
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          if (!(i in value) || !isPlainJson(value[i], depth - 1)) return false
+        }
+        return true
       }
-    )
+      const proto = Object.getPrototypeOf(value)
+      if (proto !== Object.prototype && proto !== null) return false
+      for (const key in value) {
+        if (!isPlainJson((value as Record<string, unknown>)[key], depth - 1)) return false
+      }
+      return Object.getOwnPropertySymbols(value).length === 0
+    }
+    default:
+      return false
+  }
+}
+
+const onlyKeys = (value: object, count: number): boolean => Object.keys(value).length === count
+
+/** True when `block` is exactly one of `ContentBlock`'s shapes (no other keys: the schema would drop them). */
+const isPlainBlock = (block: ToolResult.ContentBlock): boolean => {
+  if (typeof block !== "object" || block === null || Object.getPrototypeOf(block) !== Object.prototype) return false
+  switch (block.type) {
+    case "text":
+      return typeof block.text === "string" && onlyKeys(block, 2)
+    case "image":
+    case "audio":
+      return typeof block.data === "string" && typeof block.mimeType === "string" && onlyKeys(block, 3)
+    case "resource": {
+      const r: Partial<Record<string, unknown>> = block.resource
+      if (typeof r !== "object" || r === null || Object.getPrototypeOf(r) !== Object.prototype || !onlyKeys(block, 2)) return false
+      if (typeof r.uri !== "string" || ("mimeType" in r && typeof r.mimeType !== "string")) return false
+      const text = "text" in r, blob = "blob" in r
+      if (text === blob || (text ? typeof r.text !== "string" : typeof r.blob !== "string")) return false
+      return onlyKeys(r, 1 + (text ? 1 : 0) + (blob ? 1 : 0) + ("mimeType" in r ? 1 : 0))
+    }
+    default:
+      return false
+  }
+}
+
+/**
+ * The stored text of `stored` by `JSON.stringify` when the schema would encode it unchanged (every
+ * part JSON as it is: the common case), else `undefined` (the schema encodes it, or says why not).
+ * The same text as `encodeStored` but for the order of keys, which no reader sees.
+ */
+const plainJson = (stored: typeof Stored.Type): string | undefined => {
+  if (!Number.isFinite(stored.storedAt)) return undefined
+  for (const block of stored.content) if (!isPlainBlock(block)) return undefined
+  if ("value" in stored && !isPlainJson(stored.value, plainDepth)) return undefined
+  return JSON.stringify(stored)
 }
 
 /**
