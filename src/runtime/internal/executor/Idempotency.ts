@@ -60,6 +60,15 @@
  * never waits out its own dead lease), and a re-run (`resumed`) that finds no stored result does not
  * run the handler again: the first run may have applied the key before it died, so it fails with
  * `ToolError.OutcomeUnknown`.
+ *
+ * On the memory store (`StoreRegistry.layerMemory`: its stores and claims have synchronous views,
+ * `internal/storeNow.ts`) a call takes the same steps by plain function calls while each completes
+ * at once (`Now`): the lookup, the claim, the handler, the write and the release, answering a
+ * completed `Exit` when the handler did. A key held in this process or claimed by another owner,
+ * or a handler that suspends, carries on as effects from there (the handler suspended: the key is
+ * held in this process and its claim renewed until it ends, as above). A durable claim always takes
+ * the effects. The stored text is `JSON.stringify` of what is stored when the schema would encode it
+ * unchanged (JSON as it is, the common case), and the schema's otherwise.
  */
 import { randomUUID } from "node:crypto"
 import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
