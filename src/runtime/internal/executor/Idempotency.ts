@@ -217,15 +217,16 @@ export const make = (config: Config) => {
    * otherwise `run`'s successful result is stored, then returned. `durable`: a durable run's
    * claim (owner and re-run), see the module comment.
    */
-  // per registry, its store and claims of `config.store` (the same objects for every use of the name)
-  const resolved = new WeakMap<StoreRegistryShape, Resolved>()
+  const resolvedOf = (registry: StoreRegistryShape): Resolved | undefined => resolved.get(registry)?.get(config.store)
   const resolve = (registry: StoreRegistryShape): Effect.Effect<Resolved, ToolError.StoreFailed> => {
-    const known = resolved.get(registry)
+    const known = resolvedOf(registry)
     return known !== undefined ? Effect.succeed(known) : Effect.map(
       Effect.zip(registry.store(config.store), registry.claims(config.store)),
       ([store, claims]) => {
         const made = { store, claims, slot: slotOf(store), storeNow: storeNow(store), claimsNow: claimsNow(claims) }
-        resolved.set(registry, made)
+        let names = resolved.get(registry)
+        if (names === undefined) resolved.set(registry, names = new Map())
+        names.set(config.store, made)
         return made
       }
     )
@@ -249,7 +250,7 @@ export const make = (config: Config) => {
     const keyed = (found: Resolved) => keyedCall(found, toolName, key, call, now, run, redaction, durable)
     if (runStart === undefined) return Effect.flatMap(StoreRegistry.use(resolve), keyed)
     return Now.deferred((fiber) => {
-      const found = resolved.get(Context.getUnsafe(fiber.context as Context.Context<StoreRegistry>, StoreRegistry))
+      const found = resolvedOf(Context.getUnsafe(fiber.context as Context.Context<StoreRegistry>, StoreRegistry))
       if (found === undefined || found.storeNow === undefined || found.claimsNow === undefined) {
         return Effect.flatMap(StoreRegistry.use(resolve), keyed)
       }
@@ -449,6 +450,12 @@ export const make = (config: Config) => {
         })
   }
 }
+
+/**
+ * Per registry and store name, its store and claims (the same objects for every use of the name), so
+ * that only a registry's first keyed call of a store looks them up as effects, whatever the executor.
+ */
+const resolved = new WeakMap<StoreRegistryShape, Map<string, Resolved>>()
 
 /** A registry's store and claims of one name, with their slot and synchronous views (if any). */
 interface Resolved {
