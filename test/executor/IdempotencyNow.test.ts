@@ -130,6 +130,46 @@ describe("keyed calls on the memory store (synchronous views)", () => {
       assert.deepStrictEqual(JSON.parse(text!).content, first.content)
     }).pipe(Effect.provide(test)))
 
+  it.effect("a stored text read back: the same answer as the effect path, whatever it holds", () =>
+    Effect.gen(function*() {
+      const tool = Tool.make("echo", {
+        description: "Answers its key.",
+        input: Schema.Struct({ key: Schema.String }),
+        safety: { access: "write" },
+        idempotency: ({ key }) => key,
+        handler: ({ key }) => Effect.succeed(`fresh ${key}`)
+      })
+      const texts = [
+        JSON.stringify({ storedAt: 1, content: [{ type: "text", text: "plain" }], value: { a: [1, null] } }),
+        JSON.stringify({ storedAt: 1, content: [{ type: "text", text: "extra", more: 1 }], other: true }),
+        JSON.stringify({ storedAt: 1, content: [{ type: "image", data: "AA==", mimeType: "image/png" }], scrub: ["s"] }),
+        JSON.stringify({ storedAt: "1", content: [] }),
+        JSON.stringify({ storedAt: 1, content: [{ type: "resource", resource: { uri: "u", text: "a", blob: "b" } }] }),
+        JSON.stringify({ storedAt: 1, content: [], scrub: [1] }),
+        "not json"
+      ]
+      const answer = (eager: boolean) =>
+        Effect.gen(function*() {
+          Now.mode.eager = eager
+          const executor = yield* Executor.make(yield* ToolRegistry.make([tool]))
+          yield* executor.run(call("w", "echo", { key: "warm" }))
+          const store = yield* StoreRegistry.store("idempotency")
+          const answers: Array<unknown> = []
+          for (const [i, text] of texts.entries()) {
+            yield* store.set(`echo/k${i}`, text)
+            const exit = yield* Effect.exit(executor.run(call(`c${i}`, "echo", { key: `k${i}` })))
+            answers.push(Exit.isSuccess(exit)
+              ? { content: exit.value.content, value: exit.value.value, replayed: exit.value.idempotency?.replayed }
+              : String(exit.cause).split("\n")[0])
+          }
+          return answers
+        }).pipe(Effect.provide(test), Effect.ensuring(Effect.sync(() => (Now.mode.eager = true))))
+      const now = yield* answer(true)
+      assert.deepStrictEqual(now, yield* answer(false))
+      assert.deepStrictEqual(now[0], { content: [{ type: "text", text: "plain" }], value: { a: [1, null] }, replayed: true })
+      assert.deepStrictEqual(now[1], { content: [{ type: "text", text: "extra" }], value: undefined, replayed: true })
+    }))
+
   it.effect("a value the store cannot keep (not JSON): the same answer as the effect path", () =>
     Effect.gen(function*() {
       const tool = Tool.make("odd", {

@@ -68,7 +68,8 @@
  * or a handler that suspends, carries on as effects from there (the handler suspended: the key is
  * held in this process and its claim renewed until it ends, as above). A durable claim always takes
  * the effects. The stored text is `JSON.stringify` of what is stored when the schema would encode it
- * unchanged (JSON as it is, the common case), and the schema's otherwise.
+ * unchanged (JSON as it is, the common case), and the schema's otherwise; it is read back by
+ * `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise.
  */
 import { randomUUID } from "node:crypto"
 import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
@@ -279,7 +280,7 @@ export const make = (config: Config) => {
     if (running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     const text = view.get(id)
     if (text !== undefined) {
-      const decoded = decodeStored(text)
+      const decoded = readStored(text)
       if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
       if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
         return Exit.succeed(replayOf(decoded.value, call, toolName, shown))
@@ -495,6 +496,31 @@ const replayOf = (found: typeof Stored.Type, call: ToolCall, toolName: string, s
 const storedJson = Schema.fromJsonString(Schema.toCodecJson(Stored))
 const decodeStored = Schema.decodeUnknownExit(storedJson)
 const encodeStored = Schema.encodeExit(storedJson)
+
+/**
+ * `text` read back as `decodeStored` would: by `JSON.parse` when what it holds is what the schema
+ * would decode unchanged (a number for `storedAt`, exact blocks, strings to scrub, no other keys: the
+ * common case; a parsed value is JSON as it is), else by the schema (which also says what is wrong).
+ */
+const readStored = (text: string): Exit.Exit<typeof Stored.Type, Schema.SchemaError> => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return decodeStored(text)
+  }
+  return isPlainStored(parsed) ? Exit.succeed(parsed) : decodeStored(text)
+}
+
+const isPlainStored = (parsed: unknown): parsed is typeof Stored.Type => {
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return false
+  const stored = parsed as Partial<Record<string, unknown>>
+  if (typeof stored.storedAt !== "number" || !Array.isArray(stored.content)) return false
+  for (const block of stored.content) if (!isPlainBlock(block)) return false
+  const scrub = stored.scrub
+  if ("scrub" in stored && !(Array.isArray(scrub) && scrub.every((s) => typeof s === "string"))) return false
+  return onlyKeys(stored, 2 + ("value" in stored ? 1 : 0) + ("scrub" in stored ? 1 : 0))
+}
 
 /** The deepest value {@link plainJson} looks into; anything deeper takes the schema. */
 const plainDepth = 32
