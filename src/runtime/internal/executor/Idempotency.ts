@@ -67,9 +67,9 @@
  * completed `Exit` when the handler did. A key held in this process or claimed by another owner,
  * or a handler that suspends, carries on as effects from there (the handler suspended: the key is
  * held in this process and its claim renewed until it ends, as above). A durable claim always takes
- * the effects. The stored text is `JSON.stringify` of what is stored when the schema would encode it
- * unchanged (JSON as it is, the common case), and the schema's otherwise; it is read back by
- * `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise.
+ * the effects. On every store the stored text is `JSON.stringify` of what is stored when the schema
+ * would encode it unchanged (JSON as it is, the common case), and the schema's otherwise; it is read
+ * back by `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise.
  */
 import { randomUUID } from "node:crypto"
 import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
@@ -124,11 +124,8 @@ const Stored = Schema.Struct({
   scrub: Schema.optionalKey(Schema.Array(Schema.String))
 })
 
-type Typed = KeyValueStore.SchemaStore<typeof Stored>
-
-/** Per store: its typed view and the keys being applied in this process right now. */
+/** Per store: the keys being applied in this process right now. */
 interface Slot {
-  readonly typed: Typed
   readonly running: Map<string, Deferred.Deferred<void>>
 }
 
@@ -136,7 +133,7 @@ const slots = new WeakMap<KeyValueStore.KeyValueStore, Slot>()
 const slotOf = (store: KeyValueStore.KeyValueStore): Slot => {
   let slot = slots.get(store)
   if (slot === undefined) {
-    slot = { typed: KeyValueStore.toSchemaStore(store, Stored), running: new Map() }
+    slot = { running: new Map() }
     slots.set(store, slot)
   }
   return slot
@@ -201,13 +198,13 @@ export const make = (config: Config) => {
   const lease = Math.max(1, Math.ceil(config.lease ?? defaultLease))
   const renewEvery = Math.max(1, Math.floor(lease / 3))
   const pollCap = Math.min(maxPoll, lease)
-  // per store, the typed view whose writes expire after `ttl` (made once, not per call)
-  const expiring = new WeakMap<KeyValueStore.KeyValueStore, Typed>()
-  const writerOf = (store: KeyValueStore.KeyValueStore, typed: Typed): Typed => {
-    if (config.ttl === undefined) return typed
+  // per store, the view whose writes expire after `ttl` (made once, not per call)
+  const expiring = new WeakMap<KeyValueStore.KeyValueStore, KeyValueStore.KeyValueStore>()
+  const writerOf = (store: KeyValueStore.KeyValueStore): KeyValueStore.KeyValueStore => {
+    if (config.ttl === undefined) return store
     let view = expiring.get(store)
     if (view === undefined) {
-      view = KeyValueStore.toSchemaStore(withTtl(store, config.ttl), Stored)
+      view = withTtl(store, config.ttl)
       expiring.set(store, view)
     }
     return view
@@ -338,13 +335,13 @@ export const make = (config: Config) => {
       const stop = attempt.stopAttempt
       attempt.stopAttempt = Effect.andThen(stop, Effect.sync(end))
     }
-    const written = writerOf(found.store, found.slot.typed)
+    const written = writerOf(found.store)
     return Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(
         Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
         (renewal) =>
           Effect.flatMap(restore(output), (result) =>
-            result.isError ? Effect.succeed(result) : written.set(id, storedOf(result, now(), scrub)).pipe(
+            result.isError ? Effect.succeed(result) : setStored(written, id, storedOf(result, now(), scrub)).pipe(
               Effect.mapError((cause) =>
                 new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
               ),
@@ -365,16 +362,16 @@ export const make = (config: Config) => {
     durable: DurableClaim | undefined
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
         const { store, claims, slot } = found
-        const { running, typed } = slot
+        const { running } = slot
         // a stored result with a ttl is deleted once expired where the store can (SQL, Redis)
-        const written = writerOf(store, typed)
+        const written = writerOf(store)
         const id = storageKey(toolName, key)
         // what the result says its key is: redacted like the arguments it comes from
         const shown = redaction?.shownKey ?? key
         const replay = (found: typeof Stored.Type): ToolResult.ToolResult => replayOf(found, call, toolName, shown)
         const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
         const save = (result: ToolResult.ToolResult): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
-          result.isError ? Effect.succeed(result) : written.set(id, storedOf(result, now(), scrub)).pipe(
+          result.isError ? Effect.succeed(result) : setStored(written, id, storedOf(result, now(), scrub)).pipe(
             // The handler succeeded: its effect is applied but not recorded, so asking again could apply it
             // twice. Fatal whatever the cause, never "retry later".
             Effect.mapError((cause) =>
@@ -383,7 +380,7 @@ export const make = (config: Config) => {
             Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
           )
         /** The stored result that still answers repeats, if any. */
-        const lookup = typed.get(id).pipe(
+        const lookup = getStored(store, id).pipe(
           Effect.mapError((error) => failed(Schema.isSchemaError(error) ? "decode" : "read")(error)),
           Effect.map((found) =>
             Option.isSome(found) && (config.ttl === undefined || now() - found.value.storedAt < config.ttl)
@@ -521,6 +518,32 @@ const isPlainStored = (parsed: unknown): parsed is typeof Stored.Type => {
   if ("scrub" in stored && !(Array.isArray(scrub) && scrub.every((s) => typeof s === "string"))) return false
   return onlyKeys(stored, 2 + ("value" in stored ? 1 : 0) + ("scrub" in stored ? 1 : 0))
 }
+
+/** Writes `stored` under `id` as its stored text (`plainJson`, else the schema's encoding). */
+const setStored = (
+  kv: KeyValueStore.KeyValueStore,
+  id: string,
+  stored: typeof Stored.Type
+): Effect.Effect<void, Schema.SchemaError | KeyValueStore.KeyValueStoreError> => {
+  const plain = plainJson(stored)
+  if (plain !== undefined) return kv.set(id, plain)
+  const encoded = encodeStored(stored)
+  return Exit.isSuccess(encoded) ? kv.set(id, encoded.value) : encoded
+}
+
+/** The result stored under `id`, if any, read back from its text (`readStored`). */
+const getStored = (
+  kv: KeyValueStore.KeyValueStore,
+  id: string
+): Effect.Effect<Option.Option<typeof Stored.Type>, Schema.SchemaError | KeyValueStore.KeyValueStoreError> =>
+  Effect.flatMap(
+    kv.get(id),
+    (text): Effect.Effect<Option.Option<typeof Stored.Type>, Schema.SchemaError> => {
+      if (text === undefined) return Effect.succeedNone
+      const read = readStored(text)
+      return Exit.isSuccess(read) ? Effect.succeedSome(read.value) : Effect.failCause(read.cause)
+    }
+  )
 
 /** The deepest value {@link plainJson} looks into; anything deeper takes the schema. */
 const plainDepth = 32
