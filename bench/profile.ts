@@ -8,6 +8,9 @@
  * profiler (through `node:inspector`, counting objects the collector has freed too) around the
  * rounds after a warm-up, as bytes allocated per call by the function that allocated them
  * (inlined functions count in their caller), largest first.
+ *
+ * `--keyed`: the same tool with an idempotency key, a fresh key per call on a fresh memory store per
+ * round (the benchmark's keyed row: look up, claim, run, store, release).
  */
 import { Effect, Layer, Result, Schema } from "effect"
 import * as inspector from "node:inspector/promises"
@@ -20,7 +23,8 @@ const tool = Tool.make("add_lazy", {
   output: Schema.Struct({ sum: Schema.Number }),
   safety: { access: "read", idempotent: true },
   timeout: "30 seconds",
-  handler: ({ a, b }) => Effect.sync(() => ({ sum: a + b }))
+  handler: ({ a, b }) => Effect.sync(() => ({ sum: a + b })),
+  ...(process.argv.includes("--keyed") ? { idempotency: ({ a }: { readonly a: number }) => `k${a}` } : {})
 })
 const registry = Result.getOrThrow(ToolRegistry.makeResult([tool]))
 const middleware = [Middleware.make({ name: "pass-through", around: (invocation, next) => next(invocation) })]

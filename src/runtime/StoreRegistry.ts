@@ -29,9 +29,11 @@
  */
 import { createHash } from "node:crypto"
 import { Cause, Context, Effect, FileSystem, Layer, Path, Scope, Semaphore } from "effect"
+import { Base64 } from "effect/encoding"
 import { KeyValueStore } from "effect/persistence"
 import { StoreFailed } from "../contract/ToolError.ts"
 import { lazily } from "../internal/lazily.ts"
+import { storeNow, withClaimsNow, withStoreNow } from "./internal/storeNow.ts"
 
 /** What the `StoreRegistry` service gives: named stores and their claims, from one backend. */
 export interface StoreRegistryShape {
@@ -62,23 +64,59 @@ export interface Claims {
 /** Claims held in this process's memory (one per registry and store name), on the `Clock`. */
 export const memoryClaims = (): Claims => {
   const held = new Map<string, { readonly owner: string; readonly until: number }>()
-  return {
-    acquire: (key, owner, lease) =>
-      Effect.clockWith((clock) =>
-        Effect.sync(() => {
-          const now = clock.currentTimeMillisUnsafe()
-          const current = held.get(key)
-          if (current !== undefined && current.owner !== owner && current.until > now) return false
-          held.set(key, { owner, until: now + lease })
-          return true
-        })
-      ),
-    release: (key, owner) =>
-      Effect.sync(() => {
-        if (held.get(key)?.owner === owner) held.delete(key)
-      })
+  const acquireNow = (key: string, owner: string, lease: number, now: number): boolean => {
+    const current = held.get(key)
+    if (current !== undefined && current.owner !== owner && current.until > now) return false
+    held.set(key, { owner, until: now + lease })
+    return true
   }
+  const releaseNow = (key: string, owner: string): void => {
+    if (held.get(key)?.owner === owner) held.delete(key)
+  }
+  return withClaimsNow({
+    acquire: (key, owner, lease) =>
+      Effect.clockWith((clock) => Effect.sync(() => acquireNow(key, owner, lease, clock.currentTimeMillisUnsafe()))),
+    release: (key, owner) => Effect.sync(() => releaseNow(key, owner))
+  }, { acquire: acquireNow, release: releaseNow })
 }
+
+/**
+ * `KeyValueStore.layerMemory`'s store (one map of strings and bytes), with a synchronous view of
+ * its string reads and writes (`storeNow`) for the executor's keyed calls.
+ */
+const memoryStore: Layer.Layer<KeyValueStore.KeyValueStore> = Layer.sync(KeyValueStore.KeyValueStore)(() => {
+  const entries = new Map<string, string | Uint8Array>()
+  const encoder = new TextEncoder()
+  const get = (key: string): string | undefined => {
+    const value = entries.get(key)
+    return value === undefined ? undefined : typeof value === "string" ? value : Base64.encode(value)
+  }
+  const set = (key: string, value: string | Uint8Array): void => {
+    entries.set(key, value)
+  }
+  return withStoreNow(
+    KeyValueStore.make({
+      get: (key) => Effect.sync(() => get(key)),
+      getUint8Array: (key) =>
+        Effect.sync(() => {
+          const value = entries.get(key)
+          return value === undefined ? undefined : typeof value === "string" ? encoder.encode(value) : value
+        }),
+      set: (key, value) => Effect.sync(() => set(key, value)),
+      remove: (key) => Effect.sync(() => entries.delete(key)),
+      clear: Effect.sync(() => entries.clear()),
+      clearPrefix: (prefix) =>
+        Effect.sync(() => {
+          for (const key of entries.keys()) {
+            if (key.startsWith(prefix)) entries.delete(key)
+          }
+        }),
+      size: Effect.sync(() => entries.size),
+      keys: Effect.sync(() => Array.from(entries.keys()))
+    }),
+    { get, set }
+  )
+})
 
 /**
  * The registry of named stores (a hidden service: handlers reach a store with `StoreRegistry.store(name)`).
@@ -88,7 +126,7 @@ export class StoreRegistry extends Context.Service<StoreRegistry, StoreRegistryS
   /** Stores in memory, in one map, for the life of the layer. */
   static readonly layerMemory: Layer.Layer<StoreRegistry> = Layer.effect(
     StoreRegistry,
-    Effect.suspend(() => make(kvBackend(KeyValueStore.layerMemory)))
+    Effect.suspend(() => make(kvBackend(memoryStore)))
   )
 
   /**
@@ -231,9 +269,16 @@ export const make = <E>(
     }
     return {
       claims: perName((backend, name) => backend.claims(name)),
-      store: perName((backend, name) =>
-        backend.view?.(name) ?? serialModify(KeyValueStore.prefix(backend.store, `${name}/`))
-      )
+      store: perName((backend, name) => {
+        const view = backend.view?.(name)
+        if (view !== undefined) return view
+        const prefixed = serialModify(KeyValueStore.prefix(backend.store, `${name}/`))
+        const now = storeNow(backend.store)
+        return now === undefined ? prefixed : withStoreNow(prefixed, {
+          get: (key) => now.get(`${name}/${key}`),
+          set: (key, value) => now.set(`${name}/${key}`, value)
+        })
+      })
     }
   })
 

@@ -263,7 +263,7 @@ export const make = (config: Config) => {
             policy: spec.safety.redact,
             input: invocation.input,
             shownKey: shown ?? key
-          }, durable) as ReturnType<Middleware.Next>
+          }, durable, state) as ReturnType<Middleware.Next>
     )
     // an artifact's key: `<run>/<call id>`, with the turn after the first (providers that number
     // their call ids per turn, as Gemini does, reuse them: a later turn's output must not replace an earlier one's)

@@ -60,12 +60,24 @@
  * never waits out its own dead lease), and a re-run (`resumed`) that finds no stored result does not
  * run the handler again: the first run may have applied the key before it died, so it fails with
  * `ToolError.OutcomeUnknown`.
+ *
+ * On the memory store (`StoreRegistry.layerMemory`: its stores and claims have synchronous views,
+ * `internal/storeNow.ts`) a call takes the same steps by plain function calls while each completes
+ * at once (`Now`): the lookup, the claim, the handler, the write and the release, answering a
+ * completed `Exit` when the handler did. A key held in this process or claimed by another owner,
+ * or a handler that suspends, carries on as effects from there (the handler suspended: the key is
+ * held in this process and its claim renewed until it ends, as above). A durable claim always takes
+ * the effects. On every store the stored text is `JSON.stringify` of what is stored when the schema
+ * would encode it unchanged (JSON as it is, the common case), and the schema's otherwise; it is read
+ * back by `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise.
  */
 import { randomUUID } from "node:crypto"
-import { Cause, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import type { DurableClaim } from "../../Executor.ts"
-import { type Claims, StoreRegistry } from "../../StoreRegistry.ts"
+import { type Claims, StoreRegistry, type StoreRegistryShape } from "../../StoreRegistry.ts"
+import { type ClaimsNow, claimsNow, type StoreNow, storeNow } from "../storeNow.ts"
+import * as Now from "./Now.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
@@ -112,11 +124,8 @@ const Stored = Schema.Struct({
   scrub: Schema.optionalKey(Schema.Array(Schema.String))
 })
 
-type Typed = KeyValueStore.SchemaStore<typeof Stored>
-
-/** Per store: its typed view and the keys being applied in this process right now. */
+/** Per store: the keys being applied in this process right now. */
 interface Slot {
-  readonly typed: Typed
   readonly running: Map<string, Deferred.Deferred<void>>
 }
 
@@ -124,7 +133,7 @@ const slots = new WeakMap<KeyValueStore.KeyValueStore, Slot>()
 const slotOf = (store: KeyValueStore.KeyValueStore): Slot => {
   let slot = slots.get(store)
   if (slot === undefined) {
-    slot = { typed: KeyValueStore.toSchemaStore(store, Stored), running: new Map() }
+    slot = { running: new Map() }
     slots.set(store, slot)
   }
   return slot
@@ -189,13 +198,13 @@ export const make = (config: Config) => {
   const lease = Math.max(1, Math.ceil(config.lease ?? defaultLease))
   const renewEvery = Math.max(1, Math.floor(lease / 3))
   const pollCap = Math.min(maxPoll, lease)
-  // per store, the typed view whose writes expire after `ttl` (made once, not per call)
-  const expiring = new WeakMap<KeyValueStore.KeyValueStore, Typed>()
-  const writerOf = (store: KeyValueStore.KeyValueStore, typed: Typed): Typed => {
-    if (config.ttl === undefined) return typed
+  // per store, the view whose writes expire after `ttl` (made once, not per call)
+  const expiring = new WeakMap<KeyValueStore.KeyValueStore, KeyValueStore.KeyValueStore>()
+  const writerOf = (store: KeyValueStore.KeyValueStore): KeyValueStore.KeyValueStore => {
+    if (config.ttl === undefined) return store
     let view = expiring.get(store)
     if (view === undefined) {
-      view = KeyValueStore.toSchemaStore(withTtl(store, config.ttl), Stored)
+      view = withTtl(store, config.ttl)
       expiring.set(store, view)
     }
     return view
@@ -206,6 +215,21 @@ export const make = (config: Config) => {
    * otherwise `run`'s successful result is stored, then returned. `durable`: a durable run's
    * claim (owner and re-run), see the module comment.
    */
+  const resolvedOf = (registry: StoreRegistryShape): Resolved | undefined => resolved.get(registry)?.get(config.store)
+  const resolve = (registry: StoreRegistryShape): Effect.Effect<Resolved, ToolError.StoreFailed> => {
+    const known = resolvedOf(registry)
+    return known !== undefined ? Effect.succeed(known) : Effect.map(
+      Effect.zip(registry.store(config.store), registry.claims(config.store)),
+      ([store, claims]) => {
+        const made = { store, claims, slot: slotOf(store), storeNow: storeNow(store), claimsNow: claimsNow(claims) }
+        let names = resolved.get(registry)
+        if (names === undefined) resolved.set(registry, names = new Map())
+        names.set(config.store, made)
+        return made
+      }
+    )
+  }
+
   return <R>(
     toolName: string,
     key: string,
@@ -213,40 +237,141 @@ export const make = (config: Config) => {
     now: () => number,
     run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
     redaction?: Redaction,
-    durable?: DurableClaim
-  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> =>
-    Effect.flatMap(
-      StoreRegistry.use((stores) => Effect.zip(stores.store(config.store), stores.claims(config.store))),
-      ([store, claims]) => {
-        const { running, typed } = slotOf(store)
+    durable?: DurableClaim,
+    attempt?: { stopAttempt: Effect.Effect<void> }
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> => {
+    // A call of a store with synchronous views (memory), whose handler completes at once, completes at
+    // once: the same steps by plain calls (`storeNow`), then the rest as effects from the first that
+    // cannot (the key held in this process or claimed, the handler suspending). A durable claim always
+    // takes the effects.
+    const runStart = durable === undefined ? Now.take(run) : undefined
+    const keyed = (found: Resolved) => keyedCall(found, toolName, key, call, now, run, redaction, durable)
+    if (runStart === undefined) return Effect.flatMap(StoreRegistry.use(resolve), keyed)
+    return Now.deferred((fiber) => {
+      const found = resolvedOf(Context.getUnsafe(fiber.context as Context.Context<StoreRegistry>, StoreRegistry))
+      if (found === undefined || found.storeNow === undefined || found.claimsNow === undefined) {
+        return Effect.flatMap(StoreRegistry.use(resolve), keyed)
+      }
+      return keyedNow(found, found.storeNow, found.claimsNow, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
+    })
+  }
+
+  function keyedNow<R>(
+    found: Resolved,
+    view: StoreNow,
+    claimsView: ClaimsNow,
+    toolName: string,
+    key: string,
+    call: ToolCall,
+    now: () => number,
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    runStart: Now.Start<ToolResult.ToolResult, ToolError.ToolError, R>,
+    fiber: Fiber.Fiber<unknown, unknown>,
+    redaction: Redaction | undefined,
+    attempt: { stopAttempt: Effect.Effect<void> } | undefined
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
+    const { running } = found.slot
+    const id = storageKey(toolName, key)
+    const shown = redaction?.shownKey ?? key
+    // held in this process: wait for it (the effects)
+    if (running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    const text = view.get(id)
+    if (text !== undefined) {
+      const decoded = readStored(text)
+      if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
+      if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
+        return Exit.succeed(replayOf(decoded.value, call, toolName, shown))
+      }
+    }
+    const owner = nextOwner()
+    // claimed by another owner: wait for its result (the effects)
+    if (!claimsView.acquire(id, owner, lease, now())) {
+      return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    }
+    // (nothing ran between the lookup and the claim: no second lookup is needed)
+    let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>
+    try {
+      output = runStart(fiber)
+    } catch (defect) {
+      claimsView.release(id, owner)
+      throw defect
+    }
+    const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+    const exit = Now.exitOf(output)
+    if (exit !== undefined) {
+      if (Exit.isFailure(exit) || exit.value.isError) {
+        claimsView.release(id, owner)
+        return exit
+      }
+      const result = exit.value
+      const stored = storedOf(result, now(), scrub)
+      const plain = plainJson(stored)
+      const encoded = plain !== undefined ? Exit.succeed(plain) : encodeStored(stored)
+      if (Exit.isFailure(encoded)) {
+        // applied but not recorded: fatal, never "retry later" (as `save`)
+        claimsView.release(id, owner)
+        return Exit.fail(
+          new ToolError.StoreFailed({ store: config.store, operation: "write", cause: Cause.squash(encoded.cause), retryable: false })
+        )
+      }
+      view.set(id, encoded.value)
+      claimsView.release(id, owner)
+      return Exit.succeed({ ...result, idempotency: { key: shown, replayed: false } })
+    }
+    // The handler suspended: the key is held in this process, the claim renewed, until it ends. Its
+    // end, or an interruption that lands before the rest starts (`attempt.stopAttempt`, run by the
+    // call), releases both, once.
+    const mine = Deferred.makeUnsafe<void>()
+    running.set(id, mine)
+    let ended = false
+    const end = () => {
+      if (ended) return
+      ended = true
+      claimsView.release(id, owner)
+      if (running.get(id) === mine) running.delete(id)
+      Deferred.doneUnsafe(mine, Exit.void)
+    }
+    if (attempt !== undefined) {
+      const stop = attempt.stopAttempt
+      attempt.stopAttempt = Effect.andThen(stop, Effect.sync(end))
+    }
+    const written = writerOf(found.store)
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
+        (renewal) =>
+          Effect.flatMap(restore(output), (result) =>
+            result.isError ? Effect.succeed(result) : setStored(written, id, storedOf(result, now(), scrub)).pipe(
+              Effect.mapError((cause) =>
+                new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
+              ),
+              Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
+            )).pipe(Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), Effect.sync(end))))
+      )
+    )
+  }
+
+  function keyedCall<R>(
+    found: Resolved,
+    toolName: string,
+    key: string,
+    call: ToolCall,
+    now: () => number,
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    redaction: Redaction | undefined,
+    durable: DurableClaim | undefined
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
+        const { store, claims, slot } = found
+        const { running } = slot
         // a stored result with a ttl is deleted once expired where the store can (SQL, Redis)
-        const written = writerOf(store, typed)
+        const written = writerOf(store)
         const id = storageKey(toolName, key)
         // what the result says its key is: redacted like the arguments it comes from
         const shown = redaction?.shownKey ?? key
-        const replay = (found: typeof Stored.Type): ToolResult.ToolResult => {
-          // the storing call's values under redacted keys go; this call's go in `Render.finalize`
-          const stored = withoutStoredSecrets(found, found.scrub ?? [])
-          return {
-            toolCallId: call.id,
-            name: toolName,
-            content: stored.content,
-            ...(stored.value === undefined ? {} : { value: stored.value }),
-            artifacts: [],
-            isError: false,
-            elapsed: 0,
-            ...(call.provider === undefined ? {} : { provider: call.provider }),
-            idempotency: { key: shown, replayed: true }
-          }
-        }
+        const replay = (found: typeof Stored.Type): ToolResult.ToolResult => replayOf(found, call, toolName, shown)
         const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
         const save = (result: ToolResult.ToolResult): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
-          result.isError ? Effect.succeed(result) : written.set(id, {
-            storedAt: now(),
-            content: result.content,
-            ...(result.value === undefined ? {} : { value: result.value }),
-            ...(scrub.length === 0 ? {} : { scrub })
-          }).pipe(
+          result.isError ? Effect.succeed(result) : setStored(written, id, storedOf(result, now(), scrub)).pipe(
             // The handler succeeded: its effect is applied but not recorded, so asking again could apply it
             // twice. Fatal whatever the cause, never "retry later".
             Effect.mapError((cause) =>
@@ -255,7 +380,7 @@ export const make = (config: Config) => {
             Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
           )
         /** The stored result that still answers repeats, if any. */
-        const lookup = typed.get(id).pipe(
+        const lookup = getStored(store, id).pipe(
           Effect.mapError((error) => failed(Schema.isSchemaError(error) ? "decode" : "read")(error)),
           Effect.map((found) =>
             Option.isSome(found) && (config.ttl === undefined || now() - found.value.storedAt < config.ttl)
@@ -321,8 +446,171 @@ export const make = (config: Config) => {
           })
           return claim
         })
+  }
+}
+
+/**
+ * Per registry and store name, its store and claims (the same objects for every use of the name), so
+ * that only a registry's first keyed call of a store looks them up as effects, whatever the executor.
+ */
+const resolved = new WeakMap<StoreRegistryShape, Map<string, Resolved>>()
+
+/** A registry's store and claims of one name, with their slot and synchronous views (if any). */
+interface Resolved {
+  readonly store: KeyValueStore.KeyValueStore
+  readonly claims: Claims
+  readonly slot: Slot
+  readonly storeNow: StoreNow | undefined
+  readonly claimsNow: ClaimsNow | undefined
+}
+
+/** What is stored for `result` (see the module comment). */
+const storedOf = (result: ToolResult.ToolResult, storedAt: number, scrub: ReadonlyArray<string>): typeof Stored.Type => ({
+  storedAt,
+  content: result.content,
+  ...(result.value === undefined ? {} : { value: result.value }),
+  ...(scrub.length === 0 ? {} : { scrub })
+})
+
+/** A stored result answering `call` again. */
+const replayOf = (found: typeof Stored.Type, call: ToolCall, toolName: string, shown: string): ToolResult.ToolResult => {
+  // the storing call's values under redacted keys go; this call's go in `Render.finalize`
+  const stored = withoutStoredSecrets(found, found.scrub ?? [])
+  return {
+    toolCallId: call.id,
+    name: toolName,
+    content: stored.content,
+    ...(stored.value === undefined ? {} : { value: stored.value }),
+    artifacts: [],
+    isError: false,
+    elapsed: 0,
+    ...(call.provider === undefined ? {} : { provider: call.provider }),
+    idempotency: { key: shown, replayed: true }
+  }
+}
+
+/** The stored text's codec, as `KeyValueStore.toSchemaStore` reads and writes it. */
+const storedJson = Schema.fromJsonString(Schema.toCodecJson(Stored))
+const decodeStored = Schema.decodeUnknownExit(storedJson)
+const encodeStored = Schema.encodeExit(storedJson)
+
+/**
+ * `text` read back as `decodeStored` would: by `JSON.parse` when what it holds is what the schema
+ * would decode unchanged (a number for `storedAt`, exact blocks, strings to scrub, no other keys: the
+ * common case; a parsed value is JSON as it is), else by the schema (which also says what is wrong).
+ */
+const readStored = (text: string): Exit.Exit<typeof Stored.Type, Schema.SchemaError> => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return decodeStored(text)
+  }
+  return isPlainStored(parsed) ? Exit.succeed(parsed) : decodeStored(text)
+}
+
+const isPlainStored = (parsed: unknown): parsed is typeof Stored.Type => {
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return false
+  const stored = parsed as Partial<Record<string, unknown>>
+  if (typeof stored.storedAt !== "number" || !Array.isArray(stored.content)) return false
+  for (const block of stored.content) if (!isPlainBlock(block)) return false
+  const scrub = stored.scrub
+  if ("scrub" in stored && !(Array.isArray(scrub) && scrub.every((s) => typeof s === "string"))) return false
+  return onlyKeys(stored, 2 + ("value" in stored ? 1 : 0) + ("scrub" in stored ? 1 : 0))
+}
+
+/** Writes `stored` under `id` as its stored text (`plainJson`, else the schema's encoding). */
+const setStored = (
+  kv: KeyValueStore.KeyValueStore,
+  id: string,
+  stored: typeof Stored.Type
+): Effect.Effect<void, Schema.SchemaError | KeyValueStore.KeyValueStoreError> => {
+  const plain = plainJson(stored)
+  if (plain !== undefined) return kv.set(id, plain)
+  const encoded = encodeStored(stored)
+  return Exit.isSuccess(encoded) ? kv.set(id, encoded.value) : encoded
+}
+
+/** The result stored under `id`, if any, read back from its text (`readStored`). */
+const getStored = (
+  kv: KeyValueStore.KeyValueStore,
+  id: string
+): Effect.Effect<Option.Option<typeof Stored.Type>, Schema.SchemaError | KeyValueStore.KeyValueStoreError> =>
+  Effect.flatMap(
+    kv.get(id),
+    (text): Effect.Effect<Option.Option<typeof Stored.Type>, Schema.SchemaError> => {
+      if (text === undefined) return Effect.succeedNone
+      const read = readStored(text)
+      return Exit.isSuccess(read) ? Effect.succeedSome(read.value) : Effect.failCause(read.cause)
+    }
+  )
+
+/** The deepest value {@link plainJson} looks into; anything deeper takes the schema. */
+const plainDepth = 32
+
+/** True when `value` is JSON as it is (what `Schema.toCodecJson(Schema.Unknown)` encodes unchanged), at most `depth` deep. */
+const isPlainJson = (value: unknown, depth: number): boolean => {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true
+    case "number":
+      return Number.isFinite(value)
+    case "object": {
+      if (value === null) return true
+      if (depth === 0) return false
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) {
+          if (!(i in value) || !isPlainJson(value[i], depth - 1)) return false
+        }
+        return true
       }
-    )
+      const proto = Object.getPrototypeOf(value)
+      if (proto !== Object.prototype && proto !== null) return false
+      for (const key in value) {
+        if (!isPlainJson((value as Record<string, unknown>)[key], depth - 1)) return false
+      }
+      return Object.getOwnPropertySymbols(value).length === 0
+    }
+    default:
+      return false
+  }
+}
+
+const onlyKeys = (value: object, count: number): boolean => Object.keys(value).length === count
+
+/** True when `block` is exactly one of `ContentBlock`'s shapes (no other keys: the schema would drop them). */
+const isPlainBlock = (block: ToolResult.ContentBlock): boolean => {
+  if (typeof block !== "object" || block === null || Object.getPrototypeOf(block) !== Object.prototype) return false
+  switch (block.type) {
+    case "text":
+      return typeof block.text === "string" && onlyKeys(block, 2)
+    case "image":
+    case "audio":
+      return typeof block.data === "string" && typeof block.mimeType === "string" && onlyKeys(block, 3)
+    case "resource": {
+      const r: Partial<Record<string, unknown>> = block.resource
+      if (typeof r !== "object" || r === null || Object.getPrototypeOf(r) !== Object.prototype || !onlyKeys(block, 2)) return false
+      if (typeof r.uri !== "string" || ("mimeType" in r && typeof r.mimeType !== "string")) return false
+      const text = "text" in r, blob = "blob" in r
+      if (text === blob || (text ? typeof r.text !== "string" : typeof r.blob !== "string")) return false
+      return onlyKeys(r, 1 + (text ? 1 : 0) + (blob ? 1 : 0) + ("mimeType" in r ? 1 : 0))
+    }
+    default:
+      return false
+  }
+}
+
+/**
+ * The stored text of `stored` by `JSON.stringify` when the schema would encode it unchanged (every
+ * part JSON as it is: the common case), else `undefined` (the schema encodes it, or says why not).
+ * The same text as `encodeStored` but for the order of keys, which no reader sees.
+ */
+const plainJson = (stored: typeof Stored.Type): string | undefined => {
+  if (!Number.isFinite(stored.storedAt)) return undefined
+  for (const block of stored.content) if (!isPlainBlock(block)) return undefined
+  if ("value" in stored && !isPlainJson(stored.value, plainDepth)) return undefined
+  return JSON.stringify(stored)
 }
 
 /**
