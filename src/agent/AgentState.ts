@@ -27,7 +27,7 @@ import * as ToolInput from "../contract/ToolInput.ts"
 import { ToolCallContext } from "../runtime/ToolCallContext.ts"
 
 /** A schema that encodes to JSON and decodes without services. */
-export type StateSchema<A> = Schema.Codec<A, any, never, never>
+export type StateSchema<A> = Schema.Codec<A, unknown, never, never>
 
 /**
  * Thrown by a reducer to refuse an update: the model reads `message` (word it as a repair, without

@@ -38,7 +38,7 @@ export interface Argument {
 }
 
 /** Fields of a prompt's arguments: MCP sends every argument as a string, so each field decodes from one. */
-export type Fields = { readonly [key: string]: Schema.Codec<any, string, never, never> }
+export type Fields = { readonly [key: string]: Schema.Codec<unknown, string, never, never> }
 
 /** Marks a value made by {@link make}. */
 export const TypeId = "~tinyagents/McpPrompt"
@@ -58,7 +58,7 @@ export interface McpPrompt<R = never> {
 }
 
 /** Any prompt, whatever its services. */
-export type Any = McpPrompt<any>
+export type Any = McpPrompt<unknown>
 
 /** Why `get` failed: arguments the schema refused, or the handler's own failure. */
 export type GetFailure =

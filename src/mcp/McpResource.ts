@@ -77,7 +77,7 @@ export interface Template<R = never> extends Listing {
 export type McpResource<R = never> = Static<R> | Template<R>
 
 /** Any resource, whatever its services. */
-export type Any = McpResource<any>
+export type Any = McpResource<unknown>
 
 /** Whether `u` is a resource made with {@link make} or {@link template}. */
 export const isResource = (u: unknown): u is Any =>
