@@ -247,12 +247,7 @@ export const make = (config: Config) => {
     const core: Middleware.Next = (invocation) =>
       Now.deferred((fiber) => {
         const output = invoke(invocation, env, state, fiber, state.inContext)
-        const exit = Now.exitOf(output)
-        return exit === undefined
-          ? Effect.flatMap(output, (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value))
-          : Exit.isSuccess(exit)
-          ? render.encode(invocation.tool, invocation.spec, invocation.call, exit.value)
-          : exit as Exit.Exit<never, ToolError.ToolError>
+        return Now.flatMap(output, (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value))
       })
     const pipeline = Middleware.compose(
       config.middleware,
@@ -296,13 +291,8 @@ export const make = (config: Config) => {
           if (start === undefined) invocation = asEffect(out, finalize, state)
           else {
             const output = start(fiber)
-            const exit = Now.exitOf(output)
-            running = exit === undefined
-            invocation = exit === undefined
-              ? Effect.flatMap(output, finalize)
-              : Exit.isSuccess(exit)
-              ? finalize(exit.value)
-              : exit
+            running = Now.exitOf(output) === undefined
+            invocation = Now.flatMap(output, finalize)
           }
         } catch (defect) {
           invocation = Effect.die(defect)

@@ -211,10 +211,23 @@ export const make = (config: Config) => {
   }
 
   /**
-   * `run` at most once per key: a stored result is answered again (`replayed`);
-   * otherwise `run`'s successful result is stored, then returned. `durable`: a durable run's
-   * claim (owner and re-run), see the module comment.
+   * Stores a successful `result` under `id` and answers it with its key (an error result is answered
+   * as it is). The handler succeeded: its effect is applied but not recorded if this fails, so asking
+   * again could apply it twice: fatal whatever the cause, never "retry later".
    */
+  const save = (
+    written: KeyValueStore.KeyValueStore,
+    id: string,
+    shown: string,
+    result: ToolResult.ToolResult,
+    storedAt: number,
+    scrub: ReadonlyArray<string>
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
+    result.isError ? Effect.succeed(result) : setStored(written, id, storedOf(result, storedAt, scrub)).pipe(
+      Effect.mapError((cause) => new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })),
+      Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
+    )
+
   const resolvedOf = (registry: StoreRegistryShape): Resolved | undefined => resolved.get(registry)?.get(config.store)
   const resolve = (registry: StoreRegistryShape): Effect.Effect<Resolved, ToolError.StoreFailed> => {
     const known = resolvedOf(registry)
@@ -230,6 +243,11 @@ export const make = (config: Config) => {
     )
   }
 
+  /**
+   * `run` at most once per key: a stored result is answered again (`replayed`);
+   * otherwise `run`'s successful result is stored, then returned. `durable`: a durable run's
+   * claim (owner and re-run), see the module comment.
+   */
   return <R>(
     toolName: string,
     key: string,
@@ -304,9 +322,7 @@ export const make = (config: Config) => {
         return exit
       }
       const result = exit.value
-      const stored = storedOf(result, now(), scrub)
-      const plain = plainJson(stored)
-      const encoded = plain !== undefined ? Exit.succeed(plain) : encodeStored(stored)
+      const encoded = storedText(storedOf(result, now(), scrub))
       if (Exit.isFailure(encoded)) {
         // applied but not recorded: fatal, never "retry later" (as `save`)
         claimsView.release(id, owner)
@@ -340,13 +356,9 @@ export const make = (config: Config) => {
       Effect.flatMap(
         Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
         (renewal) =>
-          Effect.flatMap(restore(output), (result) =>
-            result.isError ? Effect.succeed(result) : setStored(written, id, storedOf(result, now(), scrub)).pipe(
-              Effect.mapError((cause) =>
-                new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
-              ),
-              Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
-            )).pipe(Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), Effect.sync(end))))
+          Effect.flatMap(restore(output), (result) => save(written, id, shown, result, now(), scrub)).pipe(
+            Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), Effect.sync(end)))
+          )
       )
     )
   }
@@ -370,15 +382,6 @@ export const make = (config: Config) => {
         const shown = redaction?.shownKey ?? key
         const replay = (found: typeof Stored.Type): ToolResult.ToolResult => replayOf(found, call, toolName, shown)
         const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
-        const save = (result: ToolResult.ToolResult): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
-          result.isError ? Effect.succeed(result) : setStored(written, id, storedOf(result, now(), scrub)).pipe(
-            // The handler succeeded: its effect is applied but not recorded, so asking again could apply it
-            // twice. Fatal whatever the cause, never "retry later".
-            Effect.mapError((cause) =>
-              new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
-            ),
-            Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
-          )
         /** The stored result that still answers repeats, if any. */
         const lookup = getStored(store, id).pipe(
           Effect.mapError((error) => failed(Schema.isSchemaError(error) ? "decode" : "read")(error)),
@@ -400,7 +403,7 @@ export const make = (config: Config) => {
           const runClaimed = Effect.flatMap(
             Effect.forkChild(Effect.interruptible(renew(claims, id, owner, lease, renewEvery))),
             (renewal) =>
-              Effect.flatMap(restore(run), save).pipe(
+              Effect.flatMap(restore(run), (result) => save(written, id, shown, result, now(), scrub)).pipe(
                 Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), release))
               )
           )
@@ -520,15 +523,19 @@ const isPlainStored = (parsed: unknown): parsed is typeof Stored.Type => {
 }
 
 /** Writes `stored` under `id` as its stored text (`plainJson`, else the schema's encoding). */
+/** `stored` as the text a store keeps: by `JSON.stringify` when the schema would change nothing, else by the schema. */
+const storedText = (stored: typeof Stored.Type): Exit.Exit<string, Schema.SchemaError> => {
+  const plain = plainJson(stored)
+  return plain !== undefined ? Exit.succeed(plain) : encodeStored(stored)
+}
+
 const setStored = (
   kv: KeyValueStore.KeyValueStore,
   id: string,
   stored: typeof Stored.Type
 ): Effect.Effect<void, Schema.SchemaError | KeyValueStore.KeyValueStoreError> => {
-  const plain = plainJson(stored)
-  if (plain !== undefined) return kv.set(id, plain)
-  const encoded = encodeStored(stored)
-  return Exit.isSuccess(encoded) ? kv.set(id, encoded.value) : encoded
+  const text = storedText(stored)
+  return Exit.isSuccess(text) ? kv.set(id, text.value) : text
 }
 
 /** The result stored under `id`, if any, read back from its text (`readStored`). */

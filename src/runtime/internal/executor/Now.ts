@@ -56,3 +56,12 @@ export const exitOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Exit.Exit<A, E>
 /** True when `effect` is a completed, successful `Exit`: nothing is left to run. */
 export const done = <A, E, R>(effect: Effect.Effect<A, E, R>): effect is Exit.Success<A, E> =>
   mode.eager && Exit.isExit(effect) && Exit.isSuccess(effect)
+
+/** `Effect.flatMap(effect, f)`, with `f` called now when `effect` is a completed success (a failed `Exit` answers as it is). */
+export const flatMap = <A, E, R, B, E2, R2>(
+  effect: Effect.Effect<A, E, R>,
+  f: (a: A) => Effect.Effect<B, E2, R2>
+): Effect.Effect<B, E | E2, R | R2> => {
+  const exit = exitOf(effect)
+  return exit === undefined ? Effect.flatMap(effect, f) : Exit.isSuccess(exit) ? f(exit.value) : exit as Exit.Exit<never, E>
+}

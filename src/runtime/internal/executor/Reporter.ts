@@ -41,7 +41,7 @@ export interface Reporter {
   /**
    * {@link emitMasked} started now, by the caller (inside an uninterruptible region, at the moment the
    * event is due): a free slot and a sink that answers with a completed `Exit` deliver the event before
-   * it returns, and the answer is then a completed `Exit` ({@link done}); otherwise it is the rest of
+   * it returns, and the answer is then a completed `Exit` (`Now.done`); otherwise it is the rest of
    * the delivery (waiting for the slot, or the sink's effect), which the caller must run next.
    */
   readonly emitNow: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy) => Effect.Effect<void>

@@ -45,10 +45,6 @@ export const make = (options: Options | undefined): Tracing => ({
   recordResults: options?.recordResults === true
 })
 
-/** `tracing` when a tracer that exports spans is installed and tracing is enabled; `undefined` otherwise. */
-export const whenEnabled = (tracing: Tracing): Effect.Effect<Tracing | undefined> =>
-  Effect.withFiber((fiber) => Effect.succeed(enabled(fiber) ? tracing : undefined))
-
 /** Whether `fiber` has a tracer installed and tracing on (then calls get spans). */
 export const enabled = (fiber: Fiber.Fiber<unknown, unknown>): boolean =>
   fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer && fiber.getRef(References.TracerEnabled)
