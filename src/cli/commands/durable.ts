@@ -72,9 +72,9 @@ const inspectRun = (flags: JournalFlags, runId: string) =>
     const [durable, journal] = yield* loadDurable
     const agent = durable.DurableAgent.make<never>({ name: flags.workflow, tools: noTools })
     const executionId = yield* agent.workflow.executionId({ runId, messages: [] })
-    const state = yield* journal.withJournal(location, journal.runState({ workflow: agent.workflow._tag, runId, executionId }).pipe(
-      Effect.mapError((error) => error instanceof journal.JournalError ? error : new journal.JournalError({ detail: `cannot read the journal ${journal.describe(location)}: ${errorText(error)}` }))
-    )).pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    const state = yield* journal.withJournal(location, journal.runState({ workflow: agent.workflow._tag, runId, executionId })).pipe(
+      Effect.mapError((error) => new CommandFailed({ detail: error.detail }))
+    )
     if (state._tag === "UnknownWorkflow") {
       return yield* new CommandFailed({
         detail: `no workflow ${JSON.stringify(flags.workflow)} in the journal ${journal.describe(location)} (${
@@ -111,9 +111,9 @@ const readWorkflow = <A extends { readonly _tag: string }>(
     const [durable, journal] = yield* loadDurable
     const agent = durable.DurableAgent.make<never>({ name: flags.workflow, tools: noTools })
     const executionIdOf = (runId: string) => agent.workflow.executionId({ runId, messages: [] })
-    const found = yield* journal.withJournal(location, f({ tag: agent.workflow._tag, executionIdOf }, journal).pipe(
-      Effect.mapError((error) => error instanceof journal.JournalError ? error : new journal.JournalError({ detail: `cannot read the journal ${journal.describe(location)}: ${errorText(error)}` }))
-    )).pipe(Effect.mapError((error) => new CommandFailed({ detail: error.detail })))
+    const found = yield* journal.withJournal(location, f({ tag: agent.workflow._tag, executionIdOf }, journal)).pipe(
+      Effect.mapError((error) => new CommandFailed({ detail: error.detail }))
+    )
     if (found._tag === "UnknownWorkflow") {
       const { workflows } = found as { readonly workflows: ReadonlyArray<string> }
       return yield* new CommandFailed({
@@ -324,19 +324,6 @@ const durableStatusCommand = Command.make("status", {
     ])
   )
 
-/** A listed run's status, as `list` prints it. */
-const listedStatus = ({ queued, state }: DurableJournal.ListedRun): string => {
-  if (queued) return state._tag === "Running" && state.cancelling !== undefined ? `queued, cancelling: ${state.cancelling}` : "queued"
-  if (state._tag === "Finished") return state.outcome._tag === "Failed" ? "failed" : "finished"
-  if (state._tag === "Cancelled") return "cancelled"
-  if (state._tag === "Ended") return `ended (${state.detail})`
-  if (state.cancelling !== undefined) return `running, cancelling: ${state.cancelling}`
-  return state.pending.length > 0
-    ? `awaiting approval (${state.pending.length})`
-    : state.questions.length > 0
-    ? `awaiting answer (${state.questions.length})`
-    : "running"
-}
 
 const durableListCommand = Command.make("list", {
   ...journalFlags,
@@ -347,11 +334,12 @@ const durableListCommand = Command.make("list", {
     const { runs, total } = yield* readWorkflow(flags, (workflow, journal) =>
       journal.listRuns({ workflow: workflow.tag, limit, executionIdOf: workflow.executionIdOf }))
     if (runs.length === 0) return yield* Console.log(`no runs of workflow ${flags.workflow}`)
+    const [, journal] = yield* loadDurable
     for (const run of runs) {
       yield* Console.log(
         [
           run.runId,
-          listedStatus(run),
+          journal.listedStatus(run),
           run.turn === undefined ? "no turn yet" : `turn ${run.turn}`,
           `started ${new Date(run.startedAt).toISOString()}`,
           ...(run.parentRunId === undefined ? [] : [`in run ${run.parentRunId}`])

@@ -15,11 +15,11 @@ const loadInspector = Effect.tryPromise({
   catch: (error) => new CommandFailed({ detail: `cannot load the inspector: ${errorText(error)}` })
 })
 
-/** `tinyagents inspect`. */
 /** True for an interface only this machine reaches. */
 const loopback = (host: string): boolean =>
   host === "localhost" || host === "::1" || host === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 
+/** `tinyagents inspect`. */
 export const inspectCommand = Command.make("inspect", {
   source: Argument.String("source").pipe(
     Argument.withDescription("A JSON-lines events file, a SQLite audit database or durable journal, or a durable journal's postgres:// URL")

@@ -21,14 +21,7 @@ export const escape = (text: string): string => text.replace(/[&<>"']/g, (c) => 
 const shown = (text: string): string =>
   escape(text).replace(/\[redacted\]|&lt;redacted&gt;/g, (marker) => `<span class="redacted" title="redacted in the events">${marker}</span>`)
 
-/** `value` as JSON; one nested too deeply for `JSON.stringify` (a model's arguments may be thousands of arrays deep) is said so, not a failed page. */
-const stringify = (value: unknown, indent?: number): string => {
-  try {
-    return JSON.stringify(value, null, indent) ?? String(value)
-  } catch {
-    return "(nested too deeply to show)"
-  }
-}
+const stringify = Model.stringify
 
 const json = (value: unknown): string => {
   if (typeof value === "string") {

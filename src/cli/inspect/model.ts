@@ -158,7 +158,7 @@ export interface Inspection {
  * `value` as one line of JSON; one nested too deeply for `JSON.stringify` (an event's value is a
  * model's, and may be thousands of arrays deep) is said so instead of failing the page.
  */
-const stringify = (value: unknown, indent?: number): string => {
+export const stringify = (value: unknown, indent?: number): string => {
   try {
     return JSON.stringify(value, null, indent) ?? String(value)
   } catch {

@@ -76,7 +76,7 @@ export interface Source {
 const decodeEvent = Schema.decodeUnknownResult(Schema.fromJsonString(ToolEvent.EventJson))
 
 /** The receipt fields the inspector reads (`AuditLog.Receipt`'s wire form). */
-export const ReceiptSchema = Schema.Struct({
+const ReceiptSchema = Schema.Struct({
   tool: Schema.String,
   callId: Schema.String,
   runId: Schema.String,
@@ -102,7 +102,7 @@ const firstLine = (text: string): string => text.split("\n")[0]!.slice(0, 300)
 const excerpt = (text: string): string => text.length > 300 ? `${text.slice(0, 300)}…` : text
 
 /** One line (or row) of events: the event, or why it is unreadable. */
-export const eventEntry = (text: string, line: number): Model.Entry => {
+const eventEntry = (text: string, line: number): Model.Entry => {
   const decoded = decodeEvent(text)
   return Result.isSuccess(decoded)
     ? { _tag: "Event", line, event: decoded.success }
@@ -159,11 +159,11 @@ const polled = (version: () => string): Stream.Stream<string> =>
     )
   }))
 
-/** Reads `load` again only when the file changed (a 10,000-call run is decoded once). */
-const cached = <A>(file: string, load: () => Effect.Effect<A, SourceError>): Effect.Effect<A, SourceError> => {
+/** Reads `load` again only when `version` changed (a 10,000-call run is decoded once). */
+const cached = <A>(versionOf: () => string, load: () => Effect.Effect<A, SourceError>): Effect.Effect<A, SourceError> => {
   let memo: { readonly version: string; readonly value: A } | undefined
   return Effect.suspend(() => {
-    const version = stamp(file)
+    const version = versionOf()
     if (memo !== undefined && memo.version === version) return Effect.succeed(memo.value)
     return Effect.tap(load(), (value) => Effect.sync(() => void (memo = { version, value })))
   })
@@ -173,7 +173,7 @@ const cached = <A>(file: string, load: () => Effect.Effect<A, SourceError>): Eff
 export const jsonl = (file: string, label = file): Source => ({
   kind: "jsonl",
   label,
-  read: cached(file, () =>
+  read: cached(() => stamp(file), () =>
     Effect.try({
       try: () => ({ inspection: Model.build(jsonlEntries(readFileSync(file, "utf8"))) }),
       catch: (error) => new SourceError({ detail: `cannot read ${label}: ${error instanceof Error ? error.message : String(error)}` })
@@ -181,11 +181,14 @@ export const jsonl = (file: string, label = file): Source => ({
   changes: polled(() => stamp(file))
 })
 
+/** A SQLite database's version: its file and its write-ahead log (where new rows land until a checkpoint). */
+const sqliteStamp = (file: string): string => `${stamp(file)}:${stamp(`${file}-wal`)}`
+
 /** A SQLite audit database (`SqlAudit.sink`): its `tinyagents_receipts` rows, each decoded from its `receipt` JSON. */
 export const audit = (file: string, label = file): Source => ({
   kind: "audit",
   label,
-  read: cached(file, () =>
+  read: cached(() => sqliteStamp(file), () =>
     Effect.gen(function*() {
       const sql = yield* SqliteClient.SqliteClient
       const rows = yield* sql<{ readonly n: number; readonly receipt: unknown }>`SELECT rowid AS n, receipt FROM tinyagents_receipts ORDER BY started_at, emit_order, rowid`
@@ -204,7 +207,7 @@ export const audit = (file: string, label = file): Source => ({
       Effect.provide(SqliteClient.layer({ filename: file, readonly: true })),
       Effect.mapError((error) => new SourceError({ detail: `cannot read the audit database ${label}: ${firstLine(String((error as { message?: unknown }).message ?? error))}` }))
     )),
-  changes: polled(() => `${stamp(file)}:${stamp(`${file}-wal`)}`)
+  changes: polled(() => sqliteStamp(file))
 })
 
 // ---------------------------------------------------------------------------
@@ -218,18 +221,6 @@ const loadDurable = Effect.tryPromise({
   catch: (error) => new SourceError({ detail: `cannot load tinyagents/durable (is @effect/platform-node installed?): ${String(error)}` })
 })
 
-const listedStatus = ({ queued, state }: DurableJournal.ListedRun): string => {
-  if (queued) return "queued"
-  if (state._tag === "Finished") return state.outcome._tag === "Failed" ? "failed" : "finished"
-  if (state._tag === "Cancelled") return "cancelled"
-  if (state._tag === "Ended") return `ended (${state.detail})`
-  if (state.cancelling !== undefined) return `running, cancelling: ${state.cancelling}`
-  return state.pending.length > 0
-    ? `awaiting approval (${state.pending.length})`
-    : state.questions.length > 0
-    ? `awaiting answer (${state.questions.length})`
-    : "running"
-}
 
 /**
  * A durable agent's journal (a SQLite file or a Postgres URL), read with `SELECT`s only: every
@@ -244,12 +235,7 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
     const [durable, journalModule] = yield* loadDurable
     const body = Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const tables = new Set(
-        (yield* sql.onDialectOrElse({
-          pg: () => sql<{ readonly name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`,
-          orElse: () => sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
-        })).map((row) => row.name)
-      )
+      const tables = yield* journalModule.tablesOf
       const durableRuns = new Map<string, DurableRun>()
       const entries: Array<Model.Entry> = []
       if (!tables.has("tinyagents_durable_runs")) return { inspection: Model.build([]), durable: durableRuns }
@@ -280,7 +266,7 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
           durableRuns.set(run.runId, {
             workflow: name,
             runId: run.runId,
-            status: listedStatus(run),
+            status: journalModule.listedStatus(run),
             open: run.state._tag === "Running",
             pending: run.state._tag === "Running" ? run.state.pending : [],
             questions: run.state._tag === "Running" ? run.state.questions : [],
@@ -306,9 +292,8 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
       }
       return { inspection, durable: durableRuns }
     })
-    return yield* journalModule.withJournal(location, body.pipe(
-      Effect.mapError((error) => error instanceof journalModule.JournalError ? error : new journalModule.JournalError({ detail: firstLine(String((error as { message?: unknown }).message ?? error)) }))
-    )).pipe(Effect.mapError((error) => new SourceError({ detail: error.detail })))
+    // any failure worded by the journal reader, which keeps a Postgres password out of it
+    return yield* journalModule.withJournal(location, body).pipe(Effect.mapError((error) => new SourceError({ detail: error.detail })))
   })
   const decide = (decision: Decision): Effect.Effect<string, SourceError> =>
     Effect.gen(function*() {
@@ -362,9 +347,10 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
   return {
     kind: "journal",
     label,
-    read,
+    // a SQLite journal is read again only once it changed; Postgres at every request
+    read: location._tag === "Sqlite" ? cached(() => sqliteStamp(location.filename), () => read) : read,
     changes: location._tag === "Sqlite"
-      ? polled(() => `${stamp(location.filename)}:${stamp(`${location.filename}-wal`)}`)
+      ? polled(() => sqliteStamp(location.filename))
       : Stream.tick("2 seconds").pipe(Stream.map(() => `data: {"_tag":"changed"}\n\n`)),
     ...(options.allowDecisions ? { decide } : {})
   }

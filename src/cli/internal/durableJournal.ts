@@ -135,7 +135,7 @@ const readOnly = (location: Location): Layer.Layer<SqlClient.SqlClient, unknown>
  */
 export const withJournal = <A>(
   location: Location,
-  f: Effect.Effect<A, JournalError, SqlClient.SqlClient>
+  f: Effect.Effect<A, unknown, SqlClient.SqlClient>
 ): Effect.Effect<A, JournalError> =>
   Effect.gen(function*() {
     if (location._tag === "Sqlite") {
@@ -169,7 +169,7 @@ const tablesPresent = (location: Location): Effect.Effect<void, JournalError | u
   })
 
 /** The tables of the database (SQLite) or of the current schema (Postgres). */
-const tablesOf: Effect.Effect<ReadonlySet<string>, unknown, SqlClient.SqlClient> = Effect.flatMap(
+export const tablesOf: Effect.Effect<ReadonlySet<string>, unknown, SqlClient.SqlClient> = Effect.flatMap(
   SqlClient.SqlClient,
   (sql) =>
     Effect.map(
@@ -429,3 +429,17 @@ const journaled = (options: { readonly workflow: string; readonly runId: string 
     const rows = yield* sql<{ readonly seq: number }>`SELECT seq FROM tinyagents_durable_run_events WHERE workflow = ${options.workflow} AND run_id = ${options.runId} LIMIT 1`
     return rows.length > 0
   })
+
+/** A listed run's status in words, as `tinyagents durable list` prints it and the inspector shows it. */
+export const listedStatus = ({ queued, state }: ListedRun): string => {
+  if (queued) return state._tag === "Running" && state.cancelling !== undefined ? `queued, cancelling: ${state.cancelling}` : "queued"
+  if (state._tag === "Finished") return state.outcome._tag === "Failed" ? "failed" : "finished"
+  if (state._tag === "Cancelled") return "cancelled"
+  if (state._tag === "Ended") return `ended (${state.detail})`
+  if (state.cancelling !== undefined) return `running, cancelling: ${state.cancelling}`
+  return state.pending.length > 0
+    ? `awaiting approval (${state.pending.length})`
+    : state.questions.length > 0
+    ? `awaiting answer (${state.questions.length})`
+    : "running"
+}
