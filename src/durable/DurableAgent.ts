@@ -665,16 +665,19 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
       ([done, reason]) => Option.isSome(done) || reason !== undefined
     )
 
-  const pendingAll: DurableAgent<R, MR, S>["pendingAll"] = () =>
+  /** The rows of runs still going (each run asked once). */
+  const ofLiveRuns = <Row extends { readonly runId: string }>(rows: ReadonlyArray<Row>) =>
     Effect.gen(function*() {
-      const rows = yield* Tables.undecided(workflow._tag)
       const live = new Map<string, boolean>()
       for (const row of rows) if (!live.has(row.runId)) live.set(row.runId, !(yield* settled(row.runId)))
-      return rows.filter((row) => live.get(row.runId) === true).map((row): RunPendingApproval => ({
-        runId: row.runId,
-        ...pendingOf(row)
-      }))
+      return rows.filter((row) => live.get(row.runId) === true)
     })
+
+  const pendingAll: DurableAgent<R, MR, S>["pendingAll"] = () =>
+    Effect.map(
+      Effect.flatMap(Tables.undecided(workflow._tag), ofLiveRuns),
+      (rows) => rows.map((row): RunPendingApproval => ({ runId: row.runId, ...pendingOf(row) }))
+    )
 
   const list: DurableAgent<R, MR, S>["list"] = (listOptions) =>
     Effect.gen(function*() {
@@ -718,8 +721,7 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
 
   const pending: DurableAgent<R, MR, S>["pending"] = (runId) =>
     Effect.gen(function*() {
-      if (Option.isSome(yield* poll(runId))) return []
-      if ((yield* Tables.cancelReason(runKey(runId))) !== undefined) return []
+      if (yield* settled(runId)) return []
       const rows = yield* Tables.approvals(runKey(runId))
       return rows.filter((row) => row.decision === null).reverse().map(pendingOf)
     })
@@ -747,22 +749,16 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
 
   const questions: DurableAgent<R, MR, S>["questions"] = (runId) =>
     Effect.gen(function*() {
-      if (Option.isSome(yield* poll(runId))) return []
-      if ((yield* Tables.cancelReason(runKey(runId))) !== undefined) return []
+      if (yield* settled(runId)) return []
       const rows = yield* Tables.questions(runKey(runId))
       return rows.filter((row) => row.reply === null).reverse().map(questionOf)
     })
 
   const questionsAll: DurableAgent<R, MR, S>["questionsAll"] = () =>
-    Effect.gen(function*() {
-      const rows = yield* Tables.unanswered(workflow._tag)
-      const live = new Map<string, boolean>()
-      for (const row of rows) if (!live.has(row.runId)) live.set(row.runId, !(yield* settled(row.runId)))
-      return rows.filter((row) => live.get(row.runId) === true).map((row): RunPendingQuestion => ({
-        runId: row.runId,
-        ...questionOf(row)
-      }))
-    })
+    Effect.map(
+      Effect.flatMap(Tables.unanswered(workflow._tag), ofLiveRuns),
+      (rows) => rows.map((row): RunPendingQuestion => ({ runId: row.runId, ...questionOf(row) }))
+    )
 
   const answer: DurableAgent<R, MR, S>["answer"] = (runId, callId, reply, answerOptions) =>
     Effect.gen(function*() {

@@ -20,12 +20,12 @@ import * as Tables from "./tables.ts"
 /** The deferred question `name` waits on. */
 export const questionDeferred = (name: string) => DurableDeferred.make(name, { success: Journal.QuestionReply })
 
-/** The name of question `n` (from 1) of call `index` of turn `turn`. */
-export const questionName = (prefix: string, turn: number, index: number, n: number): string =>
-  `${prefix}question/${turn}/${index}/${n}`
-
 /** The prefix of call `index` of turn `turn`'s question names. */
 export const callQuestions = (prefix: string, turn: number, index: number): string => `${prefix}question/${turn}/${index}/`
+
+/** The name of question `n` (from 1) of call `index` of turn `turn`. */
+export const questionName = (prefix: string, turn: number, index: number, n: number): string =>
+  `${callQuestions(prefix, turn, index)}${n}`
 
 /** Where a durable call is, for its questions. */
 export interface CallPosition {
