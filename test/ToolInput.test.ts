@@ -53,6 +53,22 @@ describe("ToolInput", () => {
     })
   }
 
+  it("the depth limit holds for long JSON text, whatever its brackets in strings", () => {
+    // Long text (more than twice the limit) nested exactly 64 levels, then 65; then shallow text
+    // with more brackets inside strings than the limit.
+    const nested = (levels: number) => `{"pad":"${"x".repeat(200)}","v":${"[".repeat(levels - 1)}${"]".repeat(levels - 1)}}`
+    const deep = ToolInput.decoder("deep", Schema.Struct({ pad: Schema.String, v: Schema.Unknown }))
+    const messageOf = (raw: string) => {
+      const result = deep(raw)
+      return Result.isFailure(result) ? result.failure.message : "accepted"
+    }
+    assert.strictEqual(messageOf(nested(64)), "accepted")
+    assert.include(messageOf(nested(65)), "more than 64 levels deep")
+    const brackets = `{"pad":"${"[{".repeat(100)}","v":[[1]]}`
+    assert.deepStrictEqual(Result.getOrThrow(deep(brackets)), { pad: "[{".repeat(100), v: [[1]] })
+    assert.include(messageOf(brackets.replace("\"v\"", "\"__proto__\":{},\"v\"")), "forbidden \"__proto__\"")
+  })
+
   it("nothing is polluted by a __proto__ payload", () => {
     failureOf("{\"path\":\"a\",\"__proto__\":{\"polluted\":true}}")
     assert.isUndefined(({} as Record<string, unknown>)["polluted"])

@@ -120,9 +120,13 @@ const parseObject = (raw: unknown, { maxBytes, maxDepth }: Required<Limits>): Js
   if (!Predicate.isObject(value) || Array.isArray(value)) {
     return new Refusal(`expected a JSON object, got ${kindOf(value)}`)
   }
-  // Short JSON text that spells neither key (nor any \u escape) can hold no prototype key
-  // and cannot nest deeper than half its length: nothing to walk.
-  if (typeof raw === "string" && raw.length <= 2 * maxDepth && !mayHidePrototypeKey(raw)) {
+  // JSON text that spells neither key (nor any \u escape) can hold no prototype key, and
+  // it cannot nest deeper than half its length or than its count of opening brackets:
+  // when that is within the limit, nothing to walk.
+  if (
+    typeof raw === "string" && !mayHidePrototypeKey(raw) &&
+    (raw.length <= 2 * maxDepth || fewBrackets(raw, maxDepth))
+  ) {
     return value as JsonObject
   }
   let problem: Problem | undefined
@@ -147,6 +151,16 @@ const parseObject = (raw: unknown, { maxBytes, maxDepth }: Required<Limits>): Js
 /** False when JSON text cannot parse to a `__proto__` or `constructor` key, however escaped. */
 const mayHidePrototypeKey = (text: string): boolean =>
   text.includes("__proto__") || text.includes("constructor") || text.includes("\\u")
+
+/** True when `text` holds at most `limit` of `{` and `[` (in strings too: it only bounds the nesting). */
+const fewBrackets = (text: string, limit: number): boolean => {
+  let brackets = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if ((c === 0x7b || c === 0x5b) && ++brackets > limit) return false
+  }
+  return true
+}
 
 const kindOf = (value: unknown): string =>
   value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "string" ? "a string" : `a ${typeof value}`

@@ -45,6 +45,12 @@ export type FastDecode = (input: unknown, symbols: boolean) => unknown
 
 type Node = FastDecode
 
+/**
+ * Whether decoders built from now on get a validator: off only in the decode benchmark
+ * (bench/decode.ts), to measure the decoder without it in the same run.
+ */
+export const compiling = { enabled: true }
+
 /** The largest schema (in AST nodes) compiled; larger ones keep the existing decode. */
 const maxNodes = 10_000
 
@@ -60,6 +66,7 @@ const unsupported = (): never => {
  * `undefined` when some node is outside the covered shapes.
  */
 export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): FastDecode | undefined => {
+  if (!compiling.enabled) return undefined
   const refuseUnknown = options.onExcessProperty === "error"
   const compiled = new Map<SchemaAST.AST, Node>()
   let nodes = 0
