@@ -7,6 +7,15 @@
  * failing with `InvalidArguments` that lists every issue with its path. Hostile
  * arguments are refused, never thrown: nothing here can overflow the stack, and
  * rejection text is bounded.
+ *
+ * Valid arguments take a fast path that answers exactly what the strict decode
+ * would: for the common shapes (strings, numbers, booleans, null, literals and
+ * enums, unknown/JSON values, structs with required, `optionalKey` and `optional`
+ * fields, arrays, unions, and checks on any of them) a validator compiled once per
+ * tool (internal/fastDecode.ts) builds the decoded value by plain function calls;
+ * other schemas (records, tuples, transformations, classes, recursion...) keep
+ * Effect's decode. Whenever the arguments are invalid, or the validator cannot
+ * tell, Effect's strict decode runs and its issues are reported.
  */
 import { Predicate, Result, Schema, type SchemaAST } from "effect"
 import { InvalidArguments, MalformedArguments } from "./ToolError.ts"
@@ -268,7 +277,10 @@ export interface DecoderOptions {
   readonly limits?: Limits
 }
 
-/** Builds the decoder for a tool's input schema. Build once per tool, reuse per call. */
+/**
+ * Builds the decoder for a tool's input schema. Build once per tool (the schema's
+ * validator is compiled here), reuse per call.
+ */
 export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   toolName: string,
   schema: S,

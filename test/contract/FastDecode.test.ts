@@ -16,7 +16,7 @@
  * a schema without a union of non-literal members, the validator answers every
  * value the strict decode accepts (it only ever defers on unions that two members
  * accept). Then the BFCL tools: every one is compiled but the few that hold a
- * record or a free JSON value, and each agrees on its canonical call's mutations.
+ * record, and each agrees on its canonical call's mutations.
  *
  * `TINYAGENTS_FASTDECODE_RUNS` sets the number of schemas (200 under `npm test`,
  * 5,000 under `npm run test:full`), `TINYAGENTS_FASTDECODE_SEED` the first seed;
@@ -363,7 +363,7 @@ describe("FastDecode", () => {
     assert.isAbove(tally.fastAnswers, tally.inputs * 0.15)
   }, 120_000)
 
-  it("compiles every BFCL tool but those with a record or a free JSON value, and agrees on their calls", () => {
+  it("compiles every BFCL tool but those with a record, and agrees on their calls", () => {
     let tools = 0
     let compiled = 0
     const options = { errors: "all", reportInput: true, onExcessProperty: "error" } as const
@@ -372,11 +372,8 @@ describe("FastDecode", () => {
       const codec = toModelCodec(tool.input as Schema.Top)
       const fast = FastDecode.compile(codec.ast, options)
       if (fast === undefined) {
-        // What it does not compile: objects with free keys (records) or values of any JSON type.
-        assert.isTrue(
-          holds(codec.ast, (n) => n._tag === "Declaration" || (n._tag === "Objects" && n.indexSignatures.length > 0)),
-          tool.name
-        )
+        // What it does not compile: objects with free keys (records).
+        assert.isTrue(holds(codec.ast, (n) => n._tag === "Objects" && n.indexSignatures.length > 0), tool.name)
         continue
       }
       compiled++
@@ -397,6 +394,6 @@ describe("FastDecode", () => {
       }
     }
     assert.isAbove(tools, 1_000)
-    assert.isAbove(compiled, tools * 0.98)
+    assert.isAbove(compiled, tools * 0.99)
   }, 60_000)
 })
