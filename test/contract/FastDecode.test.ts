@@ -3,7 +3,7 @@
  * Effect's strict decode, as a property over random tool-input schemas from the
  * grammar it covers (strings, numbers, booleans, null, literals, enums, unknown,
  * structs with required and optional keys, arrays, unions, tagged and
- * overlapping unions, checks on any of them) mixed with shapes it leaves to the
+ * overlapping unions, `oneOf` unions, checks on any of them) mixed with shapes it leaves to the
  * strict decode (`Schema.optional`, records, tuples, numbers from strings), and
  * random arguments: valid ones, then mutated (wrong types, missing and extra keys,
  * `__proto__` and `constructor` keys, `-0`, NaN, Infinity, symbol keys, inherited
@@ -108,11 +108,12 @@ const shape = (r: Random, depth: number): Shape => {
     }
     case 5: {
       const members = Array.from({ length: r.int(2, 3) }, () => shape(r, depth + 1))
+      const oneOf = r.chance(0.25)
       return {
-        schema: Schema.Union(members.map((m) => m.schema)),
+        schema: Schema.Union(members.map((m) => m.schema), oneOf ? { mode: "oneOf" } : undefined),
         value: (r) => r.pick(members).value(r),
         fallback: members.some((m) => m.fallback),
-        text: `Union(${members.map((m) => m.text).join(", ")})`
+        text: `${oneOf ? "OneOf" : "Union"}(${members.map((m) => m.text).join(", ")})`
       }
     }
     case 6: {
