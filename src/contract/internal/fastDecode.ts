@@ -38,7 +38,7 @@ import { Exit, type SchemaAST } from "effect"
 import { SchemaCompiler } from "effect/schema"
 
 /** What a compiled validator answers for a value the strict decode would refuse (or might). */
-export const invalid: unique symbol = Symbol.for("tinyagents/ToolInput/invalid")
+export const invalid: unique symbol = Symbol("tinyagents/ToolInput/invalid")
 
 /** A compiled validator: the decoded value, or {@link invalid}. `symbols`: also refuse own symbol keys. */
 export type FastDecode = (input: unknown, symbols: boolean) => unknown
@@ -243,9 +243,9 @@ export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Fa
   let root: Node
   try {
     root = node(ast)
-  } catch (error) {
-    if (error instanceof Unsupported) return undefined
-    throw error
+  } catch {
+    // An unsupported node, or anything unexpected (a schema too deep for the stack): the existing decode.
+    return undefined
   }
   return (input, symbols) => {
     try {
