@@ -55,6 +55,9 @@
  * search and build time at 1,295 and 10,360 tools, prompt size per provider dialect with every tool
  * advertised vs deferred); about 10 s of CPU, so not part of the default run either.
  *
+ * `TINYAGENTS_BENCH=decode` runs only argument decoding (bench/decode.ts: `JSON.parse`, the floor's
+ * decode, `ToolInput.decoder` with and without its compiled validator, ns and KB per call).
+ *
  * `TINYAGENTS_BENCH=inspect` runs only the inspector's page loads on a 10,000-call run
  * (bench/inspect.ts), in chromium too when `/usr/bin/chromium` is there.
  */
@@ -333,6 +336,12 @@ const only = process.env["TINYAGENTS_BENCH"]
 if (only === "toolsearch") {
   const { report } = await import("./toolsearch.ts")
   await report()
+  process.exit(0)
+}
+if (only === "decode") {
+  const { decodeRows } = await import("./decode.ts")
+  console.log("Argument decoding alone (JSON text in, typed input out); CPU ns and KB allocated per call.")
+  console.table(decodeRows())
   process.exit(0)
 }
 if (only === "inspect") {

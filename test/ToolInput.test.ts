@@ -1,9 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Result, Schema } from "effect"
-import { readFileSync } from "node:fs"
-import { Tool, ToolError, ToolInput } from "../src/index.ts"
-import { toModelCodec } from "../src/contract/internal/modelSchema.ts"
-import { isEmptyStruct } from "../src/contract/ToolSchema.ts"
+import { ToolError, ToolInput } from "../src/index.ts"
+import { corpusTools, observed, referenceDecoder } from "./support/decoding.ts"
 
 const ReadFile = Schema.Struct({
   path: Schema.String,
@@ -54,6 +52,22 @@ describe("ToolInput", () => {
       assert.include(error.message, reason)
     })
   }
+
+  it("the depth limit holds for long JSON text, whatever its brackets in strings", () => {
+    // Long text (more than twice the limit) nested exactly 64 levels, then 65; then shallow text
+    // with more brackets inside strings than the limit.
+    const nested = (levels: number) => `{"pad":"${"x".repeat(200)}","v":${"[".repeat(levels - 1)}${"]".repeat(levels - 1)}}`
+    const deep = ToolInput.decoder("deep", Schema.Struct({ pad: Schema.String, v: Schema.Unknown }))
+    const messageOf = (raw: string) => {
+      const result = deep(raw)
+      return Result.isFailure(result) ? result.failure.message : "accepted"
+    }
+    assert.strictEqual(messageOf(nested(64)), "accepted")
+    assert.include(messageOf(nested(65)), "more than 64 levels deep")
+    const brackets = `{"pad":"${"[{".repeat(100)}","v":[[1]]}`
+    assert.deepStrictEqual(Result.getOrThrow(deep(brackets)), { pad: "[{".repeat(100), v: [[1]] })
+    assert.include(messageOf(brackets.replace("\"v\"", "\"__proto__\":{},\"v\"")), "forbidden \"__proto__\"")
+  })
 
   it("nothing is polluted by a __proto__ payload", () => {
     failureOf("{\"path\":\"a\",\"__proto__\":{\"polluted\":true}}")
@@ -232,49 +246,6 @@ describe("ToolInput", () => {
 // the decoder's fast path against the full decode (a differential test)
 // ---------------------------------------------------------------------------
 
-/**
- * The decoder without its fast path (parse, then one decode with every issue and
- * unknown keys refused): the reference a decoder must agree with on every input,
- * valid or not, value for value and issue for issue (and key order, which
- * `tool.started` events and handlers see).
- */
-const referenceDecoder = (toolName: string, schema: Schema.Top, allowUnknownKeys: boolean) => {
-  const decode = Schema.decodeUnknownResult(toModelCodec(schema), {
-    errors: "all",
-    reportInput: true,
-    onExcessProperty: allowUnknownKeys ? "ignore" : "error"
-  })
-  const closedEmpty = !allowUnknownKeys && isEmptyStruct(schema.ast)
-  return (raw: unknown): Result.Result<unknown, ToolError.MalformedArguments | ToolError.InvalidArguments> => {
-    const parsed = ToolInput.parse(toolName, raw)
-    if (Result.isFailure(parsed)) return parsed
-    const value = parsed.success
-    if (closedEmpty && Object.keys(value).length > 0) {
-      return Result.fail(
-        new ToolError.InvalidArguments({
-          toolName,
-          issues: Object.keys(value).map((key) => ({ path: [key], message: "Unexpected key: this tool takes no arguments" }))
-        })
-      )
-    }
-    const decoded = decode(value)
-    return Result.isSuccess(decoded)
-      ? Result.succeed(decoded.success)
-      : Result.fail(new ToolError.InvalidArguments({ toolName, issues: ToolInput.issuesOf(decoded.failure) }))
-  }
-}
-
-/** What a decoder's answer looks like to a caller: the value (with its key order) or the error's fields. */
-const observed = (result: Result.Result<unknown, ToolError.MalformedArguments | ToolError.InvalidArguments>) =>
-  Result.isSuccess(result)
-    ? { ok: true, value: result.success, json: JSON.stringify(result.success) }
-    : {
-      ok: false,
-      tag: result.failure._tag,
-      message: result.failure.message,
-      issues: result.failure._tag === "InvalidArguments" ? result.failure.issues : undefined
-    }
-
 const oddValues: ReadonlyArray<unknown> = [1.5, "text", true, null, [1, "a"], { x: 1 }]
 
 /** Arguments derived from a valid call: each key removed, retyped, extended with unknown keys; nested too. */
@@ -305,29 +276,6 @@ const rawFormsOf = (args: unknown, all: boolean): ReadonlyArray<unknown> => {
     ? [text, args, ` ${text}\n`, text.replace(/^\{/, "{\"constructor\":1,"), text.replace(/^\{/, "{\"__proto__\":{},")]
     : [text, args]
 }
-
-const corpusTools = (): ReadonlyArray<{ readonly tool: Tool.Dynamic; readonly samples: ReadonlyArray<Record<string, unknown>> }> =>
-  ["simple_python", "multiple", "live_simple", "parallel", "parallel_multiple"].flatMap((category) =>
-    readFileSync(new URL(`./fixtures/bfcl/${category}.normalized.jsonl`, import.meta.url), "utf8")
-      .split("\n")
-      .filter((line) => line.trim().length > 0)
-      .flatMap((line) => {
-        const entry = JSON.parse(line) as {
-          readonly tools: ReadonlyArray<{ readonly name: string; readonly input_schema: Record<string, unknown> }>
-          readonly canonical_calls?: ReadonlyArray<{ readonly name: string; readonly arguments: Record<string, unknown> }>
-        }
-        return entry.tools.flatMap((t) => {
-          const imported = Tool.fromJsonSchema(t.name, {
-            description: "",
-            inputSchema: t.input_schema as never,
-            handler: () => Effect.void
-          })
-          if (Result.isFailure(imported)) return []
-          const samples = (entry.canonical_calls ?? []).filter((c) => c.name === t.name).map((c) => c.arguments)
-          return [{ tool: imported.success, samples }]
-        })
-      })
-  )
 
 describe("ToolInput fast path", () => {
   const check = (name: string, schema: Schema.Top, inputs: ReadonlyArray<unknown>, allowUnknownKeys = false) => {

@@ -7,9 +7,19 @@
  * failing with `InvalidArguments` that lists every issue with its path. Hostile
  * arguments are refused, never thrown: nothing here can overflow the stack, and
  * rejection text is bounded.
+ *
+ * Valid arguments take a fast path that answers exactly what the strict decode
+ * would: for the common shapes (strings, numbers, booleans, null, literals and
+ * enums, unknown/JSON values, structs with required, `optionalKey` and `optional`
+ * fields, arrays, unions, and checks on any of them) a validator compiled once per
+ * tool (internal/fastDecode.ts) builds the decoded value by plain function calls;
+ * other schemas (records, tuples, transformations, classes, recursion...) keep
+ * Effect's decode. Whenever the arguments are invalid, or the validator cannot
+ * tell, Effect's strict decode runs and its issues are reported.
  */
 import { Predicate, Result, Schema, type SchemaAST } from "effect"
 import { InvalidArguments, MalformedArguments } from "./ToolError.ts"
+import * as FastDecode from "./internal/fastDecode.ts"
 import { toModelCodec } from "./internal/modelSchema.ts"
 import { forbiddenKey, issuesOf, tooDeep, tooLarge, truncate, unexpectedKeys } from "./internal/rejectionText.ts"
 import { isEmptyStruct } from "./ToolSchema.ts"
@@ -87,51 +97,79 @@ export const parse = (
   raw: unknown,
   limits?: Limits
 ): Result.Result<JsonObject, MalformedArguments> => {
-  const { maxBytes, maxDepth } = resolveLimits(limits)
-  const malformed = (reason: string) => Result.fail(new MalformedArguments({ toolName, reason }))
+  const parsed = parseObject(raw, resolveLimits(limits))
+  return parsed instanceof Refusal
+    ? Result.fail(new MalformedArguments({ toolName, reason: parsed.reason }))
+    : Result.succeed(parsed)
+}
+
+/** Why {@link parseObject} refused raw arguments: a `MalformedArguments` reason. */
+class Refusal {
+  readonly reason: string
+  constructor(reason: string) {
+    this.reason = reason
+  }
+}
+
+/** {@link parse} without its `Result`: the object, or why it is refused (nothing allocated for a valid call). */
+const parseObject = (raw: unknown, { maxBytes, maxDepth }: Required<Limits>): JsonObject | Refusal => {
   let value: unknown = raw
   if (typeof raw === "string") {
     if (raw.length > maxBytes || (raw.length * 3 > maxBytes && utf8Length(raw) > maxBytes)) {
-      return malformed(tooLarge(maxBytes, raw.length > maxBytes * 4 ? undefined : utf8Length(raw)))
+      return new Refusal(tooLarge(maxBytes, raw.length > maxBytes * 4 ? undefined : utf8Length(raw)))
     }
     try {
       value = JSON.parse(raw)
     } catch (error) {
-      if (raw.trim().length === 0) return malformed("the arguments are empty; send a JSON object")
+      if (raw.trim().length === 0) return new Refusal("the arguments are empty; send a JSON object")
       const detail = error instanceof Error ? error.message : String(error)
-      return malformed(`the arguments are not valid JSON (${truncate(detail, 200)})`)
+      return new Refusal(`the arguments are not valid JSON (${truncate(detail, 200)})`)
     }
   }
   if (!Predicate.isObject(value) || Array.isArray(value)) {
-    return malformed(`expected a JSON object, got ${kindOf(value)}`)
+    return new Refusal(`expected a JSON object, got ${kindOf(value)}`)
   }
-  // Short JSON text that spells neither key (nor any \u escape) can hold no prototype key
-  // and cannot nest deeper than half its length: nothing to walk.
-  if (typeof raw === "string" && raw.length <= 2 * maxDepth && !mayHidePrototypeKey(raw)) {
-    return Result.succeed(value as JsonObject)
+  // JSON text that spells neither key (nor any \u escape) can hold no prototype key, and
+  // it cannot nest deeper than half its length or than its count of opening brackets:
+  // when that is within the limit, nothing to walk.
+  if (
+    typeof raw === "string" && !mayHidePrototypeKey(raw) &&
+    (raw.length <= 2 * maxDepth || fewBrackets(raw, maxDepth))
+  ) {
+    return value as JsonObject
   }
   let problem: Problem | undefined
   try {
     problem = scan(value, maxDepth, typeof raw === "string" ? Infinity : maxBytes)
   } catch (error) {
     // An object-form value whose getters or proxy traps throw.
-    return malformed(`the arguments cannot be read (${truncate(error instanceof Error ? error.message : String(error), 200)})`)
+    return new Refusal(`the arguments cannot be read (${truncate(error instanceof Error ? error.message : String(error), 200)})`)
   }
   switch (problem) {
     case undefined:
-      return Result.succeed(value as JsonObject)
+      return value as JsonObject
     case "depth":
-      return malformed(tooDeep(maxDepth))
+      return new Refusal(tooDeep(maxDepth))
     case "size":
-      return malformed(tooLarge(maxBytes, undefined))
+      return new Refusal(tooLarge(maxBytes, undefined))
     default:
-      return malformed(forbiddenKey(problem, locate(value, problem, maxDepth)))
+      return new Refusal(forbiddenKey(problem, locate(value, problem, maxDepth)))
   }
 }
 
 /** False when JSON text cannot parse to a `__proto__` or `constructor` key, however escaped. */
 const mayHidePrototypeKey = (text: string): boolean =>
   text.includes("__proto__") || text.includes("constructor") || text.includes("\\u")
+
+/** True when `text` holds at most `limit` of `{` and `[` (in strings too: it only bounds the nesting). */
+const fewBrackets = (text: string, limit: number): boolean => {
+  let brackets = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if ((c === 0x7b || c === 0x5b) && ++brackets > limit) return false
+  }
+  return true
+}
 
 const kindOf = (value: unknown): string =>
   value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "string" ? "a string" : `a ${typeof value}`
@@ -239,7 +277,10 @@ export interface DecoderOptions {
   readonly limits?: Limits
 }
 
-/** Builds the decoder for a tool's input schema. Build once per tool, reuse per call. */
+/**
+ * Builds the decoder for a tool's input schema. Build once per tool (the schema's
+ * validator is compiled here), reuse per call.
+ */
 export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   toolName: string,
   schema: S,
@@ -251,15 +292,20 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   const codec = toModelCodec(schema as unknown as Schema.Top)
   const allowUnknownKeys = options.allowUnknownKeys === true
   const limits = resolveLimits(options.limits)
-  const decode = Schema.decodeUnknownResult(codec, {
+  const strict: SchemaAST.ParseOptions = {
     errors: "all",
     reportInput: true,
     onExcessProperty: allowUnknownKeys ? "ignore" : "error"
-  })
-  // The valid case first: Effect's default options (first issue only, unknown keys
-  // dropped) take its fast path. When that succeeds and dropped no key, the full decode
-  // would return the same value; otherwise the full decode runs and reports every issue.
-  const quick = plainShape(codec.ast) ? Schema.decodeUnknownResult(codec) : undefined
+  }
+  const decode = Schema.decodeUnknownResult(codec, strict)
+  // The valid case first. For the common shapes, a validator compiled from the codec's
+  // AST (internal/fastDecode.ts) answers the strict decode's value by plain function
+  // calls. Otherwise, for plain shapes, Effect's default options (first issue only,
+  // unknown keys dropped) take its fast path: when that succeeds and dropped no key,
+  // the strict decode would return the same value. Whenever neither answers, the
+  // strict decode runs and reports every issue.
+  const fast = FastDecode.compile(codec.ast, strict)
+  const quick = fast === undefined && plainShape(codec.ast) ? Schema.decodeUnknownResult(codec) : undefined
   const closedEmpty = options.allowUnknownKeys !== true && isEmptyStruct(schema.ast)
   const run = (raw: unknown, value: JsonObject): Result.Result<S["Type"], MalformedArguments | InvalidArguments> => {
     if (closedEmpty) {
@@ -274,11 +320,19 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
         )
       }
     }
-    if (quick !== undefined) {
-      const fast = quick(value)
+    if (fast !== undefined) {
+      let decoded: unknown = FastDecode.invalid
+      try {
+        decoded = fast(value, typeof raw !== "string")
+      } catch {
+        // A check that throws: the strict decode below meets it too, and says what it says.
+      }
+      if (decoded !== FastDecode.invalid) return Result.succeed(decoded as S["Type"])
+    } else if (quick !== undefined) {
+      const lenient = quick(value)
       const symbols = typeof raw !== "string"
-      if (Result.isSuccess(fast) && (allowUnknownKeys || keptEveryKey(value, fast.success, symbols))) {
-        return fast as Result.Success<S["Type"], never>
+      if (Result.isSuccess(lenient) && (allowUnknownKeys || keptEveryKey(value, lenient.success, symbols))) {
+        return lenient as Result.Success<S["Type"], never>
       }
     }
     const decoded = decode(value)
@@ -287,10 +341,10 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
       : Result.fail(new InvalidArguments({ toolName, issues: issuesOf(decoded.failure) }))
   }
   return (raw) => {
-    const parsed = parse(toolName, raw, limits)
-    if (Result.isFailure(parsed)) return Result.fail(parsed.failure)
+    const parsed = parseObject(raw, limits)
+    if (parsed instanceof Refusal) return Result.fail(new MalformedArguments({ toolName, reason: parsed.reason }))
     try {
-      return run(raw, parsed.success)
+      return run(raw, parsed)
     } catch (error) {
       // Within the depth limit Effect's decoder does not come near the stack's end; a
       // raised limit (or a deep stack at the call site) might: refuse, never throw.
