@@ -18,6 +18,7 @@ import { redactCause, redactError } from "../../../internal/redact/errors.ts"
 import { redactValue } from "../../../internal/redact/policy.ts"
 import * as CallState from "./CallState.ts"
 import * as Deadline from "./Deadline.ts"
+import * as Now from "./Now.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 
 export interface Config {
@@ -133,6 +134,17 @@ export const make = (config: Config) => {
       // A handler that returned an already-completed Exit (`Effect.succeed(...)`) can
       // neither hang nor be cancelled: it needs no timer and no abort signal.
       if (Exit.isExit(effect)) return Exit.isSuccess(effect) ? effect as Exit.Exit<unknown, never> : toFailure(effect.cause)
+      // An `Effect.sync` handler: its fiber would only call the thunk (which can read no service, so
+      // neither the call's context nor a signal matters) and end before any timer is armed. Called
+      // here instead, on the calling fiber: the same value, or the same defect for a throw.
+      const thunk = state.ask === undefined ? Now.thunkOf(effect) : undefined
+      if (thunk !== undefined) {
+        try {
+          return Exit.succeed(thunk())
+        } catch (defect) {
+          return toFailure(Cause.die(defect))
+        }
+      }
       // `state` is the call's `ToolCallContext` and `Cancellation`; its signal is the attempt's.
       // The handler runs in its own fiber started at once, with the calling fiber's context: one
       // that completes synchronously (`Effect.sync`, a pure `Effect.gen`) has its Exit before any

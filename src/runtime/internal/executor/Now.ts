@@ -49,6 +49,23 @@ export const take = <A, E, R>(effect: Effect.Effect<A, E, R>): Start<A, E, R> | 
   return start
 }
 
+/** Where Effect keeps an `Effect.sync`'s thunk (checked below: if it moves, {@link thunkOf} finds none). */
+const thunkKey = "~effect/Effect/args"
+const probe = () => undefined
+const syncProto: object | null = Object.getPrototypeOf(Effect.sync(probe))
+const syncKnown = (Effect.sync(probe) as unknown as Record<string, unknown>)[thunkKey] === probe
+
+/**
+ * The thunk of an `Effect.sync(thunk)`, else `undefined`: all a fiber running it would do is call
+ * it once (a throw is its defect, `Cause.die`) and end with its value. It runs no other effect and
+ * reads no service, so a caller about to fork a fiber just to run it may call it instead.
+ */
+export const thunkOf = (effect: Effect.Effect<unknown, unknown, unknown>): (() => unknown) | undefined => {
+  if (!mode.eager || !syncKnown || Object.getPrototypeOf(effect) !== syncProto) return undefined
+  const thunk = (effect as unknown as Record<string, unknown>)[thunkKey]
+  return typeof thunk === "function" ? thunk as () => unknown : undefined
+}
+
 /** `effect` when it is a completed `Exit` (typed as the effect was), else `undefined`. */
 export const exitOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Exit.Exit<A, E> | undefined =>
   mode.eager && Exit.isExit(effect) ? effect as Exit.Exit<A, E> : undefined
