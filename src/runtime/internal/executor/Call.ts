@@ -143,9 +143,9 @@ export const make = (config: Config) => {
     return Exit.succeed(outcome)
   }
 
-  /** One event, started now, then `outcome`. */
-  const emitThen = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>, outcome: Outcome): Effect.Effect<Outcome> => {
-    const emitted = reporter.emitNow(env, event)
+  /** One event made for this emission (`Reporter.emitFreshNow`: stamped in place), started now, then `outcome`. */
+  const emitThen = (env: Env, event: ToolEvent.Event, outcome: Outcome): Effect.Effect<Outcome> => {
+    const emitted = reporter.emitFreshNow(env, event)
     return Now.done(emitted) ? Exit.succeed(outcome) : Effect.as(emitted, outcome)
   }
 
@@ -157,8 +157,9 @@ export const make = (config: Config) => {
       ? { ...value, elapsed }
       : { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
     const { call, state } = started
-    // the stamp's fields written out (not spread from `stamp`): this is every call's terminal event
-    const terminal: ToolEvent.Unstamped<ToolEvent.Event> = state.shownKey === undefined
+    // the stamp's fields written out (not spread from `stamp`): this is every call's terminal event,
+    // made whole, with the run's fields and the stamp's placeholders (`Reporter.emitFreshNow`)
+    const terminal: ToolEvent.Event = state.shownKey === undefined
       ? {
         _tag: "tool.completed",
         toolCallId: call.id,
@@ -167,7 +168,11 @@ export const make = (config: Config) => {
         elapsed,
         isError: result.isError,
         output: ToolResult.textOf(result),
-        artifacts: result.artifacts
+        artifacts: result.artifacts,
+        runId: env.ctx.runId,
+        threadId: env.ctx.threadId,
+        timestamp: 0,
+        sequence: 0
       }
       : {
         _tag: "tool.completed",
@@ -178,7 +183,11 @@ export const make = (config: Config) => {
         elapsed,
         isError: result.isError,
         output: ToolResult.textOf(result),
-        artifacts: result.artifacts
+        artifacts: result.artifacts,
+        runId: env.ctx.runId,
+        threadId: env.ctx.threadId,
+        timestamp: 0,
+        sequence: 0
       }
     const outcome: Outcome = { result, cancelled: false }
     if (result.artifacts.length === 0 && result.audit === undefined) return emitThen(env, terminal, outcome)
@@ -207,7 +216,11 @@ export const make = (config: Config) => {
         elapsed,
         reason: "cancelled",
         error,
-        disposition: error.disposition
+        disposition: error.disposition,
+        runId: env.ctx.runId,
+        threadId: env.ctx.threadId,
+        timestamp: 0,
+        sequence: 0
       }, { result: ToolResult.fromError({ ...call, name: spec.name }, error, elapsed), cancelled: true })
     }
     const failure = Cause.findErrorOption(cause)
@@ -227,7 +240,11 @@ export const make = (config: Config) => {
       disposition: error.disposition,
       ...(error._tag === "OutcomeUnknown" ? { outcome: "unknown" as const } : {}),
       // the handler's own cause when the error was made from it (an undeclared failure, say)
-      cause: state.causeOf(found) ?? redactCause(cause, policy, input)
+      cause: state.causeOf(found) ?? redactCause(cause, policy, input),
+      runId: env.ctx.runId,
+      threadId: env.ctx.threadId,
+      timestamp: 0,
+      sequence: 0
     }, settle(call, spec.name, error, elapsed))
   }
 
@@ -367,7 +384,7 @@ export const make = (config: Config) => {
     const { call, env, input, shown, spec, state } = started
     const policy = spec.safety.redact
     const args = policy === undefined ? input : redactValue(input, policy).value
-    const emitted = reporter.emitNow(
+    const emitted = reporter.emitFreshNow(
       env,
       shown === undefined
         ? {
@@ -375,7 +392,11 @@ export const make = (config: Config) => {
           toolCallId: call.id,
           toolName: spec.name,
           attempt: state.count,
-          arguments: args
+          arguments: args,
+          runId: env.ctx.runId,
+          threadId: env.ctx.threadId,
+          timestamp: 0,
+          sequence: 0
         }
         : {
           _tag: "tool.started",
@@ -383,7 +404,11 @@ export const make = (config: Config) => {
           toolName: spec.name,
           attempt: state.count,
           idempotencyKey: shown,
-          arguments: args
+          arguments: args,
+          runId: env.ctx.runId,
+          threadId: env.ctx.threadId,
+          timestamp: 0,
+          sequence: 0
         }
     )
     return Now.done(emitted) ? invokeNow(started, fiber) : Effect.andThen(emitted, Effect.withFiber((fiber) => invokeNow(started, fiber)))
