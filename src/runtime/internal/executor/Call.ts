@@ -27,6 +27,7 @@ import * as Asking from "./Asking.ts"
 import * as CallState from "./CallState.ts"
 import * as Idempotency from "./Idempotency.ts"
 import * as Now from "./Now.ts"
+import * as Pipeline from "./Pipeline.ts"
 import type * as Invoke from "./Invoke.ts"
 import * as Progress from "./Progress.ts"
 import type * as Render from "./Render.ts"
@@ -291,25 +292,22 @@ export const make = (config: Config) => {
 
   /**
    * The middleware pipeline around the core (timeout, retries, exclusivity; a keyed call at most
-   * once). The core starts now when whoever runs it runs it at once (`Now`).
+   * once), composed once: each call hands itself down to the core. The core starts now when whoever
+   * runs it runs it at once (`Now`).
    */
-  const pipelineOf = (
-    started: Started
-  ): (invocation: Middleware.Invocation) => Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> => {
-    const core: Middleware.Next = (invocation) => Now.deferred((fiber) => startCore(started, invocation, fiber))
-    const { call, env, key, shown, spec, state } = started
-    return Middleware.compose(
-      config.middleware,
-      key === undefined
-        ? core
-        : (invocation) =>
-          config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core(invocation), {
-            policy: spec.safety.redact,
-            input: invocation.input,
-            shownKey: shown ?? key
-          }, started.durable, state) as ReturnType<Middleware.Next>
-    )
-  }
+  const pipeline = Pipeline.make<Started, unknown>(
+    config.middleware as ReadonlyArray<Middleware.Middleware<unknown>>,
+    (invocation, started) => {
+      const core = Now.deferred((fiber) => startCore(started, invocation, fiber))
+      const { call, env, key, shown, spec, state } = started
+      if (key === undefined) return core
+      return config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core, {
+        policy: spec.safety.redact,
+        input: invocation.input,
+        shownKey: shown ?? key
+      }, started.durable, state) as ReturnType<Middleware.Next>
+    }
+  )
 
   /** What middleware see: the call's invocation, as a plain object of its own. */
   const invocationOf = ({ call, input, spec, tool, turn }: Started): Middleware.Invocation => ({ call, spec, tool, input, turn })
@@ -344,14 +342,14 @@ export const make = (config: Config) => {
     if (started.keyDefect !== undefined) invocation = Effect.fail(started.keyDefect)
     else if (progress !== undefined || stopped()) {
       // A batch already stopping starts nothing outside `restore`: its interruption lands first.
-      invocation = asEffect(started, Effect.suspend(() => pipelineOf(started)(invocationOf(started))))
+      invocation = asEffect(started, Effect.suspend(() => pipeline(invocationOf(started), started)))
     } else {
       try {
         let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> | undefined
         if (config.middleware.length === 0 && started.key === undefined && Now.mode.eager) {
           output = startCore(started, started, fiber)
         } else {
-          const out = pipelineOf(started)(invocationOf(started))
+          const out = pipeline(invocationOf(started), started)
           const start = Now.take(out)
           if (start === undefined) invocation = asEffect(started, out)
           else output = start(fiber)
