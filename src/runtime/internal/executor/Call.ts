@@ -22,7 +22,7 @@ import type * as ToolRegistry from "../../../contract/ToolRegistry.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
 import { redactCause, redactError } from "../../../internal/redact/errors.ts"
 import { redactAudit, redactValue } from "../../../internal/redact/policy.ts"
-import type * as Admission from "./Admission.ts"
+import * as Admission from "./Admission.ts"
 import * as Asking from "./Asking.ts"
 import * as CallState from "./CallState.ts"
 import * as Idempotency from "./Idempotency.ts"
@@ -434,7 +434,7 @@ export const make = (config: Config) => {
     if (stopped()) return Effect.succeed(undefined)
     // 1, admit: resolve, check advertised, decode, limits.
     const admission = admit(advertised, call)
-    if (admission._tag === "Rejected") {
+    if (admission instanceof Admission.Rejected) {
       const { toolName, error } = admission
       // Middleware never see a refused call; their `rejected` hooks record it (the audit log's receipt).
       // A hook that fails turns the refusal into its fatal `MiddlewareFailed`.
@@ -446,7 +446,7 @@ export const make = (config: Config) => {
         ))
       return tracing === undefined ? answered : Tracing.rejected(env.clock, call, toolName, error, answered)
     }
-    const { entry, input } = admission.resolved
+    const { entry, input } = admission
     const spec = entry.spec
     const startedAt = env.clock.currentTimeMillisUnsafe()
     const { key, defect: keyDefect } = Idempotency.keyOf(entry.tool, spec.name, input)

@@ -18,7 +18,7 @@
  * result is a success with the same head and tail and a note that the full output could not be
  * stored, and the failure is logged at `Warn` level (no artifact, no event of its own).
  */
-import { Cause, Effect, Result, Schema } from "effect"
+import { Cause, Effect, Exit, Result, Schema } from "effect"
 import { toModelCodec } from "../../../contract/ToolSchema.ts"
 import { textOfValue } from "../../../internal/json.ts"
 import { redactIssues, scrubError } from "../../../internal/redact/errors.ts"
@@ -126,16 +126,11 @@ export const make = (config: Config) => {
         return Effect.fail(new ToolError.ToolDefect({ toolName: spec.name, cause: Cause.die(defect) }))
       }
     }
-    return Effect.succeed<ToolResult.ToolResult>({
-      toolCallId: call.id,
-      name: spec.name,
-      content,
-      ...(value === undefined ? {} : { value }),
-      artifacts: noArtifacts,
-      isError: false,
-      elapsed: 0,
-      ...(call.provider === undefined ? {} : { provider: call.provider })
-    })
+    // written out (no spread of a temporary object): every successful call's result
+    const result: ToolResult.ToolResult = value === undefined
+      ? { toolCallId: call.id, name: spec.name, content, artifacts: noArtifacts, isError: false, elapsed: 0 }
+      : { toolCallId: call.id, name: spec.name, content, value, artifacts: noArtifacts, isError: false, elapsed: 0 }
+    return Exit.succeed(call.provider === undefined ? result : { ...result, provider: call.provider })
   }
 
   /** Redaction of model-facing text and value; large text goes to the artifact store first. */
