@@ -52,7 +52,7 @@ const layer = <C, R>(m: Middleware<R>, inner: Pipeline<C, R>): Pipeline<C, R> =>
     if (inner === undefined) return Effect.catchCause(out, (cause) => recover(m, invocation, cause))
     return Now.deferred((fiber) => {
       const exit = inner(fiber)
-      return Exit.isExit(exit)
+      return Now.isExit(exit)
         ? Exit.isSuccess(exit) ? exit : recover(m, invocation, exit.cause)
         : Effect.catchCause(exit, (cause) => recover(m, invocation, cause))
     })

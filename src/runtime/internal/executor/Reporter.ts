@@ -23,6 +23,7 @@ import { type Cause, type Clock, Effect, Exit } from "effect"
 import type { EventSink } from "../../EventSink.ts"
 import type { RunContext } from "../../RunContext.ts"
 import type * as ToolEvent from "../../../contract/ToolEvent.ts"
+import * as Now from "./Now.ts"
 
 /** The services every event needs, read once per `run`/`runBatch`. */
 export interface Env {
@@ -160,7 +161,7 @@ export const make = (): Reporter => {
       emitted = Effect.die(defect)
     }
     // A sink that answers with a completed Exit (`Effect.void`) is done already.
-    if (Exit.isExit(emitted)) {
+    if (Now.isExit(emitted)) {
       release()
       return Exit.isSuccess(emitted) ? Effect.void : warn(emitted.cause, stamped)
     }
