@@ -355,7 +355,13 @@ export const make = (config: Config) => {
           else output = start(fiber)
         }
         if (output !== undefined) {
-          running = Now.exitOf(output) === undefined
+          const exit = Now.exitOf(output)
+          running = exit === undefined
+          // a result that offloads nothing is final at once: the terminal report follows (no Exit between)
+          const result = exit !== undefined && Exit.isSuccess(exit)
+            ? render.finalizeNow(exit.value, started.spec, started.input)
+            : undefined
+          if (result !== undefined && !stopped()) return completed(started, result)
           invocation = thenFinalize(started, output)
         }
       } catch (defect) {
