@@ -1,6 +1,6 @@
 /**
  * `node --conditions=tinyagents-source --cpu-prof bench/profile.ts [N] [rounds]`: the
- * benchmark's target batch (lazy handler, armed timeout, validation, two events, one
+ * benchmark's target batch (lazy Effect.sync handler under a timeout, validation, two events, one
  * middleware; concurrency 16) in a loop, for a CPU or heap profile. It prints the median
  * wall and CPU time per call.
  *

@@ -4,8 +4,9 @@
  * compare across machines (and across runs on a shared machine).
  *
  * The measured call (issue "Executor 2", Performance):
- * - a lazy handler (`Effect.sync`), so it takes the general path: its timeout is
- *   armed (the tool declares one) and it gets a `Cancellation`;
+ * - a lazy handler (`Effect.sync`) under a timeout the tool declares (the executor calls
+ *   an `Effect.sync`'s thunk on the calling fiber: a timer is armed, a `Cancellation` made
+ *   and a fiber forked only for a handler that needs them; the `Effect.gen` row forks one);
  * - argument validation (JSON text decoded with the tool's input schema, unknown
  *   keys refused, every issue collected on failure);
  * - two events (`tool.started`, `tool.completed`) into the in-memory sink
@@ -22,7 +23,9 @@
  *   executor made once (an agent turn) and with `Executor.make` each time;
  * - `keyed (memory store)`: the lazy tool with an idempotency key (`Tool.make({ idempotency })`),
  *   a fresh key per call on a fresh memory store (look up, claim, run, store, release);
- * - `Effect.succeed` handler: a handler that answers a completed `Exit` (no fiber, timer or signal).
+ * - `Effect.succeed` handler: a handler that answers a completed `Exit` (no fiber, timer or signal);
+ * - `Effect.gen` handler: the lazy tool's work in `Effect.gen`, which runs in a fiber of its own
+ *   (forked and completed synchronously, the call's context and `Cancellation` provided to it).
  *
  * After the table, each executor target of issue #25 beside its measured value and whether it is met,
  * judged on the median wall time (as the issue measured) and on CPU time (which a shared machine
@@ -94,6 +97,19 @@ const eagerTool = Tool.make("add_eager", {
   handler: (input) => Effect.succeed(add(input))
 })
 
+/** The lazy tool's work in `Effect.gen`: a handler the executor runs in a fiber of its own. */
+const genTool = Tool.make("add_gen", {
+  description: "Adds two numbers.",
+  input: Input,
+  output: Output,
+  safety: { access: "read", idempotent: true },
+  timeout: "30 seconds",
+  handler: (input) =>
+    Effect.gen(function*() {
+      return add(input)
+    })
+})
+
 /** The lazy tool with an idempotency key (`Tool.make({ idempotency })`), on the memory store: the keyed path. */
 const keyedTool = Tool.make("add_keyed", {
   description: "Adds two numbers, once per key.",
@@ -107,7 +123,7 @@ const keyedTool = Tool.make("add_keyed", {
 
 const passThrough = Middleware.make({ name: "pass-through", around: (invocation, next) => next(invocation) })
 
-const registry = Result.getOrThrow(ToolRegistry.makeResult([lazyTool, eagerTool, keyedTool]))
+const registry = Result.getOrThrow(ToolRegistry.makeResult([lazyTool, eagerTool, genTool, keyedTool]))
 const executorOptions = { middleware: [passThrough], concurrency: 16 }
 
 const callsOf = (n: number, name: string): ReadonlyArray<ToolCall.ToolCall> =>
@@ -281,6 +297,14 @@ const cases: ReadonlyArray<Case> = [
     warmup: 2,
     floor: floor(callsOf(10_000, "add_eager")),
     full: batch(callsOf(10_000, "add_eager"))
+  },
+  {
+    name: "batch, Effect.gen handler (own fiber)",
+    calls: 10_000,
+    runs: 7,
+    warmup: 2,
+    floor: floor(callsOf(10_000, "add_gen")),
+    full: batch(callsOf(10_000, "add_gen"))
   }
 ]
 
@@ -292,12 +316,15 @@ const targets = (rows: ReadonlyArray<Record<string, string | number>>) => {
   const full100k = row("batch, lazy handler", 100_000)
   const one = row("one-call batch")
   const keyed = row("batch, keyed (memory store)")
+  const gen = row("batch, Effect.gen handler (own fiber)")
   const cpuRatio = (r: Record<string, string | number>) => num(r, "cpu × floor")
   const verdict = (ok: boolean) => ok ? "met" : "not met"
   return [
     {
       target: "full lifecycle, 10,000 calls: ≤ 3 µs/call",
-      measured: `${num(full10k, "cpu µs/call")} cpu µs (wall ${num(full10k, "µs/call")}); ${cpuRatio(full10k)}× floor; gc ${full10k["gc %"]}%`,
+      measured: `${num(full10k, "cpu µs/call")} cpu µs (wall ${num(full10k, "µs/call")}); ${cpuRatio(full10k)}× floor; gc ${
+        full10k["gc %"]
+      }% (a handler in its own fiber, Effect.gen: ${num(gen, "cpu µs/call")} cpu µs)`,
       "met (wall)": verdict(num(full10k, "µs/call") <= 3),
       "met (cpu)": verdict(num(full10k, "cpu µs/call") <= 3)
     },

@@ -30,7 +30,7 @@
  * the audit in `Call`, a result's text and value in `Render`, progress in `Progress`. Events,
  * results, the model's text and provider messages are all built from those redacted values.
  */
-import { Clock, Context, Data, Duration, Effect, Schedule } from "effect"
+import { Clock, Context, Data, Duration, Effect, Fiber, Schedule } from "effect"
 import * as Cancellation from "./Cancellation.ts"
 import { EventSink } from "./EventSink.ts"
 import * as Admission from "./internal/executor/Admission.ts"
@@ -38,6 +38,7 @@ import * as Batch from "./internal/executor/Batch.ts"
 import * as Call from "./internal/executor/Call.ts"
 import * as Idempotency from "./internal/executor/Idempotency.ts"
 import * as Invoke from "./internal/executor/Invoke.ts"
+import * as Now from "./internal/executor/Now.ts"
 import * as Render from "./internal/executor/Render.ts"
 import * as Reporter from "./internal/executor/Reporter.ts"
 import * as Tracing from "./internal/executor/Tracing.ts"
@@ -274,7 +275,7 @@ export const make = <R, MR = never>(
      * calls get spans; kept while the calling fiber's context is the same object (an agent's turns).
      */
     let setup: { readonly context: Context.Context<never>; readonly env: Reporter.Env; readonly traced: Tracing.Tracing | undefined } | undefined
-    const environment = Effect.withFiber((fiber) => {
+    const setupOf = (fiber: Fiber.Fiber<unknown, unknown>) => {
       const context = fiber.context
       if (setup === undefined || setup.context !== context) {
         const services = context as Context.Context<RunContext | EventSink>
@@ -284,43 +285,64 @@ export const make = <R, MR = never>(
           traced: Tracing.enabled(fiber) ? tracing : undefined
         }
       }
-      return Effect.succeed(setup)
-    }) as Effect.Effect<{ readonly env: Reporter.Env; readonly traced: Tracing.Tracing | undefined }, never, RunContext | EventSink>
+      return setup
+    }
+    const environment = Effect.withFiber((fiber) => Effect.succeed(setupOf(fiber))) as Effect.Effect<
+      { readonly env: Reporter.Env; readonly traced: Tracing.Tracing | undefined },
+      never,
+      RunContext | EventSink
+    >
 
-    const batch = (
+    /**
+     * A batch, then `then` of its settled calls, in one uninterruptible region started on the calling
+     * fiber: a batch whose calls all complete is answered by plain calls (`Batch.start`), with no
+     * fiber, step or closure of its own beyond these.
+     */
+    const batch = <A, E>(
       calls: ReadonlyArray<ToolCall>,
       advertised: ToolRegistry.Advertised<unknown>,
       concurrency: number,
       failFast: boolean,
-      durable: DurableClaim | undefined
-    ) =>
-      Effect.flatMap(environment, ({ env, traced }) =>
-        Batch.run(
+      durable: DurableClaim | undefined,
+      then: (settled: Batch.Settled) => Effect.Effect<A, E>
+    ): Effect.Effect<A, E, Requirements<R | MR>> =>
+      Effect.uninterruptibleMask((restore) => {
+        const fiber = Fiber.getCurrent()!
+        const { env, traced } = setupOf(fiber)
+        const settled = Batch.start(
+          fiber,
+          restore,
           calls,
           { concurrency, failFast, runCancel },
           (call, restore, stopped, fiber) => runCall(call, advertised, env, restore, stopped, traced, durable, fiber)
-        ))
-
-    const run: Executor<R | MR>["run"] = (call, runOptions) =>
-      Effect.flatMap(batch([call], runOptions?.advertised ?? everything, 1, false, runOptions?.durable), ({ outcomes }) => {
-        const outcome = outcomes[0]
-        if (outcome === undefined) {
-          return Effect.fail(new ToolError.ToolCancelled({ toolName: call.name, started: false }))
-        }
-        if (outcome.cancelled) return Effect.fail(outcome.result.error!)
-        return outcome.error === undefined ? Effect.succeed(outcome.result) : Effect.fail(outcome.error)
+        )
+        return Now.flatMap(settled, then)
       })
 
+    /** A one-call batch's answer as `run` gives it. */
+    const answerOf = (call: ToolCall) => ({ outcomes }: Batch.Settled): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError> => {
+      const outcome = outcomes[0]
+      if (outcome === undefined) {
+        return Effect.fail(new ToolError.ToolCancelled({ toolName: call.name, started: false }))
+      }
+      if (outcome.cancelled) return Effect.fail(outcome.result.error!)
+      return outcome.error === undefined ? Effect.succeed(outcome.result) : Effect.fail(outcome.error)
+    }
+
+    const run: Executor<R | MR>["run"] = (call, runOptions) =>
+      batch([call], runOptions?.advertised ?? everything, 1, false, runOptions?.durable, answerOf(call))
+
+    const batchResults = ({ errors, results }: Batch.Settled): Effect.Effect<ReadonlyArray<ToolResult.ToolResult>, BatchFailed> =>
+      errors.length > 0 ? Effect.fail(new BatchFailed({ results, errors })) : Effect.succeed(results)
+
     const runBatch: Executor<R | MR>["runBatch"] = (calls, batchOptions) =>
-      Effect.flatMap(
-        batch(
-          calls,
-          batchOptions?.advertised ?? everything,
-          Math.max(1, batchOptions?.concurrency ?? options.concurrency ?? defaultConcurrency),
-          (batchOptions?.failurePolicy ?? options.failurePolicy ?? "settle") === "fail-fast",
-          batchOptions?.durable
-        ),
-        ({ errors, results }) => errors.length > 0 ? Effect.fail(new BatchFailed({ results, errors })) : Effect.succeed(results)
+      batch(
+        calls,
+        batchOptions?.advertised ?? everything,
+        Math.max(1, batchOptions?.concurrency ?? options.concurrency ?? defaultConcurrency),
+        (batchOptions?.failurePolicy ?? options.failurePolicy ?? "settle") === "fail-fast",
+        batchOptions?.durable,
+        batchResults
       )
 
     const emit: Executor<R | MR>["emit"] = (event) => Effect.flatMap(environment, ({ env }) => reporter.emit(env, event))

@@ -3,19 +3,19 @@
  * short-circuit with a result), `after` (inspect or rewrite the result) and
  * `around` (`(invocation, next) => Effect<ToolResult>`, calling `next` zero, one
  * or many times). A list composes with the first element outermost (the onion
- * model, stated once here). A middleware's own failure or defect becomes a fatal
+ * model, stated once in `compose`). A middleware's own failure or defect becomes a fatal
  * `MiddlewareFailed` naming it; tool errors from `next` pass through untouched.
  * Calls the executor refuses before any middleware runs (unknown tool, not
  * advertised, malformed or invalid arguments, over a call limit) reach only the
  * optional `rejected` hook, so a layer can still record them (the audit log
  * writes their receipts).
  */
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Effect } from "effect"
 import type { Any as AnyTool, ToolSpec } from "../contract/Tool.ts"
 import type { ToolCall } from "../contract/ToolCall.ts"
-import { isToolError, MiddlewareFailed, type Rejection, type ToolError } from "../contract/ToolError.ts"
+import { MiddlewareFailed, type Rejection, type ToolError } from "../contract/ToolError.ts"
 import type { ToolResult } from "../contract/ToolResult.ts"
-import * as Now from "./internal/executor/Now.ts"
+import * as Pipeline from "./internal/executor/Pipeline.ts"
 
 /** A decoded call on its way to the handler. */
 export interface Invocation {
@@ -82,66 +82,16 @@ export const rejected = <R>(
   return loop(0)
 }
 
-const isResult = (u: Invocation | ToolResult): u is ToolResult => "toolCallId" in u
-
 /**
  * Composes `middleware` around `handler`: the first element is outermost. Each
  * layer turns its own defects (and any non-tool failure) into `MiddlewareFailed`;
- * inner layers have already done the same, and the handler's own defects arrive
- * as `ToolDefect`, so a tool error reaching a layer always passes through.
+ * a tool error reaching a layer passes through. (The onion itself is
+ * `internal/executor/Pipeline.ts`, which the executor composes once per executor.)
  */
 export const compose = <R>(
   middleware: ReadonlyArray<Middleware<R>>,
   handler: Next
 ): (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R> => {
-  let next: (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R> = handler
-  for (let i = middleware.length - 1; i >= 0; i--) next = layer(middleware[i]!, next)
-  return next
-}
-
-/**
- * One layer. Everything that does not depend on the invocation (which hooks the
- * middleware has, how they chain) is decided here, once per composition.
- */
-const layer = <R>(
-  m: Middleware<R>,
-  inner: (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R>
-): (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R> => {
-  // `next` runs inside this layer's fiber, so it sees this layer's services plus any the
-  // middleware provides around it (e.g. a narrowed scope); its requirements are this layer's.
-  const next = inner as Next
-  const { after, around, before } = m
-  const core: (invocation: Invocation) => Effect.Effect<ToolResult, ToolError, R> = around === undefined
-    ? inner
-    : (invocation) => around(invocation, next)
-  const run = after === undefined
-    ? core
-    : (invocation: Invocation) => Effect.flatMap(core(invocation), (result) => after(invocation, result))
-  const body = before === undefined
-    ? run
-    : (invocation: Invocation) =>
-      Effect.flatMap(before(invocation), (out) => isResult(out) ? Effect.succeed(out) : run(out))
-  return (invocation) => {
-    const out = body(invocation)
-    // A layer that handed back `next`'s effect unchanged (an `around` that only calls `next`) is that
-    // effect under this layer's failure handler: startable now by the executor, like the core (`Now`).
-    const inner = Now.take(out)
-    if (inner === undefined) return Effect.catchCause(out, (cause) => recover(m, invocation, cause))
-    return Now.deferred((fiber) => {
-      const exit = inner(fiber)
-      return Exit.isExit(exit)
-        ? Exit.isSuccess(exit) ? exit : recover(m, invocation, exit.cause)
-        : Effect.catchCause(exit, (cause) => recover(m, invocation, cause))
-    })
-  }
-}
-
-/** A layer's failure: interruptions and tool errors pass through; anything else is its `MiddlewareFailed`. */
-const recover = <R>(m: Middleware<R>, invocation: Invocation, cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError> => {
-  if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-  const failure = Cause.findErrorOption(cause)
-  if (!Cause.hasDies(cause) && failure._tag === "Some" && isToolError(failure.value)) {
-    return Effect.fail(failure.value)
-  }
-  return Effect.fail(new MiddlewareFailed({ toolName: invocation.spec.name, middleware: m.name, cause }))
+  const pipeline = Pipeline.make<Next, R>(middleware, (invocation, next) => next(invocation))
+  return (invocation) => pipeline(invocation, handler)
 }

@@ -2,8 +2,8 @@
  * The executor's exactness guarantees as a property over random batches on
  * `TestClock`: sizes, concurrency, outcomes (ok, failing, defects, synchronous
  * throws, sleeps, hangs past the timeout, retries, exclusive tools, rejected
- * calls), every kind of sink (synchronous, asynchronous, slow, dying, throwing,
- * self-interrupting), both failure policies, `run` and `runBatch`, and
+ * calls, bare `Effect.sync` handlers that return or throw), every kind of
+ * sink (synchronous, asynchronous, slow, dying, throwing, self-interrupting), both failure policies, `run` and `runBatch`, and
  * interruption or run cancellation at random points (or before the batch).
  * Some calls report progress (and leave a fiber reporting after they end):
  * their `tool.progress` events fall between start and terminal event.
@@ -57,7 +57,7 @@ const plan = (seed: number): Plan => {
     const id = `c${i}`
     const roll = r.next()
     const tool = roll < 0.15 ? "mutate" : roll < 0.35 ? "charge" : roll < 0.6 ? "plain" : "work"
-    const kind = r.pick(["ok", "ok", "fail", "defect", "throw", "sleep", "sleep", "sleep", "hang", "flaky", "invalid", "unknown", "report"])
+    const kind = r.pick(["ok", "ok", "fail", "defect", "throw", "sleep", "sleep", "sleep", "hang", "flaky", "invalid", "unknown", "report", "sync", "syncThrow"])
     if (kind === "invalid") return call(id, tool, { kind: 42 })
     if (kind === "unknown") return call(id, "no_such_tool")
     // keyed calls share a few keys, so repeats run at once and in turn

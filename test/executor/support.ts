@@ -8,7 +8,7 @@ import { type Duration, Effect, Layer, Schema } from "effect"
 import { EventSink, Executor, RunContext, StoreRegistry, Tool, ToolError, ToolProgress, ToolResult } from "../../src/index.ts"
 import type { ToolEvent } from "../../src/index.ts"
 
-export const Kind = Schema.Literals(["ok", "fail", "defect", "throw", "sleep", "hang", "flaky", "report"])
+export const Kind = Schema.Literals(["ok", "fail", "defect", "throw", "sleep", "hang", "flaky", "report", "sync", "syncThrow"])
 export type Kind = typeof Kind.Type
 
 /** What the test tools did: handlers in flight, peaks, and every invocation. */
@@ -66,6 +66,9 @@ const behave = (probe: Probe, exclusive: boolean) => (
 ): Effect.Effect<string, ToolError.ToolError, ToolProgress.ToolProgress> => {
   probe.invocations++
   if (input.kind === "throw") throw new Error("thrown before returning an Effect")
+  // a bare `Effect.sync` (the executor may call its thunk without a fiber: `Now.thunkOf`)
+  if (input.kind === "sync") return Effect.sync(() => "synced")
+  if (input.kind === "syncThrow") return Effect.sync(() => { throw new Error("thrown inside Effect.sync") })
   const body: Effect.Effect<string, ToolError.ToolError, ToolProgress.ToolProgress> = input.kind === "ok"
     ? Effect.succeed("done")
     : input.kind === "fail"

@@ -14,9 +14,18 @@ import * as ToolRegistry from "../../../contract/ToolRegistry.ts"
 
 type Limits = NonNullable<Options["limits"]>
 
-export type Admission =
-  | { readonly _tag: "Admitted"; readonly resolved: ToolRegistry.Resolved }
-  | { readonly _tag: "Rejected"; readonly toolName: string; readonly error: ToolError.Rejection }
+/** A refused call: reported as `tool.rejected`. */
+export class Rejected {
+  readonly toolName: string
+  readonly error: ToolError.Rejection
+  constructor(toolName: string, error: ToolError.Rejection) {
+    this.toolName = toolName
+    this.error = error
+  }
+}
+
+/** An admitted call is its resolution itself (no wrapper per call); a refused one is {@link Rejected}. */
+export type Admission = ToolRegistry.Resolved | Rejected
 
 /**
  * The run's admission check; it owns the run's call counters. `count` adds a call admitted
@@ -50,13 +59,11 @@ export const make = (limits: Limits | undefined) => {
     if (Result.isFailure(resolved)) {
       // Rejection messages are already redacted per the tool's policy by `ToolRegistry.resolve`.
       const error = resolved.failure
-      return { _tag: "Rejected", toolName: error.toolName, error }
+      return new Rejected(error.toolName, error)
     }
     const name = resolved.success.entry.spec.name
     const limit = exceeded(name)
-    return limit === undefined
-      ? { _tag: "Admitted", resolved: resolved.success }
-      : { _tag: "Rejected", toolName: name, error: limit }
+    return limit === undefined ? resolved.success : new Rejected(name, limit)
   }
   return Object.assign(admit, { count })
 }

@@ -7,7 +7,7 @@
  * returns only once every call has ended, and its results are a frozen
  * snapshot: nothing writes to them afterwards.
  */
-import { Effect, Fiber } from "effect"
+import { Effect, Exit, Fiber } from "effect"
 import type * as Cancellation from "../../Cancellation.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
@@ -34,130 +34,165 @@ export interface Options {
 const callOps = 32
 
 /**
- * `runCall(call, restore, stopped, fiber)` must be one call's lifecycle, run uninterruptibly with
- * `restore` making its invocation interruptible, started now on `fiber` (the worker's): a completed
- * `Exit` when it ended without suspending.
+ * One call's lifecycle, run uninterruptibly with `restore` making its invocation interruptible,
+ * started now on `fiber` (the worker's): a completed `Exit` when it ended without suspending.
  */
-export const run = (
+export type RunCall = (
+  call: ToolCall,
+  restore: Restore,
+  stopped: () => boolean,
+  fiber: Fiber.Fiber<unknown, unknown>
+) => Effect.Effect<Outcome | undefined>
+
+/**
+ * Runs `calls` with `runCall`, started now on `fiber`, the fiber running it, which must be inside an
+ * uninterruptible region whose `restore` is given (`Effect.uninterruptibleMask`): a batch whose calls
+ * all complete synchronously answers a completed `Exit`, with no fiber of its own.
+ */
+export const start = (
+  fiber: Fiber.Fiber<unknown, unknown>,
+  restore: Restore,
   calls: ReadonlyArray<ToolCall>,
   options: Options,
-  runCall: (
-    call: ToolCall,
-    restore: Restore,
-    stopped: () => boolean,
-    fiber: Fiber.Fiber<unknown, unknown>
-  ) => Effect.Effect<Outcome | undefined>
-): Effect.Effect<Settled> =>
-  Effect.suspend(() => {
-    const outcomes: Array<Outcome | undefined> = new Array(calls.length)
-    let stopped = options.runCancel.reasonUnsafe() !== undefined
-    let supervisor: Fiber.Fiber<void> | undefined
-    const isStopped = () => stopped
-    const stop = () => {
-      if (stopped) return
-      stopped = true
-      supervisor?.interruptUnsafe()
+  runCall: RunCall
+): Effect.Effect<Settled> => new Run(calls, options, runCall).start(fiber, restore)
+
+/** {@link start} as an effect of its own (it makes the uninterruptible region). */
+export const run = (calls: ReadonlyArray<ToolCall>, options: Options, runCall: RunCall): Effect.Effect<Settled> =>
+  Effect.uninterruptibleMask((restore) => start(Fiber.getCurrent()!, restore, calls, options, runCall))
+
+/** One batch: its calls' outcomes, whether it stopped, and the next call a worker takes. */
+class Run {
+  readonly calls: ReadonlyArray<ToolCall>
+  readonly options: Options
+  readonly runCall: RunCall
+  readonly outcomes: Array<Outcome | undefined>
+  stopped: boolean
+  supervisor: Fiber.Fiber<void> | undefined = undefined
+  /**
+   * At most `concurrency` workers, each taking the next call in order until none is
+   * left or the batch stops: call `i` starts only when a worker is free, as with one
+   * fiber per call, without a fiber, a mask and closures per call. A worker runs
+   * inside one mask; between two calls it only checks `stopped` (set before any
+   * interruption of the batch), so it never starts a call after the batch stopped.
+   */
+  next = 0
+  /** What every call is given to ask whether the batch stopped. */
+  readonly isStopped: () => boolean
+  constructor(calls: ReadonlyArray<ToolCall>, options: Options, runCall: RunCall) {
+    this.calls = calls
+    this.options = options
+    this.runCall = runCall
+    this.outcomes = new Array(calls.length)
+    this.stopped = options.runCancel.reasonUnsafe() !== undefined
+    this.isStopped = () => this.stopped
+  }
+  stop(): void {
+    if (this.stopped) return
+    this.stopped = true
+    this.supervisor?.interruptUnsafe()
+  }
+  /** The results: one per call, in call order, frozen. */
+  settle(): Settled {
+    const { calls, outcomes } = this
+    const results: Array<ToolResult.ToolResult> = new Array(calls.length)
+    const errors: Array<ToolError.ToolError> = []
+    for (let i = 0; i < calls.length; i++) {
+      const outcome = outcomes[i]
+      if (outcome === undefined) {
+        const call = calls[i]!
+        results[i] = ToolResult.fromError(call, new ToolError.ToolCancelled({ toolName: call.name, started: false }))
+      } else {
+        results[i] = outcome.result
+        if (outcome.error !== undefined) errors.push(outcome.error)
+      }
     }
-    /**
-     * At most `concurrency` workers, each taking the next call in order until none is
-     * left or the batch stops: call `i` starts only when a worker is free, as with one
-     * fiber per call, without a fiber, a mask and closures per call. A worker runs
-     * inside one mask; between two calls it only checks `stopped` (set before any
-     * interruption of the batch), so it never starts a call after the batch stopped.
-     */
-    let next = 0
-    /**
-     * One worker: `drain` runs calls on `fiber` while each is answered as a completed `Exit` and
-     * answers `undefined` once nothing is left for it, or what is left of it as an effect (a call that
-     * suspended, then `loop`); `loop` is the whole worker as an effect. A worker runs uninterruptibly
-     * and makes only its calls' invocations interruptible (`restore` is `Effect.interruptible`, whatever
-     * fiber runs it).
-     */
-    const worker = () => {
-      let current = -1
-      const record = (outcome: Outcome | undefined): void => {
-        outcomes[current] = outcome
-        if (outcome?.error !== undefined && options.failFast) stop()
-      }
-      const drain = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<void> | undefined => {
-        while (true) {
-          if (stopped || next >= calls.length) return undefined
-          // Fairness: other fibers (a run cancellation, a timer) get their turn even in a long
-          // batch of synchronous calls. Effect yields a fiber wherever it runs out of its operation
-          // budget (`MaxOpsBeforeYield`); inside a call that may be while it holds the run's event
-          // slot, and then every worker queues behind it for the rest of the batch (measured:
-          // 2.5 times the CPU per call). So a worker yields between two calls, once it has used
-          // half its budget: a call of up to half a budget never reaches the limit.
-          if (fiber.currentOpCount >= fiber.cache.maxOpsBeforeYield / 2 && !fiber.cache.preventYield) {
-            return Effect.andThen(Effect.yieldNow, loop)
-          }
-          current = next++
-          const outcome = runCall(calls[current]!, Effect.interruptible, isStopped, fiber)
-          // A call answered by plain calls (`Call`) is recorded here, and the next one starts in the
-          // same step; it counts as `callOps` operations towards the budget above.
-          if (!Now.done(outcome)) {
-            Now.calls.effect++
-            return Effect.flatMap(outcome, recorded)
-          }
-          if (outcome.value !== undefined) Now.calls.now++
-          record(outcome.value)
-          ;(fiber as { currentOpCount: number }).currentOpCount += callOps
-        }
-      }
-      const loop: Effect.Effect<void> = Effect.withFiber((fiber) => drain(fiber) ?? Effect.void)
-      const recorded = (outcome: Outcome | undefined): Effect.Effect<void> => {
-        record(outcome)
-        return loop
-      }
-      return { drain, loop }
-    }
-    const settled = Effect.sync((): Settled => {
-      const results: Array<ToolResult.ToolResult> = new Array(calls.length)
-      const errors: Array<ToolError.ToolError> = []
-      for (let i = 0; i < calls.length; i++) {
-        const outcome = outcomes[i]
-        if (outcome === undefined) {
-          const call = calls[i]!
-          results[i] = ToolResult.fromError(call, new ToolError.ToolCancelled({ toolName: call.name, started: false }))
-        } else {
-          results[i] = outcome.result
-          if (outcome.error !== undefined) errors.push(outcome.error)
-        }
-      }
-      return { results: Object.freeze(results), errors: Object.freeze(errors), outcomes: Object.freeze(outcomes) }
+    return { results: Object.freeze(results), errors: Object.freeze(errors), outcomes: Object.freeze(outcomes) }
+  }
+  start(fiber: Fiber.Fiber<unknown, unknown>, restore: Restore): Effect.Effect<Settled> {
+    if (this.stopped || this.calls.length === 0) return Exit.succeed(this.settle())
+    const workers = Math.min(this.options.concurrency, this.calls.length)
+    // The first worker starts here, on the calling fiber (under the caller's mask): a batch whose calls
+    // all complete synchronously ends without a fiber of its own. (Nothing can stop it meanwhile but
+    // its own calls, which only set `stopped`: no fiber of the batch runs yet to interrupt.)
+    const first = new Worker(this)
+    const rest = Now.mode.eager ? first.drain(fiber) : first.loop()
+    if (rest === undefined) return Exit.succeed(this.settle())
+    // At the first call that suspends, the rest of that worker and the others run under one
+    // supervisor fiber, which stopping interrupts.
+    const each = [Effect.uninterruptible(rest)]
+    for (let w = 1; w < workers; w++) each.push(Effect.uninterruptible(new Worker(this).loop()))
+    const work = each.length === 1
+      ? each[0]!
+      : Effect.forEach(each, (w) => w, { concurrency: "unbounded", discard: true })
+    return Effect.flatMap(Effect.forkChild(work, { startImmediately: true }), (supervised) => {
+      // Every call completed synchronously: there is nothing left to stop or wait for.
+      if (supervised.pollUnsafe() !== undefined) return Effect.sync(() => this.settle())
+      this.supervisor = supervised
+      const unsubscribe = this.options.runCancel.onCancel(() => this.stop())
+      if (this.stopped) supervised.interruptUnsafe()
+      return restore(Fiber.await(supervised)).pipe(
+        Effect.onInterrupt(() => {
+          this.stopped = true
+          return Fiber.interrupt(supervised)
+        }),
+        Effect.ensuring(Effect.sync(unsubscribe)),
+        Effect.andThen(Effect.sync(() => this.settle()))
+      )
     })
-    if (stopped || calls.length === 0) return settled
-    const workers = Math.min(options.concurrency, calls.length)
-    return Effect.uninterruptibleMask((restore) =>
-      Effect.withFiber((fiber) => {
-        // The first worker starts here, on the calling fiber (under this mask): a batch whose calls all
-        // complete synchronously ends without a fiber of its own. (Nothing can stop it meanwhile but
-        // its own calls, which only set `stopped`: no fiber of the batch runs yet to interrupt.)
-        const first = worker()
-        const rest = Now.mode.eager ? first.drain(fiber) : first.loop
-        if (rest === undefined) return settled
-        // At the first call that suspends, the rest of that worker and the others run under one
-        // supervisor fiber, which stopping interrupts.
-        const each = [Effect.uninterruptible(rest)]
-        for (let w = 1; w < workers; w++) each.push(Effect.uninterruptible(worker().loop))
-        const work = each.length === 1
-          ? each[0]!
-          : Effect.forEach(each, (w) => w, { concurrency: "unbounded", discard: true })
-        return Effect.flatMap(Effect.forkChild(work, { startImmediately: true }), (supervised) => {
-          // Every call completed synchronously: there is nothing left to stop or wait for.
-          if (supervised.pollUnsafe() !== undefined) return settled
-          supervisor = supervised
-          const unsubscribe = options.runCancel.onCancel(stop)
-          if (stopped) supervised.interruptUnsafe()
-          return restore(Fiber.await(supervised)).pipe(
-            Effect.onInterrupt(() => {
-              stopped = true
-              return Fiber.interrupt(supervised)
-            }),
-            Effect.ensuring(Effect.sync(unsubscribe)),
-            Effect.andThen(settled)
-          )
+  }
+}
+
+/**
+ * One worker: `drain` runs calls on `fiber` while each is answered as a completed `Exit` and
+ * answers `undefined` once nothing is left for it, or what is left of it as an effect (a call that
+ * suspended, then `loop`); `loop` is the whole worker as an effect. A worker runs uninterruptibly
+ * and makes only its calls' invocations interruptible (`restore` is `Effect.interruptible`, whatever
+ * fiber runs it).
+ */
+class Worker {
+  readonly batch: Run
+  current = -1
+  constructor(batch: Run) {
+    this.batch = batch
+  }
+  record(outcome: Outcome | undefined): void {
+    const batch = this.batch
+    batch.outcomes[this.current] = outcome
+    if (outcome?.error !== undefined && batch.options.failFast) batch.stop()
+  }
+  drain(fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<void> | undefined {
+    const batch = this.batch
+    const calls = batch.calls
+    while (true) {
+      if (batch.stopped || batch.next >= calls.length) return undefined
+      // Fairness: other fibers (a run cancellation, a timer) get their turn even in a long
+      // batch of synchronous calls. Effect yields a fiber wherever it runs out of its operation
+      // budget (`MaxOpsBeforeYield`); inside a call that may be while it holds the run's event
+      // slot, and then every worker queues behind it for the rest of the batch (measured:
+      // 2.5 times the CPU per call). So a worker yields between two calls, once it has used
+      // half its budget: a call of up to half a budget never reaches the limit.
+      if (fiber.currentOpCount >= fiber.cache.maxOpsBeforeYield / 2 && !fiber.cache.preventYield) {
+        return Effect.andThen(Effect.yieldNow, this.loop())
+      }
+      this.current = batch.next++
+      const outcome = batch.runCall(calls[this.current]!, Effect.interruptible, batch.isStopped, fiber)
+      // A call answered by plain calls (`Call`) is recorded here, and the next one starts in the
+      // same step; it counts as `callOps` operations towards the budget above.
+      if (!Now.done(outcome)) {
+        Now.calls.effect++
+        return Effect.flatMap(outcome, (outcome) => {
+          this.record(outcome)
+          return this.loop()
         })
-      })
-    )
-  })
+      }
+      if (outcome.value !== undefined) Now.calls.now++
+      this.record(outcome.value)
+      ;(fiber as { currentOpCount: number }).currentOpCount += callOps
+    }
+  }
+  /** The worker as an effect, from here on. */
+  loop(): Effect.Effect<void> {
+    return Effect.withFiber((fiber) => this.drain(fiber) ?? Effect.void)
+  }
+}

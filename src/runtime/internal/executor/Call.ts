@@ -22,11 +22,12 @@ import type * as ToolRegistry from "../../../contract/ToolRegistry.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
 import { redactCause, redactError } from "../../../internal/redact/errors.ts"
 import { redactAudit, redactValue } from "../../../internal/redact/policy.ts"
-import type * as Admission from "./Admission.ts"
+import * as Admission from "./Admission.ts"
 import * as Asking from "./Asking.ts"
 import * as CallState from "./CallState.ts"
 import * as Idempotency from "./Idempotency.ts"
 import * as Now from "./Now.ts"
+import * as Pipeline from "./Pipeline.ts"
 import type * as Invoke from "./Invoke.ts"
 import * as Progress from "./Progress.ts"
 import type * as Render from "./Render.ts"
@@ -57,15 +58,58 @@ export interface Config {
   readonly progress: Progress.Config
 }
 
-/** A call that started: what its events and its end are reported with. */
-interface Started {
+/**
+ * A call that started: what its steps, its events and its end are reported with. One object per
+ * call, and the steps are functions of it (not closures made per call). It is also the invocation
+ * the core gets when no middleware sits in between (it has every field of one).
+ */
+class Started implements Middleware.Invocation {
   readonly call: ToolCall
   readonly spec: Tool.ToolSpec
+  readonly tool: Tool.Any
+  /** The decoded arguments (a message echoing a value held under a redacted key loses it). */
+  readonly input: unknown
+  readonly turn: number
   readonly state: CallState.CallState
   readonly startedAt: number
   readonly env: Env
-  /** The decoded arguments (a message echoing a value held under a redacted key loses it). */
-  readonly input: unknown
+  /** The idempotency key of a keyed call, and as events show it (redacted). */
+  readonly key: string | undefined
+  readonly shown: string | undefined
+  /** The key function's defect: the call fails with it instead of running. */
+  readonly keyDefect: ToolError.ToolDefect | undefined
+  readonly durable: DurableClaim | undefined
+  readonly restore: Restore
+  readonly stopped: () => boolean
+  constructor(
+    call: ToolCall,
+    entry: ToolRegistry.Entry<unknown>,
+    input: unknown,
+    state: CallState.CallState,
+    startedAt: number,
+    env: Env,
+    key: string | undefined,
+    shown: string | undefined,
+    keyDefect: ToolError.ToolDefect | undefined,
+    durable: DurableClaim | undefined,
+    restore: Restore,
+    stopped: () => boolean
+  ) {
+    this.call = call
+    this.spec = entry.spec
+    this.tool = entry.tool
+    this.input = input
+    this.turn = env.ctx.turn
+    this.state = state
+    this.startedAt = startedAt
+    this.env = env
+    this.key = key
+    this.shown = shown
+    this.keyDefect = keyDefect
+    this.durable = durable
+    this.restore = restore
+    this.stopped = stopped
+  }
 }
 
 /** The fields every event of a started call carries (with the idempotency key of a keyed call, redacted). */
@@ -100,9 +144,9 @@ export const make = (config: Config) => {
     return Exit.succeed(outcome)
   }
 
-  /** One event, started now, then `outcome`. */
-  const emitThen = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event>, outcome: Outcome): Effect.Effect<Outcome> => {
-    const emitted = reporter.emitNow(env, event)
+  /** One event made for this emission (`Reporter.emitFreshNow`: stamped in place), started now, then `outcome`. */
+  const emitThen = (env: Env, event: ToolEvent.Event, outcome: Outcome): Effect.Effect<Outcome> => {
+    const emitted = reporter.emitFreshNow(env, event)
     return Now.done(emitted) ? Exit.succeed(outcome) : Effect.as(emitted, outcome)
   }
 
@@ -114,8 +158,9 @@ export const make = (config: Config) => {
       ? { ...value, elapsed }
       : { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
     const { call, state } = started
-    // the stamp's fields written out (not spread from `stamp`): this is every call's terminal event
-    const terminal: ToolEvent.Unstamped<ToolEvent.Event> = state.shownKey === undefined
+    // the stamp's fields written out (not spread from `stamp`): this is every call's terminal event,
+    // made whole, with the run's fields and the stamp's placeholders (`Reporter.emitFreshNow`)
+    const terminal: ToolEvent.Event = state.shownKey === undefined
       ? {
         _tag: "tool.completed",
         toolCallId: call.id,
@@ -124,7 +169,11 @@ export const make = (config: Config) => {
         elapsed,
         isError: result.isError,
         output: ToolResult.textOf(result),
-        artifacts: result.artifacts
+        artifacts: result.artifacts,
+        runId: env.ctx.runId,
+        threadId: env.ctx.threadId,
+        timestamp: 0,
+        sequence: 0
       }
       : {
         _tag: "tool.completed",
@@ -135,7 +184,11 @@ export const make = (config: Config) => {
         elapsed,
         isError: result.isError,
         output: ToolResult.textOf(result),
-        artifacts: result.artifacts
+        artifacts: result.artifacts,
+        runId: env.ctx.runId,
+        threadId: env.ctx.threadId,
+        timestamp: 0,
+        sequence: 0
       }
     const outcome: Outcome = { result, cancelled: false }
     if (result.artifacts.length === 0 && result.audit === undefined) return emitThen(env, terminal, outcome)
@@ -164,7 +217,11 @@ export const make = (config: Config) => {
         elapsed,
         reason: "cancelled",
         error,
-        disposition: error.disposition
+        disposition: error.disposition,
+        runId: env.ctx.runId,
+        threadId: env.ctx.threadId,
+        timestamp: 0,
+        sequence: 0
       }, { result: ToolResult.fromError({ ...call, name: spec.name }, error, elapsed), cancelled: true })
     }
     const failure = Cause.findErrorOption(cause)
@@ -184,18 +241,181 @@ export const make = (config: Config) => {
       disposition: error.disposition,
       ...(error._tag === "OutcomeUnknown" ? { outcome: "unknown" as const } : {}),
       // the handler's own cause when the error was made from it (an undeclared failure, say)
-      cause: state.causeOf(found) ?? redactCause(cause, policy, input)
+      cause: state.causeOf(found) ?? redactCause(cause, policy, input),
+      runId: env.ctx.runId,
+      threadId: env.ctx.threadId,
+      timestamp: 0,
+      sequence: 0
     }, settle(call, spec.name, error, elapsed))
   }
 
+  /**
+   * Step 4's end: the result redacted, large text offloaded. An artifact's key is `<run>/<call id>`,
+   * with the turn after the first (providers that number their call ids per turn, as Gemini does,
+   * reuse them: a later turn's output must not replace an earlier one's).
+   */
+  const finalize = (started: Started, result: ToolResult.ToolResult) => {
+    const { call, env, input, spec } = started
+    return render.finalize(result, spec, call, env.ctx.turn === 0 ? env.ctx.runId : `${env.ctx.runId}/${env.ctx.turn}`, input)
+  }
+
+  /** `output`, then {@link finalize} (at once when `output` is a completed `Exit`). */
+  const thenFinalize = (
+    started: Started,
+    output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> => {
+    const exit = Now.exitOf(output)
+    if (exit === undefined) return Effect.flatMap(output, (result) => finalize(started, result))
+    return Exit.isSuccess(exit) ? finalize(started, exit.value) : exit
+  }
+
+  /**
+   * The core of step 3 and 4, started now on `fiber`: the handler (`Invoke`), then the encoding, by
+   * plain calls while each completes. `invocation` is what the innermost middleware passed on (or
+   * the call itself, without middleware).
+   */
+  const startCore = (
+    started: Started,
+    invocation: Middleware.Invocation,
+    fiber: Fiber.Fiber<unknown, unknown>
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError> => {
+    const { state } = started
+    const output = invoke(invocation, started.env, state, fiber, state.inContext)
+    const exit = Now.exitOf(output)
+    if (exit === undefined) {
+      return Effect.flatMap(output, (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value))
+    }
+    return Exit.isSuccess(exit)
+      ? render.encode(invocation.tool, invocation.spec, invocation.call, exit.value)
+      : exit as Exit.Exit<never, ToolError.ToolError>
+  }
+
+  /**
+   * The middleware pipeline around the core (timeout, retries, exclusivity; a keyed call at most
+   * once), composed once: each call hands itself down to the core. The core starts now when whoever
+   * runs it runs it at once (`Now`).
+   */
+  const pipeline = Pipeline.make<Started, unknown>(
+    config.middleware as ReadonlyArray<Middleware.Middleware<unknown>>,
+    (invocation, started) => {
+      const core = Now.deferred((fiber) => startCore(started, invocation, fiber))
+      const { call, env, key, shown, spec, state } = started
+      if (key === undefined) return core
+      return config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core, {
+        policy: spec.safety.redact,
+        input: invocation.input,
+        shownKey: shown ?? key
+      }, started.durable, state) as ReturnType<Middleware.Next>
+    }
+  )
+
+  /** What middleware see: the call's invocation, as a plain object of its own. */
+  const invocationOf = ({ call, input, spec, tool, turn }: Started): Middleware.Invocation => ({ call, spec, tool, input, turn })
+
   /** The invocation as an effect (the handler gets the call's context from `Invoke`; middleware see it too). */
   const asEffect = (
-    out: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>,
-    finalize: (result: ToolResult.ToolResult) => Effect.Effect<ToolResult.ToolResult, never, unknown>,
-    state: CallState.CallState
+    started: Started,
+    out: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> => {
-    const body = Effect.flatMap(out, finalize)
+    const body = Effect.flatMap(out, (result) => finalize(started, result))
+    const state = started.state
     return config.middleware.length === 0 ? body : (state.inContext = true, CallState.provide(body, state))
+  }
+
+  /**
+   * Steps 3 to 5, started now on `fiber` (the one running the call). The pipeline is built; when it
+   * hands back the core (no middleware, or only ones whose `around` calls `next`) and the call reports
+   * no progress, it starts here, and a call whose every step completes is answered as a completed
+   * `Exit`: the same steps, as plain calls. (With no middleware and no key there is no pipeline: the
+   * core starts at once.) Otherwise (a middleware with an effect of its own, a
+   * handler that suspends, a store, a busy sink) the rest runs as effects from that step on, the
+   * invocation interruptibly (`restore`) as always. A call whose batch stopped while it ran
+   * synchronously also ends through `restore`, so an interruption sent meanwhile lands as it would
+   * have in the effect: the call is cancelled.
+   */
+  const invokeNow = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome> => {
+    const { state, stopped } = started
+    const progress = state.progress
+    let invocation: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
+    /** Set when the handler was started here and is still running: the attempt's end is then its to report. */
+    let running = false
+    if (started.keyDefect !== undefined) invocation = Effect.fail(started.keyDefect)
+    else if (progress !== undefined || stopped()) {
+      // A batch already stopping starts nothing outside `restore`: its interruption lands first.
+      invocation = asEffect(started, Effect.suspend(() => pipeline(invocationOf(started), started)))
+    } else {
+      try {
+        let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> | undefined
+        if (config.middleware.length === 0 && started.key === undefined && Now.mode.eager) {
+          output = startCore(started, started, fiber)
+        } else {
+          const out = pipeline(invocationOf(started), started)
+          const start = Now.take(out)
+          if (start === undefined) invocation = asEffect(started, out)
+          else output = start(fiber)
+        }
+        if (output !== undefined) {
+          const exit = Now.exitOf(output)
+          running = exit === undefined
+          // a result that offloads nothing is final at once: the terminal report follows (no Exit between)
+          const result = exit !== undefined && Exit.isSuccess(exit)
+            ? render.finalizeNow(exit.value, started.spec, started.input)
+            : undefined
+          if (result !== undefined && !stopped()) return completed(started, result)
+          invocation = thenFinalize(started, output)
+        }
+      } catch (defect) {
+        invocation = Effect.die(defect)
+      }
+    }
+    // A reporting call's channel closes before anything else of its end is reported (uninterruptibly).
+    if (progress !== undefined) invocation = Effect.onExit(invocation!, () => Effect.uninterruptible(progress.close))
+    const exit = Now.exitOf(invocation!)
+    if (exit !== undefined && !stopped()) {
+      return Exit.isSuccess(exit) ? completed(started, exit.value) : failed(started, exit.cause)
+    }
+    const restored = started.restore(invocation!) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>
+    // A handler started above, outside `restore`: an interruption that lands as `restore` begins
+    // (before the attempt waits for it) stops it here, so that it never outlives its call.
+    return Effect.matchCauseEffect(running ? Effect.onInterrupt(restored, () => state.stopAttempt) : restored, {
+      onSuccess: (result) => completed(started, result),
+      onFailure: (cause) => failed(started, cause)
+    })
+  }
+
+  /** 2, then 5: `tool.started` (the key computed before), the interruptible invocation, exactly one terminal event. */
+  const lifecycle = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {
+    const { call, env, input, shown, spec, state } = started
+    const policy = spec.safety.redact
+    const args = policy === undefined ? input : redactValue(input, policy).value
+    const emitted = reporter.emitFreshNow(
+      env,
+      shown === undefined
+        ? {
+          _tag: "tool.started",
+          toolCallId: call.id,
+          toolName: spec.name,
+          attempt: state.count,
+          arguments: args,
+          runId: env.ctx.runId,
+          threadId: env.ctx.threadId,
+          timestamp: 0,
+          sequence: 0
+        }
+        : {
+          _tag: "tool.started",
+          toolCallId: call.id,
+          toolName: spec.name,
+          attempt: state.count,
+          idempotencyKey: shown,
+          arguments: args,
+          runId: env.ctx.runId,
+          threadId: env.ctx.threadId,
+          timestamp: 0,
+          sequence: 0
+        }
+    )
+    return Now.done(emitted) ? invokeNow(started, fiber) : Effect.andThen(emitted, Effect.withFiber((fiber) => invokeNow(started, fiber)))
   }
 
   /**
@@ -220,7 +440,7 @@ export const make = (config: Config) => {
     if (stopped()) return Effect.succeed(undefined)
     // 1, admit: resolve, check advertised, decode, limits.
     const admission = admit(advertised, call)
-    if (admission._tag === "Rejected") {
+    if (admission instanceof Admission.Rejected) {
       const { toolName, error } = admission
       // Middleware never see a refused call; their `rejected` hooks record it (the audit log's receipt).
       // A hook that fails turns the refusal into its fatal `MiddlewareFailed`.
@@ -232,107 +452,17 @@ export const make = (config: Config) => {
         ))
       return tracing === undefined ? answered : Tracing.rejected(env.clock, call, toolName, error, answered)
     }
-    const { entry, input } = admission.resolved
+    const { entry, input } = admission
     const spec = entry.spec
     const startedAt = env.clock.currentTimeMillisUnsafe()
     const { key, defect: keyDefect } = Idempotency.keyOf(entry.tool, spec.name, input)
     const shown = key === undefined ? undefined : Idempotency.shownKey(key, spec.safety.redact, input)
     const state = new CallState.CallState(call.id, spec.name, key, shown, env.ctx.turn, config.runCancel.cancel)
-    const started: Started = { call, spec, state, startedAt, env, input }
+    const started = new Started(call, entry, input, state, startedAt, env, key, shown, keyDefect, durable, restore, stopped)
     if (Progress.reports(entry.tool)) state.progress = new Progress.Channel(config.progress, env, state, spec, input)
     if (Asking.asks(entry.tool)) state.ask = Asking.forCall(reporter, env, state, spec, input)
-    // 3 and 4, invoke and render: middleware around the handler (timeout, retries, exclusivity; a keyed
-    // call at most once), encode, then redact or offload. The core starts now when whoever runs it
-    // runs it at once (`Now`): the handler, then the encoding, by plain calls while each completes.
-    const core: Middleware.Next = (invocation) =>
-      Now.deferred((fiber) => {
-        const output = invoke(invocation, env, state, fiber, state.inContext)
-        return Now.flatMap(output, (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value))
-      })
-    const pipeline = Middleware.compose(
-      config.middleware,
-      key === undefined
-        ? core
-        : (invocation) =>
-          config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core(invocation), {
-            policy: spec.safety.redact,
-            input: invocation.input,
-            shownKey: shown ?? key
-          }, durable, state) as ReturnType<Middleware.Next>
-    )
-    // an artifact's key: `<run>/<call id>`, with the turn after the first (providers that number
-    // their call ids per turn, as Gemini does, reuse them: a later turn's output must not replace an earlier one's)
-    const finalize = (result: ToolResult.ToolResult) =>
-      render.finalize(result, spec, call, env.ctx.turn === 0 ? env.ctx.runId : `${env.ctx.runId}/${env.ctx.turn}`, input)
-    const progress = state.progress
-    /**
-     * Steps 3 to 5, started now on `fiber` (the one running the call). The pipeline is built; when it
-     * hands back the core (no middleware, or only ones whose `around` calls `next`) and the call reports
-     * no progress, it starts here, and a call whose every step completes is answered as a completed
-     * `Exit`: the same steps, as plain calls. Otherwise (a middleware with an effect of its own, a
-     * handler that suspends, a store, a busy sink) the rest runs as effects from that step on, the
-     * invocation interruptibly (`restore`) as always. A call whose batch stopped while it ran
-     * synchronously also ends through `restore`, so an interruption sent meanwhile lands as it would
-     * have in the effect: the call is cancelled.
-     */
-    const invokeNow = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome> => {
-      const info: Middleware.Invocation = { call, spec, tool: entry.tool, input, turn: env.ctx.turn }
-      let invocation: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
-      /** Set when the handler was started here and is still running: the attempt's end is then its to report. */
-      let running = false
-      if (keyDefect !== undefined) invocation = Effect.fail(keyDefect)
-      else if (progress !== undefined || stopped()) {
-        // A batch already stopping starts nothing outside `restore`: its interruption lands first.
-        invocation = asEffect(Effect.suspend(() => pipeline(info)), finalize, state)
-      } else {
-        try {
-          const out = pipeline(info)
-          const start = Now.take(out)
-          if (start === undefined) invocation = asEffect(out, finalize, state)
-          else {
-            const output = start(fiber)
-            running = Now.exitOf(output) === undefined
-            invocation = Now.flatMap(output, finalize)
-          }
-        } catch (defect) {
-          invocation = Effect.die(defect)
-        }
-      }
-      // A reporting call's channel closes before anything else of its end is reported (uninterruptibly).
-      if (progress !== undefined) invocation = Effect.onExit(invocation, () => Effect.uninterruptible(progress.close))
-      const exit = Now.exitOf(invocation)
-      if (exit !== undefined && !stopped()) {
-        return Exit.isSuccess(exit) ? completed(started, exit.value) : failed(started, exit.cause)
-      }
-      const restored = restore(invocation) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>
-      // A handler started above, outside `restore`: an interruption that lands as `restore` begins
-      // (before the attempt waits for it) stops it here, so that it never outlives its call.
-      return Effect.matchCauseEffect(running ? Effect.onInterrupt(restored, () => state.stopAttempt) : restored, {
-        onSuccess: (result) => completed(started, result),
-        onFailure: (cause) => failed(started, cause)
-      })
-    }
-    // 2, then 5: started (the key computed above), the interruptible invocation, exactly one terminal event.
-    const lifecycle = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {
-      const policy = spec.safety.redact
-      const args = policy === undefined ? input : redactValue(input, policy).value
-      const emitted = reporter.emitNow(
-        env,
-        shown === undefined
-          ? { _tag: "tool.started", toolCallId: call.id, toolName: spec.name, attempt: state.count, arguments: args }
-          : {
-            _tag: "tool.started",
-            toolCallId: call.id,
-            toolName: spec.name,
-            attempt: state.count,
-            idempotencyKey: shown,
-            arguments: args
-          }
-      )
-      return Now.done(emitted) ? invokeNow(fiber) : Effect.andThen(emitted, Effect.withFiber(invokeNow))
-    }
     return tracing === undefined
-      ? lifecycle(fiber)
-      : Tracing.executed(tracing, env.clock, call, spec, input, state, Effect.withFiber(lifecycle))
+      ? lifecycle(started, fiber)
+      : Tracing.executed(tracing, env.clock, call, spec, input, state, Effect.withFiber((fiber) => lifecycle(started, fiber)))
   }
 }

@@ -18,6 +18,7 @@ import { redactCause, redactError } from "../../../internal/redact/errors.ts"
 import { redactValue } from "../../../internal/redact/policy.ts"
 import * as CallState from "./CallState.ts"
 import * as Deadline from "./Deadline.ts"
+import * as Now from "./Now.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 
 export interface Config {
@@ -109,6 +110,85 @@ export const make = (config: Config) => {
    * suspending, else the rest of it. `provided`: `fiber`'s context already holds the call's state
    * (the invocation runs under `CallState.provide`).
    */
+  /** A handler failure as the attempt's: interruption passes through, the rest becomes a tool error. */
+  const toFailure = (
+    invocation: Invocation,
+    state: CallState.CallState,
+    cause: Cause.Cause<unknown>
+  ): Effect.Effect<never, ToolError.ToolError> =>
+    Cause.hasInterruptsOnly(cause)
+      ? Effect.failCause(cause as Cause.Cause<never>)
+      : Effect.fail(toToolError(invocation.tool, invocation.spec, invocation.input, cause, state))
+
+  /** One attempt, started now on `fiber` (a function of the call, not a closure made per call). */
+  const attempt = (
+    invocation: Invocation,
+    env: Env,
+    state: CallState.CallState,
+    fiber: Fiber.Fiber<unknown, unknown>,
+    provided: boolean
+  ): Effect.Effect<unknown, ToolError.ToolError> => {
+    const tool = invocation.tool
+    let effect: Effect.Effect<unknown, unknown>
+    try {
+      effect = tool.handler(invocation.input) as Effect.Effect<unknown, unknown>
+    } catch (defect) {
+      return toFailure(invocation, state, Cause.die(defect))
+    }
+    // A handler that returned an already-completed Exit (`Effect.succeed(...)`) can
+    // neither hang nor be cancelled: it needs no timer and no abort signal.
+    if (Exit.isExit(effect)) {
+      return Exit.isSuccess(effect) ? effect as Exit.Exit<unknown, never> : toFailure(invocation, state, effect.cause)
+    }
+    // An `Effect.sync` handler: its fiber would only call the thunk (which can read no service, so
+    // neither the call's context nor a signal matters) and end before any timer is armed. Called
+    // here instead, on the calling fiber: the same value, or the same defect for a throw.
+    const thunk = state.ask === undefined ? Now.thunkOf(effect) : undefined
+    if (thunk !== undefined) {
+      try {
+        return Exit.succeed(thunk())
+      } catch (defect) {
+        return toFailure(invocation, state, Cause.die(defect))
+      }
+    }
+    // `state` is the call's `ToolCallContext` and `Cancellation`; its signal is the attempt's.
+    // The handler runs in its own fiber started at once, with the calling fiber's context: one
+    // that completes synchronously (`Effect.sync`, a pure `Effect.gen`) has its Exit before any
+    // timer is armed; only one that suspends races its deadline. Whoever stops it (the deadline,
+    // the call's interruption) aborts its signal first, then interrupts it and waits for it.
+    // (Nothing else can outlive the attempt: the call waits for this fiber's end on every path.)
+    // A tool that asks: the attempt's timeout pauses while a question is open (`Deadline`).
+    const deadline = state.ask === undefined ? undefined : Deadline.start(state, env.clock, timeoutOf(tool))
+    const handler = Effect.runForkWith(provided ? fiber.context : CallState.contextOf(fiber.context, state))(effect)
+    const exit = handler.pollUnsafe()
+    if (exit !== undefined) {
+      return Exit.isSuccess(exit) ? exit as Exit.Exit<unknown, never> : toFailure(invocation, state, exit.cause)
+    }
+    const timeoutMillis = timeoutOf(tool)
+    const name = invocation.spec.name
+    // (only while it runs: a handler that has ended keeps its signal as it was)
+    const stop = Effect.suspend(() => {
+      if (handler.pollUnsafe() !== undefined) return Effect.void
+      state.abort()
+      return Fiber.interrupt(handler)
+    })
+    state.stopAttempt = stop
+    const orElse = () =>
+      Effect.andThen(
+        stop,
+        Effect.fail(
+          new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: Tool.mayRunAgain(Tool.retrySafety(tool)) })
+        )
+      )
+    const joined = Fiber.join(handler)
+    return (deadline === undefined
+      ? Effect.timeoutOrElse(joined, { duration: timeoutMillis, orElse })
+      : Deadline.timeoutOrElse(joined, deadline, orElse)).pipe(
+      Effect.onInterrupt(() => stop),
+      Effect.catchCause((cause) => toFailure(invocation, state, cause))
+    ) as Effect.Effect<unknown, ToolError.ToolError>
+  }
+
   return (
     invocation: Invocation,
     env: Env,
@@ -117,59 +197,13 @@ export const make = (config: Config) => {
     provided: boolean
   ): Effect.Effect<unknown, ToolError.ToolError> => {
     const tool = invocation.tool
-    const name = invocation.spec.name
-    const safety = Tool.retrySafety(tool)
-    const toFailure = (cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError.ToolError> =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.fail(toToolError(tool, invocation.spec, invocation.input, cause, state))
-    const attempt = (fiber: Fiber.Fiber<unknown, unknown>, provided: boolean): Effect.Effect<unknown, ToolError.ToolError> => {
-      let effect: Effect.Effect<unknown, unknown>
-      try {
-        effect = tool.handler(invocation.input) as Effect.Effect<unknown, unknown>
-      } catch (defect) {
-        return toFailure(Cause.die(defect))
-      }
-      // A handler that returned an already-completed Exit (`Effect.succeed(...)`) can
-      // neither hang nor be cancelled: it needs no timer and no abort signal.
-      if (Exit.isExit(effect)) return Exit.isSuccess(effect) ? effect as Exit.Exit<unknown, never> : toFailure(effect.cause)
-      // `state` is the call's `ToolCallContext` and `Cancellation`; its signal is the attempt's.
-      // The handler runs in its own fiber started at once, with the calling fiber's context: one
-      // that completes synchronously (`Effect.sync`, a pure `Effect.gen`) has its Exit before any
-      // timer is armed; only one that suspends races its deadline. Whoever stops it (the deadline,
-      // the call's interruption) aborts its signal first, then interrupts it and waits for it.
-      // (Nothing else can outlive the attempt: the call waits for this fiber's end on every path.)
-      // A tool that asks: the attempt's timeout pauses while a question is open (`Deadline`).
-      const deadline = state.ask === undefined ? undefined : Deadline.start(state, env.clock, timeoutOf(tool))
-      const handler = Effect.runForkWith(provided ? fiber.context : CallState.contextOf(fiber.context, state))(effect)
-      const exit = handler.pollUnsafe()
-      if (exit !== undefined) return Exit.isSuccess(exit) ? exit as Exit.Exit<unknown, never> : toFailure(exit.cause)
-      const timeoutMillis = timeoutOf(tool)
-      // (only while it runs: a handler that has ended keeps its signal as it was)
-      const stop = Effect.suspend(() => {
-        if (handler.pollUnsafe() !== undefined) return Effect.void
-        state.abort()
-        return Fiber.interrupt(handler)
-      })
-      state.stopAttempt = stop
-      const orElse = () =>
-        Effect.andThen(
-          stop,
-          Effect.fail(new ToolError.ToolTimeout({ toolName: name, timeoutMillis, idempotent: Tool.mayRunAgain(safety) }))
-        )
-      const joined = Fiber.join(handler)
-      return (deadline === undefined
-        ? Effect.timeoutOrElse(joined, { duration: timeoutMillis, orElse })
-        : Deadline.timeoutOrElse(joined, deadline, orElse)).pipe(
-        Effect.onInterrupt(() => stop),
-        Effect.catchCause(toFailure)
-      ) as Effect.Effect<unknown, ToolError.ToolError>
-    }
     const exclusiveTool = tool.options.exclusive === true
+    const safety = Tool.retrySafety(tool)
     const noRetry = tool.retry === undefined || safety === "none"
     // The plain case starts now; a permit or a schedule runs each attempt as an effect.
-    if (!exclusiveTool && noRetry) return attempt(fiber, provided)
-    const each = Effect.withFiber((current) => attempt(current, provided))
+    if (!exclusiveTool && noRetry) return attempt(invocation, env, state, fiber, provided)
+    const name = invocation.spec.name
+    const each = Effect.withFiber((current) => attempt(invocation, env, state, current, provided))
     const guarded = exclusiveTool ? exclusive.withPermit(each) : each
     if (noRetry) return guarded
     const policy = tool.retry.pipe(

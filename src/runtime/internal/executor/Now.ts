@@ -49,13 +49,41 @@ export const take = <A, E, R>(effect: Effect.Effect<A, E, R>): Start<A, E, R> | 
   return start
 }
 
+/** Where Effect keeps an `Effect.sync`'s thunk (checked below: if it moves, {@link thunkOf} finds none). */
+const thunkKey = "~effect/Effect/args"
+const probe = () => undefined
+const syncProto: object | null = Object.getPrototypeOf(Effect.sync(probe))
+const syncKnown = (Effect.sync(probe) as unknown as Record<string, unknown>)[thunkKey] === probe
+
+/**
+ * The thunk of an `Effect.sync(thunk)`, else `undefined`: all a fiber running it would do is call
+ * it once (a throw is its defect, `Cause.die`) and end with its value. It runs no other effect and
+ * reads no service, so a caller about to fork a fiber just to run it may call it instead.
+ */
+export const thunkOf = (effect: Effect.Effect<unknown, unknown, unknown>): (() => unknown) | undefined => {
+  if (!mode.eager || !syncKnown || Object.getPrototypeOf(effect) !== syncProto) return undefined
+  const thunk = (effect as unknown as Record<string, unknown>)[thunkKey]
+  return typeof thunk === "function" ? thunk as () => unknown : undefined
+}
+
+/** The key every `Exit` has (checked below: if it moves, {@link isExit} is `Exit.isExit`). */
+const exitKey = "~effect/Exit"
+const exitKnown = exitKey in Exit.void && !(exitKey in Effect.never) && !(exitKey in Effect.sync(probe))
+
+/**
+ * `Exit.isExit`, without its generic property check: asked several times per call, of an effect
+ * the executor made or a sink answered.
+ */
+export const isExit = <A, E, R>(effect: Effect.Effect<A, E, R>): effect is Exit.Exit<A, E> =>
+  exitKnown ? typeof effect === "object" && effect !== null && exitKey in effect : Exit.isExit(effect)
+
 /** `effect` when it is a completed `Exit` (typed as the effect was), else `undefined`. */
 export const exitOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Exit.Exit<A, E> | undefined =>
-  mode.eager && Exit.isExit(effect) ? effect as Exit.Exit<A, E> : undefined
+  mode.eager && isExit(effect) ? effect : undefined
 
 /** True when `effect` is a completed, successful `Exit`: nothing is left to run. */
 export const done = <A, E, R>(effect: Effect.Effect<A, E, R>): effect is Exit.Success<A, E> =>
-  mode.eager && Exit.isExit(effect) && Exit.isSuccess(effect)
+  mode.eager && isExit(effect) && effect._tag === "Success"
 
 /** `Effect.flatMap(effect, f)`, with `f` called now when `effect` is a completed success (a failed `Exit` answers as it is). */
 export const flatMap = <A, E, R, B, E2, R2>(

@@ -18,7 +18,7 @@
  * result is a success with the same head and tail and a note that the full output could not be
  * stored, and the failure is logged at `Warn` level (no artifact, no event of its own).
  */
-import { Cause, Effect, Result, Schema } from "effect"
+import { Cause, Effect, Exit, Result, Schema } from "effect"
 import { toModelCodec } from "../../../contract/ToolSchema.ts"
 import { textOfValue } from "../../../internal/json.ts"
 import { redactIssues, scrubError } from "../../../internal/redact/errors.ts"
@@ -126,16 +126,23 @@ export const make = (config: Config) => {
         return Effect.fail(new ToolError.ToolDefect({ toolName: spec.name, cause: Cause.die(defect) }))
       }
     }
-    return Effect.succeed<ToolResult.ToolResult>({
-      toolCallId: call.id,
-      name: spec.name,
-      content,
-      ...(value === undefined ? {} : { value }),
-      artifacts: noArtifacts,
-      isError: false,
-      elapsed: 0,
-      ...(call.provider === undefined ? {} : { provider: call.provider })
-    })
+    // written out (no spread of a temporary object): every successful call's result
+    const result: ToolResult.ToolResult = value === undefined
+      ? { toolCallId: call.id, name: spec.name, content, artifacts: noArtifacts, isError: false, elapsed: 0 }
+      : { toolCallId: call.id, name: spec.name, content, value, artifacts: noArtifacts, isError: false, elapsed: 0 }
+    return Exit.succeed(call.provider === undefined ? result : { ...result, provider: call.provider })
+  }
+
+  /**
+   * {@link finalize} of a result that offloads nothing (an error, or text within its threshold): the
+   * result, at once; `undefined` when its text goes to the artifact store (then `finalize` does it).
+   */
+  const finalizeNow = (result: ToolResult.ToolResult, spec: Tool.ToolSpec, input?: unknown): ToolResult.ToolResult | undefined => {
+    // the policy, and the values the arguments hold under its keys (an output that echoes one loses it)
+    const scrubber = scrubberOf(spec.safety.redact, input)
+    const redacted = scrubber === undefined ? result : scrubResult(result, scrubber)
+    if (result.isError) return redacted
+    return ToolResult.textOf(redacted).length <= (spec.options.artifactThreshold ?? config.threshold) ? redacted : undefined
   }
 
   /** Redaction of model-facing text and value; large text goes to the artifact store first. */
@@ -146,13 +153,12 @@ export const make = (config: Config) => {
     runId: string,
     input?: unknown
   ): Effect.Effect<ToolResult.ToolResult, never, StoreRegistry> => {
-    // the policy, and the values the arguments hold under its keys (an output that echoes one loses it)
+    const now = finalizeNow(result, spec, input)
+    if (now !== undefined) return Exit.succeed(now)
     const scrubber = scrubberOf(spec.safety.redact, input)
-    if (result.isError) return Effect.succeed(scrubber === undefined ? result : scrubResult(result, scrubber))
     const limit = spec.options.artifactThreshold ?? config.threshold
     const redacted = scrubber === undefined ? result : scrubResult(result, scrubber)
     const modelText = ToolResult.textOf(redacted)
-    if (modelText.length <= limit) return Effect.succeed(redacted)
     const fullText = ToolResult.textOf(result)
     /** Blocks that are not text (images, audio, embedded resources) stay, redacted, after the text. */
     const others = redacted.content.filter((block) => block.type !== "text")
@@ -195,5 +201,5 @@ export const make = (config: Config) => {
     })
   }
 
-  return { encode, finalize }
+  return { encode, finalize, finalizeNow }
 }

@@ -23,6 +23,7 @@ import { type Cause, type Clock, Effect, Exit } from "effect"
 import type { EventSink } from "../../EventSink.ts"
 import type { RunContext } from "../../RunContext.ts"
 import type * as ToolEvent from "../../../contract/ToolEvent.ts"
+import * as Now from "./Now.ts"
 
 /** The services every event needs, read once per `run`/`runBatch`. */
 export interface Env {
@@ -45,10 +46,29 @@ export interface Reporter {
    * the delivery (waiting for the slot, or the sink's effect), which the caller must run next.
    */
   readonly emitNow: (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy) => Effect.Effect<void>
+  /**
+   * {@link emitNow} of an event made for this one emission (by `Call`, which hands it over and keeps
+   * no reference): it carries the run's `runId` and `threadId` and placeholders for `timestamp` and
+   * `sequence`, in the order the stamped event has them, and is stamped in place instead of copied.
+   */
+  readonly emitFreshNow: (env: Env, event: ToolEvent.Event) => Effect.Effect<void>
 }
 
 /** An event made when its turn comes; `undefined`: nothing to emit. */
 export type Lazy = () => ToolEvent.Unstamped<ToolEvent.Event> | undefined
+
+/** The stamp's fields, writable: a fresh event is stamped in place. */
+type Mutable = {
+  -readonly [K in "timestamp" | "sequence" | "parentRunId" | "parentCallId" | "depth"]: ToolEvent.Event[K]
+}
+
+/** A fresh event waiting for the slot (`emitFreshNow`). */
+class Fresh {
+  readonly event: ToolEvent.Event
+  constructor(event: ToolEvent.Event) {
+    this.event = event
+  }
+}
 
 const warn = (cause: Cause.Cause<unknown>, event: ToolEvent.Event): Effect.Effect<void> =>
   Effect.logWarning("tinyagents: the event sink failed; the event was not delivered", cause).pipe(
@@ -87,9 +107,24 @@ export const make = (): Reporter => {
     }
   }
 
+  /** Stamps a fresh event in place (`emitFreshNow`): the same fields, in the same order, as a copy would have. */
+  const stampFresh = (env: Env, event: ToolEvent.Event): ToolEvent.Event => {
+    const stamped = event as Mutable
+    stamped.timestamp = env.clock.currentTimeMillisUnsafe()
+    stamped.sequence = sequence++
+    const nesting = env.ctx.nesting
+    if (nesting !== undefined) {
+      stamped.parentRunId = nesting.parentRunId
+      stamped.parentCallId = nesting.parentCallId
+      stamped.depth = nesting.depth
+    }
+    return event
+  }
+
   /** Holds the slot: stamps, hands the event to the sink, releases the slot when the sink returns. */
-  const deliver = (env: Env, given: ToolEvent.Unstamped<ToolEvent.Event> | Lazy): Effect.Effect<void> => {
+  const deliver = (env: Env, given: ToolEvent.Unstamped<ToolEvent.Event> | Lazy | Fresh): Effect.Effect<void> => {
     busy = true
+    if (given instanceof Fresh) return handOver(env, stampFresh(env, given.event))
     const event = typeof given === "function" ? given() : given
     if (event === undefined) {
       release()
@@ -114,6 +149,11 @@ export const make = (): Reporter => {
         parentCallId: nesting.parentCallId,
         depth: nesting.depth
       }) as ToolEvent.Event
+    return handOver(env, stamped)
+  }
+
+  /** Hands a stamped event to the sink (the slot held); releases the slot when the sink returns. */
+  const handOver = (env: Env, stamped: ToolEvent.Event): Effect.Effect<void> => {
     let emitted: Effect.Effect<void>
     try {
       emitted = env.sink.emit(stamped)
@@ -121,7 +161,7 @@ export const make = (): Reporter => {
       emitted = Effect.die(defect)
     }
     // A sink that answers with a completed Exit (`Effect.void`) is done already.
-    if (Exit.isExit(emitted)) {
+    if (Now.isExit(emitted)) {
       release()
       return Exit.isSuccess(emitted) ? Effect.void : warn(emitted.cause, stamped)
     }
@@ -130,7 +170,7 @@ export const make = (): Reporter => {
   }
 
   /** Waits for the slot; the releasing fiber hands it over on the next scheduler tick (no deep recursion). */
-  const wait = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy): Effect.Effect<void> =>
+  const wait = (env: Env, event: ToolEvent.Unstamped<ToolEvent.Event> | Lazy | Fresh): Effect.Effect<void> =>
     Effect.withFiber((fiber) =>
       Effect.callback<void>((resume) => {
         waiters.push(() =>
@@ -149,6 +189,8 @@ export const make = (): Reporter => {
     emit: (env, event) => Effect.uninterruptible(emitMasked(env, event)),
     emitMasked,
     emitNow,
+    // a free slot stamps the event where it is; a busy one waits with it (wrapped, to tell it apart)
+    emitFreshNow: (env, event) => busy ? wait(env, new Fresh(event)) : (busy = true, handOver(env, stampFresh(env, event))),
     emitLazy: (env, make) => Effect.uninterruptible(emitMasked(env, make))
   }
 }
