@@ -274,17 +274,14 @@ export const make = (
       transformRows
     })
     // the stores' own statements, held prepared and group-committed (`internal/sqliteHeld`)
-    Held.register(
-      client,
-      Held.make({
-        db,
-        semaphore,
-        attempt,
-        busy: (effect) => whileBusy(effect, busyTimeout, () => true),
-        error: (cause, operation) => toSqlError(cause, `SQLite ${operation} failed`, operation)
-      })
-    )
-    return Object.assign(client, { config }) as SqliteClient
+    const held = Held.make({
+      db,
+      semaphore,
+      attempt,
+      busy: (effect) => whileBusy(effect, busyTimeout, () => true),
+      error: (cause, operation) => toSqlError(cause, `SQLite ${operation} failed`, operation)
+    })
+    return Object.assign(client, { config, [Held.heldKey]: held }) as SqliteClient
   })
 
 /** Provides `SqliteClient` and `SqlClient.SqlClient` for the database `config` names. */

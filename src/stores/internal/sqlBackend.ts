@@ -44,6 +44,7 @@ import type { SQLInputValue } from "node:sqlite"
 import { StoreFailed } from "../../contract/ToolError.ts"
 import type { Backend, Claims } from "../../runtime/StoreRegistry.ts"
 import { expiring } from "../../internal/expiry.ts"
+import { later, withStoreNow } from "../../internal/storeNow.ts"
 import { scrubSqlError } from "./scrub.ts"
 import type { Held, HeldRow } from "./sqliteHeld.ts"
 
@@ -289,14 +290,53 @@ const statementOf = <Args extends ReadonlyArray<SQLInputValue>, Rows>(
   if (held === undefined) return (...args) => Effect.map(build(...args), rows)
   let run: ((params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>) | undefined
   const runOf = (args: Args) => {
-    const [text, params] = build(...args).compile()
-    if (params.length !== args.length || params.some((param, i) => param !== args[i])) {
-      throw new Error(`a held statement's parameters must be its arguments in order: ${text}`)
-    }
+    const text = heldText(build, args)
     return mode === "write" ? held.write(text) : held.first(text)
   }
   return (...args) => Effect.map((run ??= runOf(args))(args), rows)
 }
+
+/** The SQLite text of `build(...args)`, whose parameters must be `args`, in order (a held statement's). */
+const heldText = <Args extends ReadonlyArray<SQLInputValue>>(
+  build: (...args: Args) => Statement.Statement<HeldRow>,
+  args: Args
+): string => {
+  const [text, params] = build(...args).compile()
+  if (params.length !== args.length || params.some((param, i) => param !== args[i])) {
+    throw new Error(`a held statement's parameters must be its arguments in order: ${text}`)
+  }
+  return text
+}
+
+/** `build`'s held text, compiled once, from its first arguments. */
+const heldTextOnce = <Args extends ReadonlyArray<SQLInputValue>>(
+  build: (...args: Args) => Statement.Statement<HeldRow>
+): (args: Args) => string => {
+  let text: string | undefined
+  return (args) => text ??= heldText(build, args)
+}
+
+/** The upsert that takes a free, expired or own claim (its row's owner when taken). */
+const takeClaim = (sql: SqlClient.SqlClient) => {
+  const table = sql(tables.claims)
+  const now = databaseMillis(sql)
+  return (id: string, owner: string, lease: number) =>
+    sql<HeldRow>`
+      INSERT INTO ${table} (id, owner, expires_at) VALUES (${id}, ${owner}, ${now} + ${lease})
+      ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+      WHERE ${table}.owner = excluded.owner OR ${table}.expires_at <= ${now}
+      RETURNING owner`
+}
+
+/** The delete of `owner`'s claim. */
+const freeClaim = (sql: SqlClient.SqlClient) => {
+  const table = sql(tables.claims)
+  return (id: string, owner: string) => sql<HeldRow>`DELETE FROM ${table} WHERE id = ${id} AND owner = ${owner}`
+}
+
+/** True when the rows of `takeClaim` say `owner` holds the claim. */
+const claimed = (rows: ReadonlyArray<HeldRow>, owner: string): boolean =>
+  rows.length === 1 && rows[0]!["owner"] === owner
 
 /** One table of keys and values. */
 interface Table {
@@ -379,12 +419,8 @@ const tableStore = (
     statementOf(held, "write", upsertValue, () => undefined),
     statementOf(held, "write", upsertArtifact, () => undefined)
   )
-  const selectRow = statementOf(
-    held,
-    "first",
-    (id: string, at: number) => sql<HeldRow>`SELECT value, value_type FROM ${t} WHERE id = ${id} AND ${live(at)}`,
-    (rows) => rows[0] as Row | undefined
-  )
+  const select = (id: string, at: number) => sql<HeldRow>`SELECT value, value_type FROM ${t} WHERE id = ${id} AND ${live(at)}`
+  const selectRow = statementOf(held, "first", select, (rows) => rows[0] as Row | undefined)
   const found = statementOf(
     held,
     "first",
@@ -446,7 +482,64 @@ const tableStore = (
     size,
     isEmpty: Effect.map(size, (n) => n === 0)
   })
-  return expiring(store, (millis) => tableStore(sql, held, ids, table, prefix, millis))
+  const expiringStore = expiring(store, (millis) => tableStore(sql, held, ids, table, prefix, millis))
+  // the executor's keyed calls (`internal/storeNow`): reads by plain calls, a claim with its lookup and
+  // a write with its release as single group-committed steps (not for the capped artifacts table)
+  if (held === undefined || table.artifacts !== undefined || prefix === "") return expiringStore
+  const name = prefix.slice(0, -1)
+  const selectText = heldTextOnce(select)
+  const selectNow = (id: string, at: number) => held.now(selectText([id, at]))([id, at])
+  const take = takeClaim(sql)
+  const takeText = heldTextOnce(take)
+  const free = freeClaim(sql)
+  const freeText = heldTextOnce(free)
+  const upsertText = heldTextOnce(upsertValue)
+  return withStoreNow(expiringStore, {
+    get: (key, at) => {
+      const row = selectNow(idOf(key).id, Math.floor(at))
+      return row === undefined || row === later ? row : stringOf(row as unknown as Row)
+    },
+    claims: {
+      // the claims of `name` (`sqlClaims`): their id of a key is the store's (`<name>/<key>`)
+      acquireUnlessStored: (key, owner, lease, at) => {
+        const { id } = idOf(key)
+        const selectArgs: [string, number] = [id, Math.floor(at)]
+        const takeArgs: [string, string, number] = [id, owner, Math.max(0, Math.floor(lease))]
+        return held.transact((statement) => {
+          const row = statement(selectText(selectArgs)).get(...selectArgs) as Row | undefined
+          if (row !== undefined) return stringOf(row)
+          return claimed(statement(takeText(takeArgs)).all(...takeArgs) as ReadonlyArray<HeldRow>, owner)
+        }).pipe(
+          Effect.mapError((cause) =>
+            new StoreFailed({ store: name, operation: "claim", cause: scrubSqlError(cause, secretsOf(key)) })
+          )
+        )
+      },
+      setAndRelease: (key, value, ttl, owner, at) => {
+        const { full, id } = idOf(key)
+        const stored = storedOf(value)
+        const now = Math.floor(at)
+        const upsertArgs: Parameters<typeof upsertValue> = [
+          id,
+          stored.bytes,
+          stored.type,
+          full,
+          ttl === undefined ? null : now + Math.max(1, Math.ceil(ttl))
+        ]
+        const freeArgs: [string, string] = [id, owner]
+        return swept(
+          held.transact((statement) => {
+            statement(upsertText(upsertArgs)).run(...upsertArgs)
+            try {
+              statement(freeText(freeArgs)).run(...freeArgs)
+            } catch {
+              // stored: the claim expires (an error that ended the transaction fails its `COMMIT`)
+            }
+          }).pipe(Effect.mapError(failed("set", key, value)))
+        )
+      }
+    }
+  })
 }
 
 /**
@@ -459,32 +552,15 @@ const sqlClaims = (
   ids: (key: string) => StoredId,
   name: string
 ): Claims => {
-  const table = sql(tables.claims)
-  const now = databaseMillis(sql)
   const failed = (operation: string, key: string, id: string) => (cause: unknown) =>
     new StoreFailed({ store: name, operation, cause: scrubSqlError(cause, [key, `${name}/${key}`, id]) })
-  const take = statementOf(
-    held,
-    "write",
-    (id: string, owner: string, lease: number) =>
-      sql<HeldRow>`
-        INSERT INTO ${table} (id, owner, expires_at) VALUES (${id}, ${owner}, ${now} + ${lease})
-        ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-        WHERE ${table}.owner = excluded.owner OR ${table}.expires_at <= ${now}
-        RETURNING owner`,
-    (rows) => rows
-  )
-  const free = statementOf(
-    held,
-    "write",
-    (id: string, owner: string) => sql<HeldRow>`DELETE FROM ${table} WHERE id = ${id} AND owner = ${owner}`,
-    () => undefined
-  )
+  const take = statementOf(held, "write", takeClaim(sql), (rows) => rows)
+  const free = statementOf(held, "write", freeClaim(sql), () => undefined)
   return {
     acquire: (key, owner, lease) => {
       const { id } = ids(`${name}/${key}`)
       return take(id, owner, Math.max(0, Math.floor(lease))).pipe(
-        Effect.map((rows) => rows.length === 1 && rows[0]!["owner"] === owner),
+        Effect.map((rows) => claimed(rows, owner)),
         Effect.mapError(failed("claim", key, id))
       )
     },

@@ -16,12 +16,21 @@
  * committed (as a statement sent to a server can be). Locked by another process (`SQLITE_BUSY`),
  * `BEGIN IMMEDIATE` and `COMMIT` are tried again as the client's own statements are (`busy`).
  *
+ * A group may also run a step of several statements (`transact`: a claim that first looks for a
+ * stored result, a write that also releases a claim), as one caller's: a step leaves nothing written
+ * when it throws, so it fails alone as one statement does.
+ *
+ * A read can also run by a plain call (`now`), for the executor's keyed calls (`storeNow`): outside
+ * any transaction it is one synchronous step, as the effect's is; inside another fiber's open
+ * transaction (or when it fails) it answers {@link later}, and the caller takes the effect.
+ *
  * Only the stores use these, never inside a transaction of theirs (`modify` goes through
  * `effect/sql`): a held statement on a fiber that holds the connection would wait for itself.
  */
 import { Effect, Semaphore } from "effect"
 import type { SqlError } from "effect/sql"
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite"
+import { later } from "../../internal/storeNow.ts"
 
 /** A row as `node:sqlite` reads it. */
 export type HeldRow = Record<string, unknown>
@@ -30,8 +39,15 @@ export type HeldRow = Record<string, unknown>
 export interface Held {
   /** A read of one row at most: that row, or none. */
   readonly first: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
+  /** A read of one row at most by a plain call: that row, none, or {@link later} (inside a transaction, or failed). */
+  readonly now: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => HeldRow | undefined | typeof later
   /** A write, group-committed: its rows (`RETURNING`), once committed. */
   readonly write: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
+  /**
+   * A step of several statements in a group's transaction (`statement` prepares, once per text),
+   * answering what `step` returns once committed. `step` must leave nothing written when it throws.
+   */
+  readonly transact: <A>(step: (statement: (sql: string) => StatementSync) => A) => Effect.Effect<A, SqlError.SqlError>
 }
 
 /** What the client gives the held statements: its connection and how it runs and retries. */
@@ -47,14 +63,13 @@ export interface HeldConnection {
   readonly error: (cause: unknown, operation: string) => SqlError.SqlError
 }
 
-/** A write waiting for its group. */
+/** A write (or step) waiting for its group. */
 interface Pending {
-  readonly sql: string
-  readonly params: ReadonlyArray<SQLInputValue>
+  readonly step: (statement: (sql: string) => StatementSync) => unknown
   /** Interrupted before its group began: not run. */
   cancelled: boolean
-  outcome: Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError> | undefined
-  resume: ((effect: Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>) => void) | undefined
+  outcome: Effect.Effect<unknown, SqlError.SqlError> | undefined
+  resume: ((effect: Effect.Effect<unknown, SqlError.SqlError>) => void) | undefined
 }
 
 /** The held statements of one connection. */
@@ -103,6 +118,19 @@ export const make = (connection: HeldConnection): Held => {
       })
   }
 
+  const now = (sql: string) => {
+    let statement: StatementSync | undefined
+    return (params: ReadonlyArray<SQLInputValue>): HeldRow | undefined | typeof later => {
+      // the effect's synchronous step (`first`), or the effect itself
+      if (db.isTransaction) return later
+      try {
+        return (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
+      } catch {
+        return later
+      }
+    }
+  }
+
   let group: Array<Pending> = []
   let gathering = false
   const begin = busy(attempt(() => db.exec("BEGIN IMMEDIATE"), "beginTransaction"))
@@ -126,7 +154,7 @@ export const make = (connection: HeldConnection): Held => {
         const pending = take()
         for (const write of pending) {
           try {
-            write.outcome = Effect.succeed(prepared(write.sql).all(...write.params) as ReadonlyArray<HeldRow>)
+            write.outcome = Effect.succeed(write.step(prepared))
           } catch (cause) {
             const failure = error(cause, "execute")
             // the statement alone was undone; an error that ended the transaction undid the group
@@ -149,13 +177,13 @@ export const make = (connection: HeldConnection): Held => {
     return taken
   }
 
-  const write = (sql: string) => (params: ReadonlyArray<SQLInputValue>) =>
+  const transact = <A>(step: (statement: (sql: string) => StatementSync) => A): Effect.Effect<A, SqlError.SqlError> =>
     Effect.suspend(() => {
-      const pending: Pending = { sql, params, cancelled: false, outcome: undefined, resume: undefined }
+      const pending: Pending = { step, cancelled: false, outcome: undefined, resume: undefined }
       group.push(pending)
-      const wait = Effect.callback<ReadonlyArray<HeldRow>, SqlError.SqlError>((resume) => {
-        if (pending.outcome !== undefined) return resume(pending.outcome)
-        pending.resume = resume
+      const wait = Effect.callback<A, SqlError.SqlError>((resume) => {
+        if (pending.outcome !== undefined) return resume(pending.outcome as Effect.Effect<A, SqlError.SqlError>)
+        pending.resume = resume as (effect: Effect.Effect<unknown, SqlError.SqlError>) => void
         return Effect.sync(() => {
           pending.resume = undefined
           pending.cancelled = true
@@ -167,14 +195,14 @@ export const make = (connection: HeldConnection): Held => {
       return Effect.andThen(Effect.forkDetach(flush), wait)
     })
 
-  return { first, write }
+  const write = (sql: string) => (params: ReadonlyArray<SQLInputValue>) =>
+    transact((statement) => statement(sql).all(...params) as ReadonlyArray<HeldRow>)
+
+  return { first, now, write, transact }
 }
 
-/** The held statements of each client that has them (the `SqliteClient` of `node:sqlite`). */
-const registry = new WeakMap<object, Held>()
-
-/** Records `held` as `client`'s. */
-export const register = (client: object, held: Held): void => void registry.set(client, held)
+/** Where a `SqliteClient` keeps its held statements. */
+export const heldKey: unique symbol = Symbol.for("tinyagents/stores/sqliteHeld")
 
 /** The held statements of `client`, when it is a `SqliteClient` (`undefined` for any other client). */
-export const heldOf = (client: object): Held | undefined => registry.get(client)
+export const heldOf = (client: object): Held | undefined => (client as { readonly [heldKey]?: Held })[heldKey]

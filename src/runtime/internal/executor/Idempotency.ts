@@ -76,7 +76,7 @@ import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "e
 import { KeyValueStore } from "effect/persistence"
 import type { DurableClaim } from "../../Executor.ts"
 import { type Claims, StoreRegistry, type StoreRegistryShape } from "../../StoreRegistry.ts"
-import { type ClaimsNow, claimsNow, type StoreNow, storeNow } from "../storeNow.ts"
+import { type ClaimsNow, claimsNow, later, type StoreClaims, type StoreNow, storeNow } from "../../../internal/storeNow.ts"
 import * as Now from "./Now.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -258,26 +258,27 @@ export const make = (config: Config) => {
     durable?: DurableClaim,
     attempt?: { stopAttempt: Effect.Effect<void> }
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> => {
-    // A call of a store with synchronous views (memory), whose handler completes at once, completes at
-    // once: the same steps by plain calls (`storeNow`), then the rest as effects from the first that
-    // cannot (the key held in this process or claimed, the handler suspending). A durable claim always
-    // takes the effects.
+    // A call of a store with views (`storeNow`: memory, SQLite) takes the same steps by plain calls
+    // where the store can: on memory a call whose handler completes at once completes at once; on
+    // SQLite a replay does, and an application's claim and write are one grouped write each. The rest
+    // runs as effects from the first step that cannot (the key held in this process or claimed, the
+    // handler suspending). A durable claim always takes the effects.
     const runStart = durable === undefined ? Now.take(run) : undefined
     const keyed = (found: Resolved) => keyedCall(found, toolName, key, call, now, run, redaction, durable)
     if (runStart === undefined) return Effect.flatMap(StoreRegistry.use(resolve), keyed)
     return Now.deferred((fiber) => {
       const found = resolvedOf(Context.getUnsafe(fiber.context as Context.Context<StoreRegistry>, StoreRegistry))
-      if (found === undefined || found.storeNow === undefined || found.claimsNow === undefined) {
+      const view = found?.storeNow
+      if (found === undefined || view === undefined || (view.claims === undefined && (view.set === undefined || found.claimsNow === undefined))) {
         return Effect.flatMap(StoreRegistry.use(resolve), keyed)
       }
-      return keyedNow(found, found.storeNow, found.claimsNow, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
+      return keyedNow(found, view, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
     })
   }
 
   function keyedNow<R>(
     found: Resolved,
     view: StoreNow,
-    claimsView: ClaimsNow,
     toolName: string,
     key: string,
     call: ToolCall,
@@ -291,9 +292,10 @@ export const make = (config: Config) => {
     const { running } = found.slot
     const id = storageKey(toolName, key)
     const shown = redaction?.shownKey ?? key
-    // held in this process: wait for it (the effects)
+    // held in this process: wait for it (the effects); so too when the store cannot answer now
     if (running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
-    const text = view.get(id)
+    const text = view.get(id, now())
+    if (text === later) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     if (text !== undefined) {
       const decoded = readStored(text)
       if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
@@ -302,6 +304,9 @@ export const make = (config: Config) => {
       }
     }
     const owner = nextOwner()
+    const grouped = view.claims
+    if (grouped !== undefined) return keyedGrouped(found, grouped, id, owner, shown, toolName, key, call, now, run, runStart, redaction)
+    const claimsView = found.claimsNow!
     // claimed by another owner: wait for its result (the effects)
     if (!claimsView.acquire(id, owner, lease, now())) {
       return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
@@ -330,7 +335,7 @@ export const make = (config: Config) => {
           new ToolError.StoreFailed({ store: config.store, operation: "write", cause: Cause.squash(encoded.cause), retryable: false })
         )
       }
-      view.set(id, encoded.value)
+      view.set!(id, encoded.value)
       claimsView.release(id, owner)
       return Exit.succeed({ ...result, idempotency: { key: shown, replayed: false } })
     }
@@ -361,6 +366,94 @@ export const make = (config: Config) => {
           )
       )
     )
+  }
+
+  /**
+   * The rest of a keyed call on a store whose claims are writes of its own database (`StoreClaims`:
+   * SQLite), after a lookup that found nothing: the claim with a second look (the winner may have
+   * just stored its result), then, once the handler completed, its result's write with the release:
+   * each one group-committed write, answered once committed. The handler starts by a plain call once
+   * the claim is held (unless the call was interrupted meanwhile); one that suspends runs as in
+   * `keyedCall` (its claim renewed, its result stored by `save`). The key is held in this process
+   * meanwhile (other calls with it wait for this one); claimed by another owner, the effects take over.
+   */
+  function keyedGrouped<R>(
+    found: Resolved,
+    grouped: StoreClaims,
+    id: string,
+    owner: string,
+    shown: string,
+    toolName: string,
+    key: string,
+    call: ToolCall,
+    now: () => number,
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    runStart: Now.Start<ToolResult.ToolResult, ToolError.ToolError, R>,
+    redaction: Redaction | undefined
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
+    const { running } = found.slot
+    const effects = () => keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    const release = Effect.ignore(found.claims.release(id, owner))
+    const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+    const fatal = (cause: unknown) =>
+      new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
+    return Effect.uninterruptibleMask((restore) => {
+      if (running.has(id)) return restore(effects())
+      const mine = Deferred.makeUnsafe<void>()
+      running.set(id, mine)
+      const end = Effect.sync(() => {
+        if (running.get(id) === mine) running.delete(id)
+        Deferred.doneUnsafe(mine, Exit.void)
+      })
+      // (an interruption sent while the claim was taken lands here, before the handler starts)
+      const claimed = Effect.andThen(
+        restore(Effect.void),
+        Effect.withFiber((fiber): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> => {
+          let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>
+          try {
+            output = runStart(fiber)
+          } catch (defect) {
+            return Effect.andThen(release, Effect.die(defect))
+          }
+          const exit = Now.exitOf(output)
+          if (exit === undefined) {
+            const written = writerOf(found.store)
+            return Effect.flatMap(
+              Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
+              (renewal) =>
+                Effect.flatMap(restore(output), (result) => save(written, id, shown, result, now(), scrub)).pipe(
+                  Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), release))
+                )
+            )
+          }
+          if (Exit.isFailure(exit) || exit.value.isError) return Effect.andThen(release, exit)
+          const result = exit.value
+          const encoded = storedText(storedOf(result, now(), scrub))
+          // applied but not recorded: fatal, never "retry later" (as `save`)
+          if (Exit.isFailure(encoded)) return Effect.andThen(release, Effect.fail(fatal(Cause.squash(encoded.cause))))
+          return grouped.setAndRelease(id, encoded.value, config.ttl, owner, now()).pipe(
+            Effect.onError(() => release),
+            Effect.mapError(fatal),
+            Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
+          )
+        })
+      )
+      return Effect.flatMap(
+        Effect.onError(restore(grouped.acquireUnlessStored(id, owner, lease, now())), () => release),
+        (got): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> => {
+          if (got === true) return claimed
+          if (typeof got === "string") {
+            const decoded = readStored(got)
+            if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
+            if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
+              return Exit.succeed(replayOf(decoded.value, call, toolName, shown))
+            }
+          }
+          // claimed by another owner (or stored too long ago to answer): the effects, which wait for it
+          return Effect.andThen(end, Effect.suspend(() => restore(effects())))
+        }
+      ).pipe(Effect.ensuring(end))
+    })
   }
 
   function keyedCall<R>(
