@@ -7,14 +7,14 @@
  * - in memory (`StoreRegistry.layerMemory`'s stores, and every `memoryClaims`): a lookup, a claim, a
  *   write and a release, each a plain call;
  * - in one database with its claims (the SQLite stores, `stores/internal/sqlBackend.ts`): a lookup by
- *   a plain call (or {@link later}: take the effect), and two grouped steps, each one atomic write
- *   of the database: a claim that first looks for a stored result, and a write of a result that
- *   also releases its claim ({@link StoreClaims}).
+ *   a plain call outside any transaction, and, inside the write transaction plain calls share, a
+ *   look at the stored result and the claim and a write of a result ({@link StoreClaims}); each
+ *   answers {@link later} when it cannot run now (take the effect).
  *
  * A view is found by the store object the registry gives (or the claims object). Not part of the
  * public API.
  */
-import type { Effect } from "effect"
+import type { Effect, Fiber } from "effect"
 import type { KeyValueStore } from "effect/persistence"
 import type { StoreFailed } from "../contract/ToolError.ts"
 import type { Claims } from "../runtime/StoreRegistry.ts"
@@ -33,30 +33,37 @@ export interface StoreNow {
 
 /**
  * The claims of a store's own name (the registry's `claims(name)` for the store `name`: the same
- * keys) with the store's writes, each step one atomic write of the database (group-committed).
+ * keys) with the store's writes, in one database, by plain calls inside the write transaction those
+ * calls share (the database's write lock held from its first step to its commit, which a fiber of
+ * its own runs once the calls that run before it are done; the SQLite stores' `joined`). Each step
+ * answers {@link later} when it cannot run now.
  */
 export interface StoreClaims {
   /**
-   * The text stored under `key` (unexpired at `now`) when there is one, and then no claim is taken;
-   * else whether `owner` now holds `key`'s claim for `lease` ms (`Claims.acquire`).
+   * Now, in the shared transaction: the text stored under `key` (unexpired at `now`), and whether any
+   * owner holds an unexpired claim on `key`; with the wait for the transaction's commit (what was
+   * read may be a write of that transaction).
    */
-  readonly acquireUnlessStored: (
-    key: string,
-    owner: string,
-    lease: number,
-    now: number
-  ) => Effect.Effect<string | boolean, StoreFailed>
+  readonly look: (key: string, now: number, fiber: Fiber.Fiber<unknown, unknown>) => Looked | typeof later
   /**
-   * Stores `value` under `key` (expiring `ttl` ms after `now`; `undefined`: never), then releases
-   * `owner`'s claim on `key`. Fails when the value was not stored (the claim may be left to expire).
+   * Now, in the shared transaction: stores `value` under `key` (expiring `ttl` ms after `now`;
+   * `undefined`: never). Answers the wait for its commit, which fails when it was not stored.
    */
-  readonly setAndRelease: (
+  readonly put: (
     key: string,
     value: string,
     ttl: number | undefined,
-    owner: string,
-    now: number
-  ) => Effect.Effect<void, KeyValueStore.KeyValueStoreError>
+    now: number,
+    fiber: Fiber.Fiber<unknown, unknown>
+  ) => Effect.Effect<void, KeyValueStore.KeyValueStoreError> | typeof later
+}
+
+/** What {@link StoreClaims.look} found. */
+export interface Looked {
+  readonly stored: string | undefined
+  readonly claimed: boolean
+  /** Succeeds once the transaction it ran in is committed. */
+  readonly committed: Effect.Effect<void, StoreFailed>
 }
 
 /** Claims' synchronous view: `acquire` and `release` now, at `now` (the `Clock`'s milliseconds). */

@@ -44,9 +44,9 @@ import type { SQLInputValue } from "node:sqlite"
 import { StoreFailed } from "../../contract/ToolError.ts"
 import type { Backend, Claims } from "../../runtime/StoreRegistry.ts"
 import { expiring } from "../../internal/expiry.ts"
-import { later, withStoreNow } from "../../internal/storeNow.ts"
+import { later, type Looked, withStoreNow } from "../../internal/storeNow.ts"
 import { scrubSqlError } from "./scrub.ts"
-import type { Held, HeldRow } from "./sqliteHeld.ts"
+import type { Held, HeldRow, Joined } from "./sqliteHeld.ts"
 
 /** The size cap and expiry of the artifacts store (see `Stores.ArtifactPolicy`). */
 export interface ArtifactPolicy {
@@ -483,16 +483,16 @@ const tableStore = (
     isEmpty: Effect.map(size, (n) => n === 0)
   })
   const expiringStore = expiring(store, (millis) => tableStore(sql, held, ids, table, prefix, millis))
-  // the executor's keyed calls (`internal/storeNow`): reads by plain calls, a claim with its lookup and
-  // a write with its release as single group-committed steps (not for the capped artifacts table)
+  // the executor's keyed calls (`internal/storeNow`): reads by plain calls, and a look at the result and
+  // the claim and a result's write in the write transaction plain calls share (not the capped artifacts table)
   if (held === undefined || table.artifacts !== undefined || prefix === "") return expiringStore
   const name = prefix.slice(0, -1)
   const selectText = heldTextOnce(select)
   const selectNow = (id: string, at: number) => held.now(selectText([id, at]))([id, at])
-  const take = takeClaim(sql)
-  const takeText = heldTextOnce(take)
-  const free = freeClaim(sql)
-  const freeText = heldTextOnce(free)
+  const claimsTable = sql(tables.claims)
+  const claimText = heldTextOnce((id: string) =>
+    sql<HeldRow>`SELECT owner FROM ${claimsTable} WHERE id = ${id} AND expires_at > ${databaseMillis(sql)}`
+  )
   const upsertText = heldTextOnce(upsertValue)
   return withStoreNow(expiringStore, {
     get: (key, at) => {
@@ -501,42 +501,44 @@ const tableStore = (
     },
     claims: {
       // the claims of `name` (`sqlClaims`): their id of a key is the store's (`<name>/<key>`)
-      acquireUnlessStored: (key, owner, lease, at) => {
+      look: (key, at, fiber) => {
         const { id } = idOf(key)
         const selectArgs: [string, number] = [id, Math.floor(at)]
-        const takeArgs: [string, string, number] = [id, owner, Math.max(0, Math.floor(lease))]
-        return held.transact((statement) => {
-          const row = statement(selectText(selectArgs)).get(...selectArgs) as Row | undefined
-          if (row !== undefined) return stringOf(row)
-          return claimed(statement(takeText(takeArgs)).all(...takeArgs) as ReadonlyArray<HeldRow>, owner)
-        }).pipe(
-          Effect.mapError((cause) =>
-            new StoreFailed({ store: name, operation: "claim", cause: scrubSqlError(cause, secretsOf(key)) })
-          )
-        )
+        const claimArgs: [string] = [id]
+        let joined: Joined<Omit<Looked, "committed">> | typeof later
+        try {
+          joined = held.joined(fiber, (statement) => {
+            const row = statement(selectText(selectArgs)).get(...selectArgs) as Row | undefined
+            const claimed = statement(claimText(claimArgs)).get(...claimArgs) !== undefined
+            return { stored: row === undefined ? undefined : stringOf(row), claimed }
+          })
+        } catch {
+          return later // the effect looks again, and says what failed
+        }
+        if (joined === later) return later
+        return {
+          ...joined.value,
+          committed: Effect.mapError(joined.committed, (cause) =>
+            new StoreFailed({ store: name, operation: "read", cause: scrubSqlError(cause, secretsOf(key)) }))
+        }
       },
-      setAndRelease: (key, value, ttl, owner, at) => {
+      put: (key, value, ttl, at, fiber) => {
         const { full, id } = idOf(key)
         const stored = storedOf(value)
-        const now = Math.floor(at)
         const upsertArgs: Parameters<typeof upsertValue> = [
           id,
           stored.bytes,
           stored.type,
           full,
-          ttl === undefined ? null : now + Math.max(1, Math.ceil(ttl))
+          ttl === undefined ? null : Math.floor(at) + Math.max(1, Math.ceil(ttl))
         ]
-        const freeArgs: [string, string] = [id, owner]
-        return swept(
-          held.transact((statement) => {
-            statement(upsertText(upsertArgs)).run(...upsertArgs)
-            try {
-              statement(freeText(freeArgs)).run(...freeArgs)
-            } catch {
-              // stored: the claim expires (an error that ended the transaction fails its `COMMIT`)
-            }
-          }).pipe(Effect.mapError(failed("set", key, value)))
-        )
+        let joined: Joined<void> | typeof later
+        try {
+          joined = held.joined(fiber, (statement) => void statement(upsertText(upsertArgs)).run(...upsertArgs))
+        } catch (cause) {
+          return Effect.fail(failed("set", key, value)(cause))
+        }
+        return joined === later ? later : swept(Effect.mapError(joined.committed, failed("set", key, value)))
       }
     }
   })

@@ -295,17 +295,19 @@ export const make = (config: Config) => {
     // held in this process: wait for it (the effects); so too when the store cannot answer now
     if (running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     const text = view.get(id, now())
-    if (text === later) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
-    if (text !== undefined) {
+    if (text === later && view.claims === undefined) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    if (text !== undefined && text !== later) {
       const decoded = readStored(text)
       if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
       if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
         return Exit.succeed(replayOf(decoded.value, call, toolName, shown))
       }
     }
+    const joined = view.claims
+    if (joined !== undefined) {
+      return keyedJoined(found, joined, id, shown, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
+    }
     const owner = nextOwner()
-    const grouped = view.claims
-    if (grouped !== undefined) return keyedGrouped(found, grouped, id, owner, shown, toolName, key, call, now, run, runStart, redaction)
     const claimsView = found.claimsNow!
     // claimed by another owner: wait for its result (the effects)
     if (!claimsView.acquire(id, owner, lease, now())) {
@@ -339,49 +341,75 @@ export const make = (config: Config) => {
       claimsView.release(id, owner)
       return Exit.succeed({ ...result, idempotency: { key: shown, replayed: false } })
     }
-    // The handler suspended: the key is held in this process, the claim renewed, until it ends. Its
-    // end, or an interruption that lands before the rest starts (`attempt.stopAttempt`, run by the
-    // call), releases both, once.
+    return whileRunning(found, id, owner, shown, now, output, scrub, attempt, Effect.void, Effect.sync(() => claimsView.release(id, owner)))
+  }
+
+  /**
+   * A claimed call whose handler suspended (`output`: the rest of it), once `claim` (what takes the
+   * claim, when not yet taken) has run: the key is held in this process and the claim renewed until
+   * it ends; then its result is stored (`save`). Its end, or an interruption that lands before the
+   * rest starts (`attempt.stopAttempt`, run by the call), releases both (`release`), once.
+   */
+  function whileRunning<R>(
+    found: Resolved,
+    id: string,
+    owner: string,
+    shown: string,
+    now: () => number,
+    output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    scrub: ReadonlyArray<string>,
+    attempt: { stopAttempt: Effect.Effect<void> } | undefined,
+    claim: Effect.Effect<void>,
+    release: Effect.Effect<void>
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
+    const { running } = found.slot
     const mine = Deferred.makeUnsafe<void>()
     running.set(id, mine)
     let ended = false
-    const end = () => {
-      if (ended) return
+    const end = Effect.suspend(() => {
+      if (ended) return Effect.void
       ended = true
-      claimsView.release(id, owner)
-      if (running.get(id) === mine) running.delete(id)
-      Deferred.doneUnsafe(mine, Exit.void)
-    }
+      return Effect.andThen(
+        release,
+        Effect.sync(() => {
+          if (running.get(id) === mine) running.delete(id)
+          Deferred.doneUnsafe(mine, Exit.void)
+        })
+      )
+    })
     if (attempt !== undefined) {
       const stop = attempt.stopAttempt
-      attempt.stopAttempt = Effect.andThen(stop, Effect.sync(end))
+      attempt.stopAttempt = Effect.andThen(stop, end)
     }
     const written = writerOf(found.store)
     return Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(
-        Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
-        (renewal) =>
-          Effect.flatMap(restore(output), (result) => save(written, id, shown, result, now(), scrub)).pipe(
-            Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), Effect.sync(end)))
-          )
+      Effect.andThen(
+        claim,
+        Effect.flatMap(
+          Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
+          (renewal) =>
+            Effect.flatMap(restore(output), (result) => save(written, id, shown, result, now(), scrub)).pipe(
+              Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), end))
+            )
+        )
       )
     )
   }
 
   /**
-   * The rest of a keyed call on a store whose claims are writes of its own database (`StoreClaims`:
-   * SQLite), after a lookup that found nothing: the claim with a second look (the winner may have
-   * just stored its result), then, once the handler completed, its result's write with the release:
-   * each one group-committed write, answered once committed. The handler starts by a plain call once
-   * the claim is held (unless the call was interrupted meanwhile); one that suspends runs as in
-   * `keyedCall` (its claim renewed, its result stored by `save`). The key is held in this process
-   * meanwhile (other calls with it wait for this one); claimed by another owner, the effects take over.
+   * The rest of a keyed call on a store whose claims live in its own database (`StoreClaims`:
+   * SQLite), after a lookup by a plain call that found nothing (or could not run), by plain calls in
+   * the database's write transaction that such calls share (its write lock held from its first step
+   * to its commit, so no other process claims or stores anything meanwhile): a second look, at the
+   * stored result and the key's claim; with neither, the handler; a result's write. The call is
+   * answered once that transaction is committed. A handler that suspends first takes the claim (a
+   * write committed with the same transaction), then runs as on any store (`whileRunning`). Claimed
+   * by another owner, or where a step cannot run now, the effects take over.
    */
-  function keyedGrouped<R>(
+  function keyedJoined<R>(
     found: Resolved,
-    grouped: StoreClaims,
+    joined: StoreClaims,
     id: string,
-    owner: string,
     shown: string,
     toolName: string,
     key: string,
@@ -389,71 +417,46 @@ export const make = (config: Config) => {
     now: () => number,
     run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
     runStart: Now.Start<ToolResult.ToolResult, ToolError.ToolError, R>,
-    redaction: Redaction | undefined
+    fiber: Fiber.Fiber<unknown, unknown>,
+    redaction: Redaction | undefined,
+    attempt: { stopAttempt: Effect.Effect<void> } | undefined
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
-    const { running } = found.slot
     const effects = () => keyedCall(found, toolName, key, call, now, run, redaction, undefined)
-    const release = Effect.ignore(found.claims.release(id, owner))
+    const looked = joined.look(id, now(), fiber)
+    if (looked === later) return effects()
+    if (looked.stored !== undefined) {
+      const decoded = readStored(looked.stored)
+      if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
+      // (what was read may be this transaction's: answered once committed)
+      if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
+        return Effect.as(looked.committed, replayOf(decoded.value, call, toolName, shown))
+      }
+      return effects()
+    }
+    // claimed by another owner: wait for its result (the effects)
+    if (looked.claimed) return effects()
+    const output = runStart(fiber)
     const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+    const exit = Now.exitOf(output)
+    if (exit === undefined) {
+      const owner = nextOwner()
+      const claim = Effect.ignore(found.claims.acquire(id, owner, lease))
+      return whileRunning(found, id, owner, shown, now, output, scrub, attempt, claim, Effect.ignore(found.claims.release(id, owner)))
+    }
+    // nothing was written for a failure
+    if (Exit.isFailure(exit) || exit.value.isError) return exit
+    const result = exit.value
     const fatal = (cause: unknown) =>
       new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
-    return Effect.uninterruptibleMask((restore) => {
-      if (running.has(id)) return restore(effects())
-      const mine = Deferred.makeUnsafe<void>()
-      running.set(id, mine)
-      const end = Effect.sync(() => {
-        if (running.get(id) === mine) running.delete(id)
-        Deferred.doneUnsafe(mine, Exit.void)
-      })
-      // (an interruption sent while the claim was taken lands here, before the handler starts)
-      const claimed = Effect.andThen(
-        restore(Effect.void),
-        Effect.withFiber((fiber): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> => {
-          let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>
-          try {
-            output = runStart(fiber)
-          } catch (defect) {
-            return Effect.andThen(release, Effect.die(defect))
-          }
-          const exit = Now.exitOf(output)
-          if (exit === undefined) {
-            const written = writerOf(found.store)
-            return Effect.flatMap(
-              Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
-              (renewal) =>
-                Effect.flatMap(restore(output), (result) => save(written, id, shown, result, now(), scrub)).pipe(
-                  Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), release))
-                )
-            )
-          }
-          if (Exit.isFailure(exit) || exit.value.isError) return Effect.andThen(release, exit)
-          const result = exit.value
-          const encoded = storedText(storedOf(result, now(), scrub))
-          // applied but not recorded: fatal, never "retry later" (as `save`)
-          if (Exit.isFailure(encoded)) return Effect.andThen(release, Effect.fail(fatal(Cause.squash(encoded.cause))))
-          return grouped.setAndRelease(id, encoded.value, config.ttl, owner, now()).pipe(
-            Effect.onError(() => release),
-            Effect.mapError(fatal),
-            Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
-          )
-        })
-      )
-      return Effect.flatMap(
-        Effect.onError(restore(grouped.acquireUnlessStored(id, owner, lease, now())), () => release),
-        (got): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> => {
-          if (got === true) return claimed
-          if (typeof got === "string") {
-            const decoded = readStored(got)
-            if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
-            if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
-              return Exit.succeed(replayOf(decoded.value, call, toolName, shown))
-            }
-          }
-          // claimed by another owner (or stored too long ago to answer): the effects, which wait for it
-          return Effect.andThen(end, Effect.suspend(() => restore(effects())))
-        }
-      ).pipe(Effect.ensuring(end))
-    })
+    const encoded = storedText(storedOf(result, now(), scrub))
+    // applied but not recorded: fatal, never "retry later" (as `save`)
+    if (Exit.isFailure(encoded)) return Exit.fail(fatal(Cause.squash(encoded.cause)))
+    const put = joined.put(id, encoded.value, config.ttl, now(), fiber)
+    if (put === later) return Exit.fail(fatal("the write transaction ended before the result was stored"))
+    return put.pipe(
+      Effect.mapError(fatal),
+      Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
+    )
   }
 
   function keyedCall<R>(
