@@ -17,7 +17,8 @@
  * (`SQLITE_BUSY` is a retryable `LockTimeoutError`).
  *
  * The SQL stores also run their own statements on the connection, outside transactions, held
- * prepared and group-committed (`internal/sqliteHeld`), under the same semaphore.
+ * prepared and group-committed (`internal/sqliteHeld`), under the same semaphore; the executor's
+ * keyed calls share one write transaction by plain calls, holding the semaphore until it commits.
  *
  * This module owns the client only; the stores on it are in `Stores`.
  */

@@ -34,7 +34,10 @@
  * On a `SqliteClient` the statements outside transactions (reads, `set`, `remove`, claims) run as
  * held statements (`internal/sqliteHeld`: prepared once, writes group-committed); `modify`, listing
  * and the sweeps go through `effect/sql` on every dialect. Each statement is written once, as an
- * `effect/sql` template: the held statement is that template's SQLite text.
+ * `effect/sql` template: the held statement is that template's SQLite text. There a named store
+ * also has a view for the executor's keyed calls (`src/internal/storeNow`): its reads by plain
+ * calls, and a look at a stored result and its claim and a result's write in the write transaction
+ * those calls share (`sqliteHeld`'s `joined`).
  */
 import { createHash } from "node:crypto"
 import { Clock, Duration, Effect, Semaphore } from "effect"
@@ -488,7 +491,11 @@ const tableStore = (
   if (held === undefined || table.artifacts !== undefined || prefix === "") return expiringStore
   const name = prefix.slice(0, -1)
   const selectText = heldTextOnce(select)
-  const selectNow = (id: string, at: number) => held.now(selectText([id, at]))([id, at])
+  let reader: ReturnType<Held["now"]> | undefined
+  const selectNow = (id: string, at: number) => {
+    const args: [string, number] = [id, at]
+    return (reader ??= held.now(selectText(args)))(args)
+  }
   const claimsTable = sql(tables.claims)
   const claimText = heldTextOnce((id: string) =>
     sql<HeldRow>`SELECT owner FROM ${claimsTable} WHERE id = ${id} AND expires_at > ${databaseMillis(sql)}`

@@ -62,12 +62,16 @@
  * `ToolError.OutcomeUnknown`.
  *
  * On the memory store (`StoreRegistry.layerMemory`: its stores and claims have synchronous views,
- * `internal/storeNow.ts`) a call takes the same steps by plain function calls while each completes
- * at once (`Now`): the lookup, the claim, the handler, the write and the release, answering a
- * completed `Exit` when the handler did. A key held in this process or claimed by another owner,
- * or a handler that suspends, carries on as effects from there (the handler suspended: the key is
- * held in this process and its claim renewed until it ends, as above). A durable claim always takes
- * the effects. On every store the stored text is `JSON.stringify` of what is stored when the schema
+ * `src/internal/storeNow.ts`) a call takes the same steps by plain function calls while each
+ * completes at once (`Now`): the lookup, the claim, the handler, the write and the release,
+ * answering a completed `Exit` when the handler did. On SQLite (`keyedJoined`) the lookup is a plain
+ * read (a replay completes at once); a fresh key's second look (result and claim), handler and write
+ * run by plain calls inside the write transaction the calls of that moment share, and the call is
+ * answered once it is committed (the write lock held throughout stands for the claim, which is
+ * written only for a handler that suspends). A key held in this process or claimed by another
+ * owner, a store that cannot answer now, or a handler that suspends, carries on as effects from
+ * there (the handler suspended: the key is held in this process and its claim renewed until it
+ * ends, as above). A durable claim always takes the effects. On every store the stored text is `JSON.stringify` of what is stored when the schema
  * would encode it unchanged (JSON as it is, the common case), and the schema's otherwise; it is read
  * back by `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise.
  */
