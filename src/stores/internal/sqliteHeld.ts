@@ -16,9 +16,6 @@
  * committed (as a statement sent to a server can be). Locked by another process (`SQLITE_BUSY`),
  * `BEGIN IMMEDIATE` and `COMMIT` are tried again as the client's own statements are (`busy`).
  *
- * A group may also run a step of several statements (`transact`), as one caller's: a step leaves
- * nothing written when it throws, so it fails alone as one statement does.
- *
  * Plain calls, for the executor's keyed calls (`storeNow`): a read (`now`) outside any transaction is
  * one synchronous step, as the effect's is. A step can also run now (`joined`), inside the group's
  * transaction opened by the first such step (`BEGIN IMMEDIATE` by a plain call, with the
@@ -26,8 +23,8 @@
  * the steps of every call that runs before the group's own fiber does join it, and that fiber
  * commits them with the writes gathered meanwhile, then gives the permit back. A caller of a step is
  * told its outcome only after that commit (`committed`), as a write's is. Where a plain call cannot
- * run now (another fiber's transaction, the permit taken, a group already gathering, the database
- * locked, a failed read) it answers {@link later}, and the caller takes the effect.
+ * run now (another fiber's transaction, the permit taken or waited for, the database locked by
+ * another process, a failed read) it answers {@link later}, and the caller takes the effect.
  *
  * Only the stores use these, never inside a transaction of theirs (`modify` goes through
  * `effect/sql`): a held statement on a fiber that holds the connection would wait for itself.
@@ -48,11 +45,6 @@ export interface Held {
   readonly now: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => HeldRow | undefined | typeof later
   /** A write, group-committed: its rows (`RETURNING`), once committed. */
   readonly write: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
-  /**
-   * A step of several statements in a group's transaction (`statement` prepares, once per text),
-   * answering what `step` returns once committed. `step` must leave nothing written when it throws.
-   */
-  readonly transact: <A>(step: (statement: (sql: string) => StatementSync) => A) => Effect.Effect<A, SqlError.SqlError>
   /**
    * `step` run now in the group's transaction of plain calls (opened when none is; see the module
    * comment), with the wait for that transaction's commit; {@link later} when it cannot run now.
@@ -217,9 +209,11 @@ export const make = (connection: HeldConnection): Held => {
     }
     const ended = broken ?? (db.isTransaction ? undefined : error(new Error("the transaction ended"), "commit"))
     if (ended !== undefined) return Effect.sync(() => (rollback(), done(ended), settle(pending, ended)))
-    return Effect.onInterrupt(runAndCommit(pending, done), () => Effect.sync(() => opened !== "no" && done(error(new Error("interrupted"), "commit"))))
+    return Effect.onInterrupt(
+      runAndCommit(pending, done),
+      () => Effect.sync(() => opened !== "no" && done(error(new Error("interrupted"), "commit")))
+    )
   })
-  const flush = flushGathered
   /** The writes gathered so far, not interrupted; a new group gathers from now. */
   const take = (): ReadonlyArray<Pending> => {
     const taken = group.filter((write) => !write.cancelled)
@@ -228,6 +222,7 @@ export const make = (connection: HeldConnection): Held => {
     return taken
   }
 
+  /** `step` (its statements prepared once per text) in the gathering group; what it returned, once committed. */
   const transact = <A>(step: (statement: (sql: string) => StatementSync) => A): Effect.Effect<A, SqlError.SqlError> =>
     Effect.suspend(() => {
       const pending: Pending = { step, cancelled: false, outcome: undefined, resume: undefined }
@@ -243,7 +238,7 @@ export const make = (connection: HeldConnection): Held => {
       if (gathering) return wait
       gathering = true
       // the group's own fiber runs after the fibers already scheduled: their writes join the group
-      return Effect.andThen(Effect.forkDetach(flush), wait)
+      return Effect.andThen(Effect.forkDetach(flushGathered), wait)
     })
 
   const write = (sql: string) => (params: ReadonlyArray<SQLInputValue>) =>
@@ -285,7 +280,7 @@ export const make = (connection: HeldConnection): Held => {
     return { value, committed: Deferred.await(openCommit) }
   }
 
-  return { first, now, write, transact, joined }
+  return { first, now, write, joined }
 }
 
 /**
