@@ -46,6 +46,11 @@ export interface StoreClaims {
    */
   readonly look: (key: string, now: number, fiber: Fiber.Fiber<unknown, unknown>) => Looked | typeof later
   /**
+   * Now, in the shared transaction: takes `key`'s claim for `owner` for `lease` ms (`Claims.acquire`,
+   * committed with the transaction): true when `owner` holds it.
+   */
+  readonly claim: (key: string, owner: string, lease: number, fiber: Fiber.Fiber<unknown, unknown>) => boolean | typeof later
+  /**
    * Now, in the shared transaction: stores `value` under `key` (expiring `ttl` ms after `now`;
    * `undefined`: never). Answers the wait for its commit, which fails when it was not stored.
    */

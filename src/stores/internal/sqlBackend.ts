@@ -501,6 +501,7 @@ const tableStore = (
     sql<HeldRow>`SELECT owner FROM ${claimsTable} WHERE id = ${id} AND expires_at > ${databaseMillis(sql)}`
   )
   const upsertText = heldTextOnce(upsertValue)
+  const takeText = heldTextOnce(takeClaim(sql))
   return withStoreNow(expiringStore, {
     get: (key, at) => {
       const row = selectNow(idOf(key).id, Math.floor(at))
@@ -527,6 +528,16 @@ const tableStore = (
           ...joined.value,
           committed: Effect.mapError(joined.committed, (cause) =>
             new StoreFailed({ store: name, operation: "read", cause: scrubSqlError(cause, secretsOf(key)) }))
+        }
+      },
+      claim: (key, owner, lease, fiber) => {
+        const takeArgs: [string, string, number] = [idOf(key).id, owner, Math.max(0, Math.floor(lease))]
+        try {
+          const joined = held.joined(fiber, (statement) =>
+            claimed(statement(takeText(takeArgs)).all(...takeArgs) as ReadonlyArray<HeldRow>, owner))
+          return joined === later ? later : joined.value
+        } catch {
+          return later
         }
       },
       put: (key, value, ttl, at, fiber) => {

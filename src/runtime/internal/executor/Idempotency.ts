@@ -406,7 +406,7 @@ export const make = (config: Config) => {
    * the database's write transaction that such calls share (its write lock held from its first step
    * to its commit, so no other process claims or stores anything meanwhile): a second look, at the
    * stored result and the key's claim; with neither, the handler; a result's write. The call is
-   * answered once that transaction is committed. A handler that suspends first takes the claim (a
+   * answered once that transaction is committed. A handler that suspends takes the claim at once (a
    * write committed with the same transaction), then runs as on any store (`whileRunning`). Claimed
    * by another owner, or where a step cannot run now, the effects take over.
    */
@@ -443,8 +443,11 @@ export const make = (config: Config) => {
     const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
     const exit = Now.exitOf(output)
     if (exit === undefined) {
+      // the claim, in the same transaction (still open: nothing else ran since the look)
       const owner = nextOwner()
-      const claim = Effect.ignore(found.claims.acquire(id, owner, lease))
+      const claim = joined.claim(id, owner, lease, fiber) === true
+        ? Effect.void
+        : Effect.ignore(found.claims.acquire(id, owner, lease))
       return whileRunning(found, id, owner, shown, now, output, scrub, attempt, claim, Effect.ignore(found.claims.release(id, owner)))
     }
     // nothing was written for a failure
