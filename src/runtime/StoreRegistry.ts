@@ -33,7 +33,7 @@ import { Base64 } from "effect/encoding"
 import { KeyValueStore } from "effect/persistence"
 import { StoreFailed } from "../contract/ToolError.ts"
 import { lazily } from "../internal/lazily.ts"
-import { storeNow, withClaimsNow, withStoreNow } from "./internal/storeNow.ts"
+import { storeNow, withClaimsNow, withStoreNow } from "../internal/storeNow.ts"
 
 /** What the `StoreRegistry` service gives: named stores and their claims, from one backend. */
 export interface StoreRegistryShape {
@@ -274,9 +274,10 @@ export const make = <E>(
         if (view !== undefined) return view
         const prefixed = serialModify(KeyValueStore.prefix(backend.store, `${name}/`))
         const now = storeNow(backend.store)
-        return now === undefined ? prefixed : withStoreNow(prefixed, {
-          get: (key) => now.get(`${name}/${key}`),
-          set: (key, value) => now.set(`${name}/${key}`, value)
+        const set = now?.set
+        return now === undefined || set === undefined ? prefixed : withStoreNow(prefixed, {
+          get: (key, at) => now.get(`${name}/${key}`, at),
+          set: (key, value) => set(`${name}/${key}`, value)
         })
       })
     }

@@ -17,7 +17,8 @@
  * (`SQLITE_BUSY` is a retryable `LockTimeoutError`).
  *
  * The SQL stores also run their own statements on the connection, outside transactions, held
- * prepared and group-committed (`internal/sqliteHeld`), under the same semaphore.
+ * prepared and group-committed (`internal/sqliteHeld`), under the same semaphore; the executor's
+ * keyed calls share one write transaction by plain calls, holding the semaphore until it commits.
  *
  * This module owns the client only; the stores on it are in `Stores`.
  */
@@ -274,17 +275,14 @@ export const make = (
       transformRows
     })
     // the stores' own statements, held prepared and group-committed (`internal/sqliteHeld`)
-    Held.register(
-      client,
-      Held.make({
-        db,
-        semaphore,
-        attempt,
-        busy: (effect) => whileBusy(effect, busyTimeout, () => true),
-        error: (cause, operation) => toSqlError(cause, `SQLite ${operation} failed`, operation)
-      })
-    )
-    return Object.assign(client, { config }) as SqliteClient
+    const held = Held.make({
+      db,
+      semaphore,
+      attempt,
+      busy: (effect) => whileBusy(effect, busyTimeout, () => true),
+      error: (cause, operation) => toSqlError(cause, `SQLite ${operation} failed`, operation)
+    })
+    return Object.assign(client, { config, [Held.heldKey]: held }) as SqliteClient
   })
 
 /** Provides `SqliteClient` and `SqlClient.SqlClient` for the database `config` names. */

@@ -84,35 +84,41 @@ afterAll(() => {
 
 /** The two-process tests for one backend (`backend` is the worker's backend config). */
 const twoProcessTests = (backend: () => unknown) => {
-  it("every key is applied exactly once across both processes, and both get the same result", async () => {
-    const log = join(dir, `applied-${Math.random().toString(36).slice(2)}.log`)
-    writeFileSync(log, "")
-    const [a, b] = await runTwo({ backend: backend(), mode: "idempotency", keys, rounds, log, calls: 0, maxCalls: 0, limitKey: "" }) as [
-      IdempotencyOut,
-      IdempotencyOut
-    ]
-    assert.deepStrictEqual([a.errors, b.errors], [0, 0])
-    const lines = readFileSync(log, "utf8").trim().split("\n")
-    const applied = new Map<string, Array<string>>()
-    for (const line of lines) {
-      const [key, pid] = line.split(" ")
-      applied.set(key!, [...(applied.get(key!) ?? []), pid!])
-    }
-    assert.strictEqual(applied.size, keys)
-    for (const [key, by] of applied) assert.strictEqual(by.length, 1, `${key} applied by ${by.join(", ")}`)
-    // every call of a key, in either process, got the one application's result
-    const resultsOf = (out: IdempotencyOut) => Object.entries(out.results)
-    assert.strictEqual(resultsOf(a).length + resultsOf(b).length, 2 * keys * rounds)
-    for (const [id, result] of [...resultsOf(a), ...resultsOf(b)]) {
-      const key = id.split("#")[0]!
-      assert.strictEqual(String(result.by), applied.get(key)![0], id)
-    }
-    const fresh = [...resultsOf(a), ...resultsOf(b)].filter(([, r]) => !r.replayed).length
-    assert.strictEqual(fresh, keys, "one unreplayed result per key")
-    // both applied keys (they run the keys in opposite orders and meet in the middle): real contention,
-    // not one process doing it all
-    assert.deepStrictEqual(new Set([...applied.values()].map((by) => Number(by[0]))), new Set([a.pid, b.pid]))
-  }, 60_000)
+  // a handler that sleeps (its claim is held while it runs), and one that completes at once (the
+  // keyed calls' plain calls: on SQLite, in the write transaction they share); more keys for the
+  // second, so that the two processes' runs overlap
+  for (const [sleep, count, what] of [[20, keys, "a handler that suspends"], [0, keys * 5, "a handler that completes at once"]] as const) {
+    it(`every key is applied exactly once across both processes, and both get the same result (${what})`, async () => {
+      const keys = count
+      const log = join(dir, `applied-${Math.random().toString(36).slice(2)}.log`)
+      writeFileSync(log, "")
+      const [a, b] = await runTwo({ backend: backend(), mode: "idempotency", keys, rounds, log, calls: 0, maxCalls: 0, limitKey: "", sleep }) as [
+        IdempotencyOut,
+        IdempotencyOut
+      ]
+      assert.deepStrictEqual([a.errors, b.errors], [0, 0])
+      const lines = readFileSync(log, "utf8").trim().split("\n")
+      const applied = new Map<string, Array<string>>()
+      for (const line of lines) {
+        const [key, pid] = line.split(" ")
+        applied.set(key!, [...(applied.get(key!) ?? []), pid!])
+      }
+      assert.strictEqual(applied.size, keys)
+      for (const [key, by] of applied) assert.strictEqual(by.length, 1, `${key} applied by ${by.join(", ")}`)
+      // every call of a key, in either process, got the one application's result
+      const resultsOf = (out: IdempotencyOut) => Object.entries(out.results)
+      assert.strictEqual(resultsOf(a).length + resultsOf(b).length, 2 * keys * rounds)
+      for (const [id, result] of [...resultsOf(a), ...resultsOf(b)]) {
+        const key = id.split("#")[0]!
+        assert.strictEqual(String(result.by), applied.get(key)![0], id)
+      }
+      const fresh = [...resultsOf(a), ...resultsOf(b)].filter(([, r]) => !r.replayed).length
+      assert.strictEqual(fresh, keys, "one unreplayed result per key")
+      // both applied keys (they run the keys in opposite orders and meet in the middle): real contention,
+      // not one process doing it all
+      assert.deepStrictEqual(new Set([...applied.values()].map((by) => Number(by[0]))), new Set([a.pid, b.pid]))
+    }, 60_000)
+  }
 
   it("rateLimit: together the two processes let exactly maxCalls through per window", async () => {
     const maxCalls = 25

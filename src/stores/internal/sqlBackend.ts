@@ -34,7 +34,10 @@
  * On a `SqliteClient` the statements outside transactions (reads, `set`, `remove`, claims) run as
  * held statements (`internal/sqliteHeld`: prepared once, writes group-committed); `modify`, listing
  * and the sweeps go through `effect/sql` on every dialect. Each statement is written once, as an
- * `effect/sql` template: the held statement is that template's SQLite text.
+ * `effect/sql` template: the held statement is that template's SQLite text. There a named store
+ * also has a view for the executor's keyed calls (`src/internal/storeNow`): its reads by plain
+ * calls, and a look at a stored result and its claim and a result's write in the write transaction
+ * those calls share (`sqliteHeld`'s `joined`).
  */
 import { createHash } from "node:crypto"
 import { Clock, Duration, Effect, Semaphore } from "effect"
@@ -44,8 +47,9 @@ import type { SQLInputValue } from "node:sqlite"
 import { StoreFailed } from "../../contract/ToolError.ts"
 import type { Backend, Claims } from "../../runtime/StoreRegistry.ts"
 import { expiring } from "../../internal/expiry.ts"
+import { later, type Looked, withStoreNow } from "../../internal/storeNow.ts"
 import { scrubSqlError } from "./scrub.ts"
-import type { Held, HeldRow } from "./sqliteHeld.ts"
+import type { Held, HeldRow, Joined } from "./sqliteHeld.ts"
 
 /** The size cap and expiry of the artifacts store (see `Stores.ArtifactPolicy`). */
 export interface ArtifactPolicy {
@@ -289,14 +293,53 @@ const statementOf = <Args extends ReadonlyArray<SQLInputValue>, Rows>(
   if (held === undefined) return (...args) => Effect.map(build(...args), rows)
   let run: ((params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>) | undefined
   const runOf = (args: Args) => {
-    const [text, params] = build(...args).compile()
-    if (params.length !== args.length || params.some((param, i) => param !== args[i])) {
-      throw new Error(`a held statement's parameters must be its arguments in order: ${text}`)
-    }
+    const text = heldText(build, args)
     return mode === "write" ? held.write(text) : held.first(text)
   }
   return (...args) => Effect.map((run ??= runOf(args))(args), rows)
 }
+
+/** The SQLite text of `build(...args)`, whose parameters must be `args`, in order (a held statement's). */
+const heldText = <Args extends ReadonlyArray<SQLInputValue>>(
+  build: (...args: Args) => Statement.Statement<HeldRow>,
+  args: Args
+): string => {
+  const [text, params] = build(...args).compile()
+  if (params.length !== args.length || params.some((param, i) => param !== args[i])) {
+    throw new Error(`a held statement's parameters must be its arguments in order: ${text}`)
+  }
+  return text
+}
+
+/** `build`'s held text, compiled once, from its first arguments. */
+const heldTextOnce = <Args extends ReadonlyArray<SQLInputValue>>(
+  build: (...args: Args) => Statement.Statement<HeldRow>
+): (args: Args) => string => {
+  let text: string | undefined
+  return (args) => text ??= heldText(build, args)
+}
+
+/** The upsert that takes a free, expired or own claim (its row's owner when taken). */
+const takeClaim = (sql: SqlClient.SqlClient) => {
+  const table = sql(tables.claims)
+  const now = databaseMillis(sql)
+  return (id: string, owner: string, lease: number) =>
+    sql<HeldRow>`
+      INSERT INTO ${table} (id, owner, expires_at) VALUES (${id}, ${owner}, ${now} + ${lease})
+      ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+      WHERE ${table}.owner = excluded.owner OR ${table}.expires_at <= ${now}
+      RETURNING owner`
+}
+
+/** The delete of `owner`'s claim. */
+const freeClaim = (sql: SqlClient.SqlClient) => {
+  const table = sql(tables.claims)
+  return (id: string, owner: string) => sql<HeldRow>`DELETE FROM ${table} WHERE id = ${id} AND owner = ${owner}`
+}
+
+/** True when the rows of `takeClaim` say `owner` holds the claim. */
+const claimed = (rows: ReadonlyArray<HeldRow>, owner: string): boolean =>
+  rows.length === 1 && rows[0]!["owner"] === owner
 
 /** One table of keys and values. */
 interface Table {
@@ -379,12 +422,8 @@ const tableStore = (
     statementOf(held, "write", upsertValue, () => undefined),
     statementOf(held, "write", upsertArtifact, () => undefined)
   )
-  const selectRow = statementOf(
-    held,
-    "first",
-    (id: string, at: number) => sql<HeldRow>`SELECT value, value_type FROM ${t} WHERE id = ${id} AND ${live(at)}`,
-    (rows) => rows[0] as Row | undefined
-  )
+  const select = (id: string, at: number) => sql<HeldRow>`SELECT value, value_type FROM ${t} WHERE id = ${id} AND ${live(at)}`
+  const selectRow = statementOf(held, "first", select, (rows) => rows[0] as Row | undefined)
   const found = statementOf(
     held,
     "first",
@@ -446,7 +485,81 @@ const tableStore = (
     size,
     isEmpty: Effect.map(size, (n) => n === 0)
   })
-  return expiring(store, (millis) => tableStore(sql, held, ids, table, prefix, millis))
+  const expiringStore = expiring(store, (millis) => tableStore(sql, held, ids, table, prefix, millis))
+  // the executor's keyed calls (`internal/storeNow`): reads by plain calls, and a look at the result and
+  // the claim and a result's write in the write transaction plain calls share (not the capped artifacts table)
+  if (held === undefined || table.artifacts !== undefined || prefix === "") return expiringStore
+  const name = prefix.slice(0, -1)
+  const selectText = heldTextOnce(select)
+  let reader: ReturnType<Held["now"]> | undefined
+  const selectNow = (id: string, at: number) => {
+    const args: [string, number] = [id, at]
+    return (reader ??= held.now(selectText(args)))(args)
+  }
+  const claimsTable = sql(tables.claims)
+  const claimText = heldTextOnce((id: string) =>
+    sql<HeldRow>`SELECT owner FROM ${claimsTable} WHERE id = ${id} AND expires_at > ${databaseMillis(sql)}`
+  )
+  const upsertText = heldTextOnce(upsertValue)
+  const takeText = heldTextOnce(takeClaim(sql))
+  return withStoreNow(expiringStore, {
+    get: (key, at) => {
+      const row = selectNow(idOf(key).id, Math.floor(at))
+      return row === undefined || row === later ? row : stringOf(row as unknown as Row)
+    },
+    claims: {
+      // the claims of `name` (`sqlClaims`): their id of a key is the store's (`<name>/<key>`)
+      look: (key, at, fiber) => {
+        const { id } = idOf(key)
+        const selectArgs: [string, number] = [id, Math.floor(at)]
+        const claimArgs: [string] = [id]
+        let joined: Joined<Omit<Looked, "committed">> | typeof later
+        try {
+          joined = held.joined(fiber, (statement) => {
+            const row = statement(selectText(selectArgs)).get(...selectArgs) as Row | undefined
+            const claimed = statement(claimText(claimArgs)).get(...claimArgs) !== undefined
+            return { stored: row === undefined ? undefined : stringOf(row), claimed }
+          })
+        } catch {
+          return later // the effect looks again, and says what failed
+        }
+        if (joined === later) return later
+        return {
+          ...joined.value,
+          committed: Effect.mapError(joined.committed, (cause) =>
+            new StoreFailed({ store: name, operation: "read", cause: scrubSqlError(cause, secretsOf(key)) }))
+        }
+      },
+      claim: (key, owner, lease, fiber) => {
+        const takeArgs: [string, string, number] = [idOf(key).id, owner, Math.max(0, Math.floor(lease))]
+        try {
+          const joined = held.joined(fiber, (statement) =>
+            claimed(statement(takeText(takeArgs)).all(...takeArgs) as ReadonlyArray<HeldRow>, owner))
+          return joined === later ? later : joined.value
+        } catch {
+          return later
+        }
+      },
+      put: (key, value, ttl, at, fiber) => {
+        const { full, id } = idOf(key)
+        const stored = storedOf(value)
+        const upsertArgs: Parameters<typeof upsertValue> = [
+          id,
+          stored.bytes,
+          stored.type,
+          full,
+          ttl === undefined ? null : Math.floor(at) + Math.max(1, Math.ceil(ttl))
+        ]
+        let joined: Joined<void> | typeof later
+        try {
+          joined = held.joined(fiber, (statement) => void statement(upsertText(upsertArgs)).run(...upsertArgs))
+        } catch (cause) {
+          return Effect.fail(failed("set", key, value)(cause))
+        }
+        return joined === later ? later : swept(Effect.mapError(joined.committed, failed("set", key, value)))
+      }
+    }
+  })
 }
 
 /**
@@ -459,32 +572,15 @@ const sqlClaims = (
   ids: (key: string) => StoredId,
   name: string
 ): Claims => {
-  const table = sql(tables.claims)
-  const now = databaseMillis(sql)
   const failed = (operation: string, key: string, id: string) => (cause: unknown) =>
     new StoreFailed({ store: name, operation, cause: scrubSqlError(cause, [key, `${name}/${key}`, id]) })
-  const take = statementOf(
-    held,
-    "write",
-    (id: string, owner: string, lease: number) =>
-      sql<HeldRow>`
-        INSERT INTO ${table} (id, owner, expires_at) VALUES (${id}, ${owner}, ${now} + ${lease})
-        ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-        WHERE ${table}.owner = excluded.owner OR ${table}.expires_at <= ${now}
-        RETURNING owner`,
-    (rows) => rows
-  )
-  const free = statementOf(
-    held,
-    "write",
-    (id: string, owner: string) => sql<HeldRow>`DELETE FROM ${table} WHERE id = ${id} AND owner = ${owner}`,
-    () => undefined
-  )
+  const take = statementOf(held, "write", takeClaim(sql), (rows) => rows)
+  const free = statementOf(held, "write", freeClaim(sql), () => undefined)
   return {
     acquire: (key, owner, lease) => {
       const { id } = ids(`${name}/${key}`)
       return take(id, owner, Math.max(0, Math.floor(lease))).pipe(
-        Effect.map((rows) => rows.length === 1 && rows[0]!["owner"] === owner),
+        Effect.map((rows) => claimed(rows, owner)),
         Effect.mapError(failed("claim", key, id))
       )
     },

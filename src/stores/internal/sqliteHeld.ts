@@ -16,12 +16,23 @@
  * committed (as a statement sent to a server can be). Locked by another process (`SQLITE_BUSY`),
  * `BEGIN IMMEDIATE` and `COMMIT` are tried again as the client's own statements are (`busy`).
  *
+ * Plain calls, for the executor's keyed calls (`storeNow`): a read (`now`) outside any transaction is
+ * one synchronous step, as the effect's is. A step can also run now (`joined`), inside the group's
+ * transaction opened by the first such step (`BEGIN IMMEDIATE` by a plain call, with the
+ * connection's semaphore permit taken, so no other fiber's statement or transaction interleaves);
+ * the steps of every call that runs before the group's own fiber does join it, and that fiber
+ * commits them with the writes gathered meanwhile, then gives the permit back. A caller of a step is
+ * told its outcome only after that commit (`committed`), as a write's is. Where a plain call cannot
+ * run now (another fiber's transaction, the permit taken or waited for, the database locked by
+ * another process, a failed read) it answers {@link later}, and the caller takes the effect.
+ *
  * Only the stores use these, never inside a transaction of theirs (`modify` goes through
  * `effect/sql`): a held statement on a fiber that holds the connection would wait for itself.
  */
-import { Effect, Semaphore } from "effect"
+import { Deferred, Effect, type Fiber, Semaphore } from "effect"
 import type { SqlError } from "effect/sql"
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite"
+import { later } from "../../internal/storeNow.ts"
 
 /** A row as `node:sqlite` reads it. */
 export type HeldRow = Record<string, unknown>
@@ -30,8 +41,26 @@ export type HeldRow = Record<string, unknown>
 export interface Held {
   /** A read of one row at most: that row, or none. */
   readonly first: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
+  /** A read of one row at most by a plain call: that row, none, or {@link later} (inside a transaction, or failed). */
+  readonly now: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => HeldRow | undefined | typeof later
   /** A write, group-committed: its rows (`RETURNING`), once committed. */
   readonly write: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
+  /**
+   * `step` run now in the group's transaction of plain calls (opened when none is; see the module
+   * comment), with the wait for that transaction's commit; {@link later} when it cannot run now.
+   * Throws the `SqlError` of a `step` that throws (which must leave nothing written).
+   */
+  readonly joined: <A>(
+    fiber: Fiber.Fiber<unknown, unknown>,
+    step: (statement: (sql: string) => StatementSync) => A
+  ) => Joined<A> | typeof later
+}
+
+/** A step run in the group's transaction of plain calls: its answer, and the wait for its commit. */
+export interface Joined<A> {
+  readonly value: A
+  /** Succeeds once the transaction is committed; fails when it was not (nothing of it was). */
+  readonly committed: Effect.Effect<void, SqlError.SqlError>
 }
 
 /** What the client gives the held statements: its connection and how it runs and retries. */
@@ -47,14 +76,13 @@ export interface HeldConnection {
   readonly error: (cause: unknown, operation: string) => SqlError.SqlError
 }
 
-/** A write waiting for its group. */
+/** A write (or step) waiting for its group. */
 interface Pending {
-  readonly sql: string
-  readonly params: ReadonlyArray<SQLInputValue>
+  readonly step: (statement: (sql: string) => StatementSync) => unknown
   /** Interrupted before its group began: not run. */
   cancelled: boolean
-  outcome: Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError> | undefined
-  resume: ((effect: Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>) => void) | undefined
+  outcome: Effect.Effect<unknown, SqlError.SqlError> | undefined
+  resume: ((effect: Effect.Effect<unknown, SqlError.SqlError>) => void) | undefined
 }
 
 /** The held statements of one connection. */
@@ -103,8 +131,30 @@ export const make = (connection: HeldConnection): Held => {
       })
   }
 
+  const now = (sql: string) => {
+    let statement: StatementSync | undefined
+    return (params: ReadonlyArray<SQLInputValue>): HeldRow | undefined | typeof later => {
+      // the effect's synchronous step (`first`), or the effect itself
+      if (db.isTransaction) return later
+      try {
+        return (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
+      } catch {
+        return later
+      }
+    }
+  }
+
   let group: Array<Pending> = []
   let gathering = false
+  /**
+   * The group's transaction opened by a plain call (`joined`): `open` while steps may join it (the
+   * semaphore permit is the group's), `committing` from the moment its fiber takes the group.
+   */
+  let opened: "no" | "open" | "committing" = "no"
+  /** The open group's commit: done when its fiber committed it, or failed. */
+  let openCommit = Deferred.makeUnsafe<void, SqlError.SqlError>()
+  /** Why the open group's transaction ended before its commit (an error that ended it). */
+  let broken: SqlError.SqlError | undefined
   const begin = busy(attempt(() => db.exec("BEGIN IMMEDIATE"), "beginTransaction"))
   const commit = busy(attempt(() => db.exec("COMMIT"), "commit"))
   const settle = (pending: ReadonlyArray<Pending>, failure?: SqlError.SqlError) => {
@@ -116,31 +166,54 @@ export const make = (connection: HeldConnection): Held => {
       resume?.(outcome)
     }
   }
+  /** Runs the taken writes in the open transaction, then commits it; `done` with the outcome, then `settle`. */
+  const runAndCommit = (pending: ReadonlyArray<Pending>, done: (failure?: SqlError.SqlError) => void) => {
+    for (const write of pending) {
+      try {
+        write.outcome = Effect.succeed(write.step(prepared))
+      } catch (cause) {
+        const failure = error(cause, "execute")
+        // the statement alone was undone; an error that ended the transaction undid the group
+        if (!db.isTransaction) return Effect.sync(() => (done(failure), settle(pending, failure)))
+        write.outcome = Effect.fail(failure)
+      }
+    }
+    return Effect.matchEffect(commit, {
+      onFailure: (failure) => Effect.sync(() => (rollback(), done(failure), settle(pending, failure))),
+      onSuccess: () => Effect.sync(() => (done(), settle(pending)))
+    })
+  }
+  const noop = () => {}
   /** Runs the gathered writes in one transaction (module comment), under the connection's semaphore. */
-  const flush = semaphore.withPermit(Effect.suspend(() => {
+  const flushGathered = semaphore.withPermit(Effect.suspend(() => {
+    // taken meanwhile by a group opened by a plain call
+    if (group.length === 0) return Effect.void
     // a transaction left open by a failed cleanup would swallow this group
     rollback()
     return Effect.matchEffect(begin, {
       onFailure: (failure) => Effect.sync(() => settle(take(), failure)),
-      onSuccess: () => {
-        const pending = take()
-        for (const write of pending) {
-          try {
-            write.outcome = Effect.succeed(prepared(write.sql).all(...write.params) as ReadonlyArray<HeldRow>)
-          } catch (cause) {
-            const failure = error(cause, "execute")
-            // the statement alone was undone; an error that ended the transaction undid the group
-            if (!db.isTransaction) return Effect.sync(() => settle(pending, failure))
-            write.outcome = Effect.fail(failure)
-          }
-        }
-        return Effect.matchEffect(commit, {
-          onFailure: (failure) => Effect.sync(() => (rollback(), settle(pending, failure))),
-          onSuccess: () => Effect.sync(() => settle(pending))
-        })
-      }
+      onSuccess: () => runAndCommit(take(), noop)
     })
   }))
+  /** Commits the group's transaction opened by a plain call, with the writes gathered meanwhile; gives its permit back. */
+  const flushOpened = Effect.suspend(() => {
+    opened = "committing"
+    const pending = take()
+    const commitOf = openCommit
+    // the permit goes back before anyone is resumed (a caller resumed at once may open the next group)
+    const done = (failure?: SqlError.SqlError) => {
+      opened = "no"
+      broken = undefined
+      Effect.runSync(semaphore.release(1))
+      Deferred.doneUnsafe(commitOf, failure === undefined ? Effect.void : Effect.fail(failure))
+    }
+    const ended = broken ?? (db.isTransaction ? undefined : error(new Error("the transaction ended"), "commit"))
+    if (ended !== undefined) return Effect.sync(() => (rollback(), done(ended), settle(pending, ended)))
+    return Effect.onInterrupt(
+      runAndCommit(pending, done),
+      () => Effect.sync(() => opened !== "no" && done(error(new Error("interrupted"), "commit")))
+    )
+  })
   /** The writes gathered so far, not interrupted; a new group gathers from now. */
   const take = (): ReadonlyArray<Pending> => {
     const taken = group.filter((write) => !write.cancelled)
@@ -149,13 +222,14 @@ export const make = (connection: HeldConnection): Held => {
     return taken
   }
 
-  const write = (sql: string) => (params: ReadonlyArray<SQLInputValue>) =>
+  /** `step` (its statements prepared once per text) in the gathering group; what it returned, once committed. */
+  const transact = <A>(step: (statement: (sql: string) => StatementSync) => A): Effect.Effect<A, SqlError.SqlError> =>
     Effect.suspend(() => {
-      const pending: Pending = { sql, params, cancelled: false, outcome: undefined, resume: undefined }
+      const pending: Pending = { step, cancelled: false, outcome: undefined, resume: undefined }
       group.push(pending)
-      const wait = Effect.callback<ReadonlyArray<HeldRow>, SqlError.SqlError>((resume) => {
-        if (pending.outcome !== undefined) return resume(pending.outcome)
-        pending.resume = resume
+      const wait = Effect.callback<A, SqlError.SqlError>((resume) => {
+        if (pending.outcome !== undefined) return resume(pending.outcome as Effect.Effect<A, SqlError.SqlError>)
+        pending.resume = resume as (effect: Effect.Effect<unknown, SqlError.SqlError>) => void
         return Effect.sync(() => {
           pending.resume = undefined
           pending.cancelled = true
@@ -164,17 +238,60 @@ export const make = (connection: HeldConnection): Held => {
       if (gathering) return wait
       gathering = true
       // the group's own fiber runs after the fibers already scheduled: their writes join the group
-      return Effect.andThen(Effect.forkDetach(flush), wait)
+      return Effect.andThen(Effect.forkDetach(flushGathered), wait)
     })
 
-  return { first, write }
+  const write = (sql: string) => (params: ReadonlyArray<SQLInputValue>) =>
+    transact((statement) => statement(sql).all(...params) as ReadonlyArray<HeldRow>)
+
+  /**
+   * Opens the group's transaction by a plain call (module comment): false when it cannot now, or
+   * when another fiber waits for the connection (it goes first: plain calls never starve it).
+   */
+  const open = (fiber: Fiber.Fiber<unknown, unknown>): boolean => {
+    if (db.isTransaction || waiting(semaphore) || !Effect.runSync(semaphore.takeIfAvailable(1))) return false
+    try {
+      db.exec("BEGIN IMMEDIATE")
+    } catch {
+      Effect.runSync(semaphore.release(1)) // locked by another process: the effect waits for it
+      return false
+    }
+    opened = "open"
+    openCommit = Deferred.makeUnsafe()
+    // (writes gathered for a fiber on its way join this group; that fiber then finds none)
+    gathering = true
+    // the group's own fiber, after the fibers already scheduled: their steps join the group
+    fiber.currentDispatcher.scheduleTask(() => void Effect.runFork(flushOpened), 0)
+    return true
+  }
+  const joined = <A>(
+    fiber: Fiber.Fiber<unknown, unknown>,
+    step: (statement: (sql: string) => StatementSync) => A
+  ): Joined<A> | typeof later => {
+    if (opened === "open" ? broken !== undefined : opened === "committing" || !open(fiber)) return later
+    let value: A
+    try {
+      value = step(prepared)
+    } catch (cause) {
+      const failure = error(cause, "execute")
+      if (!db.isTransaction) broken = failure
+      throw failure
+    }
+    return { value, committed: Deferred.await(openCommit) }
+  }
+
+  return { first, now, write, joined }
 }
 
-/** The held statements of each client that has them (the `SqliteClient` of `node:sqlite`). */
-const registry = new WeakMap<object, Held>()
+/**
+ * True when a fiber waits for `semaphore`'s permit. Read from Effect's semaphore (its queue of
+ * waiters is not part of its interface); a semaphore without one reads as having none.
+ */
+const waiting = (semaphore: Semaphore.Semaphore): boolean =>
+  ((semaphore as { readonly waiters?: { readonly size?: unknown } }).waiters?.size ?? 0) !== 0
 
-/** Records `held` as `client`'s. */
-export const register = (client: object, held: Held): void => void registry.set(client, held)
+/** Where a `SqliteClient` keeps its held statements. */
+export const heldKey: unique symbol = Symbol.for("tinyagents/stores/sqliteHeld")
 
 /** The held statements of `client`, when it is a `SqliteClient` (`undefined` for any other client). */
-export const heldOf = (client: object): Held | undefined => registry.get(client)
+export const heldOf = (client: object): Held | undefined => (client as { readonly [heldKey]?: Held })[heldKey]

@@ -62,12 +62,16 @@
  * `ToolError.OutcomeUnknown`.
  *
  * On the memory store (`StoreRegistry.layerMemory`: its stores and claims have synchronous views,
- * `internal/storeNow.ts`) a call takes the same steps by plain function calls while each completes
- * at once (`Now`): the lookup, the claim, the handler, the write and the release, answering a
- * completed `Exit` when the handler did. A key held in this process or claimed by another owner,
- * or a handler that suspends, carries on as effects from there (the handler suspended: the key is
- * held in this process and its claim renewed until it ends, as above). A durable claim always takes
- * the effects. On every store the stored text is `JSON.stringify` of what is stored when the schema
+ * `src/internal/storeNow.ts`) a call takes the same steps by plain function calls while each
+ * completes at once (`Now`): the lookup, the claim, the handler, the write and the release,
+ * answering a completed `Exit` when the handler did. On SQLite (`keyedJoined`) the lookup is a plain
+ * read (a replay completes at once); a fresh key's second look (result and claim), handler and write
+ * run by plain calls inside the write transaction the calls of that moment share, and the call is
+ * answered once it is committed (the write lock held throughout stands for the claim, which is
+ * written only for a handler that suspends). A key held in this process or claimed by another
+ * owner, a store that cannot answer now, or a handler that suspends, carries on as effects from
+ * there (the handler suspended: the key is held in this process and its claim renewed until it
+ * ends, as above). A durable claim always takes the effects. On every store the stored text is `JSON.stringify` of what is stored when the schema
  * would encode it unchanged (JSON as it is, the common case), and the schema's otherwise; it is read
  * back by `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise.
  */
@@ -76,7 +80,7 @@ import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "e
 import { KeyValueStore } from "effect/persistence"
 import type { DurableClaim } from "../../Executor.ts"
 import { type Claims, StoreRegistry, type StoreRegistryShape } from "../../StoreRegistry.ts"
-import { type ClaimsNow, claimsNow, type StoreNow, storeNow } from "../storeNow.ts"
+import { type ClaimsNow, claimsNow, later, type StoreClaims, type StoreNow, storeNow } from "../../../internal/storeNow.ts"
 import * as Now from "./Now.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -258,26 +262,27 @@ export const make = (config: Config) => {
     durable?: DurableClaim,
     attempt?: { stopAttempt: Effect.Effect<void> }
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> => {
-    // A call of a store with synchronous views (memory), whose handler completes at once, completes at
-    // once: the same steps by plain calls (`storeNow`), then the rest as effects from the first that
-    // cannot (the key held in this process or claimed, the handler suspending). A durable claim always
-    // takes the effects.
+    // A call of a store with views (`storeNow`: memory, SQLite) takes the same steps by plain calls
+    // where the store can: on memory a call whose handler completes at once completes at once; on
+    // SQLite a replay does, and an application's claim and write are one grouped write each. The rest
+    // runs as effects from the first step that cannot (the key held in this process or claimed, the
+    // handler suspending). A durable claim always takes the effects.
     const runStart = durable === undefined ? Now.take(run) : undefined
     const keyed = (found: Resolved) => keyedCall(found, toolName, key, call, now, run, redaction, durable)
     if (runStart === undefined) return Effect.flatMap(StoreRegistry.use(resolve), keyed)
     return Now.deferred((fiber) => {
       const found = resolvedOf(Context.getUnsafe(fiber.context as Context.Context<StoreRegistry>, StoreRegistry))
-      if (found === undefined || found.storeNow === undefined || found.claimsNow === undefined) {
+      const view = found?.storeNow
+      if (found === undefined || view === undefined || (view.claims === undefined && (view.set === undefined || found.claimsNow === undefined))) {
         return Effect.flatMap(StoreRegistry.use(resolve), keyed)
       }
-      return keyedNow(found, found.storeNow, found.claimsNow, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
+      return keyedNow(found, view, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
     })
   }
 
   function keyedNow<R>(
     found: Resolved,
     view: StoreNow,
-    claimsView: ClaimsNow,
     toolName: string,
     key: string,
     call: ToolCall,
@@ -291,17 +296,23 @@ export const make = (config: Config) => {
     const { running } = found.slot
     const id = storageKey(toolName, key)
     const shown = redaction?.shownKey ?? key
-    // held in this process: wait for it (the effects)
+    // held in this process: wait for it (the effects); so too when the store cannot answer now
     if (running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
-    const text = view.get(id)
-    if (text !== undefined) {
+    const text = view.get(id, now())
+    if (text === later && view.claims === undefined) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    if (text !== undefined && text !== later) {
       const decoded = readStored(text)
       if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
       if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
         return Exit.succeed(replayOf(decoded.value, call, toolName, shown))
       }
     }
+    const joined = view.claims
+    if (joined !== undefined) {
+      return keyedJoined(found, joined, id, shown, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
+    }
     const owner = nextOwner()
+    const claimsView = found.claimsNow!
     // claimed by another owner: wait for its result (the effects)
     if (!claimsView.acquire(id, owner, lease, now())) {
       return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
@@ -330,36 +341,128 @@ export const make = (config: Config) => {
           new ToolError.StoreFailed({ store: config.store, operation: "write", cause: Cause.squash(encoded.cause), retryable: false })
         )
       }
-      view.set(id, encoded.value)
+      view.set!(id, encoded.value)
       claimsView.release(id, owner)
       return Exit.succeed({ ...result, idempotency: { key: shown, replayed: false } })
     }
-    // The handler suspended: the key is held in this process, the claim renewed, until it ends. Its
-    // end, or an interruption that lands before the rest starts (`attempt.stopAttempt`, run by the
-    // call), releases both, once.
+    return whileRunning(found, id, owner, shown, now, output, scrub, attempt, Effect.void, Effect.sync(() => claimsView.release(id, owner)))
+  }
+
+  /**
+   * A claimed call whose handler suspended (`output`: the rest of it), once `claim` (what takes the
+   * claim, when not yet taken) has run: the key is held in this process and the claim renewed until
+   * it ends; then its result is stored (`save`). Its end, or an interruption that lands before the
+   * rest starts (`attempt.stopAttempt`, run by the call), releases both (`release`), once.
+   */
+  function whileRunning<R>(
+    found: Resolved,
+    id: string,
+    owner: string,
+    shown: string,
+    now: () => number,
+    output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    scrub: ReadonlyArray<string>,
+    attempt: { stopAttempt: Effect.Effect<void> } | undefined,
+    claim: Effect.Effect<void>,
+    release: Effect.Effect<void>
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
+    const { running } = found.slot
     const mine = Deferred.makeUnsafe<void>()
     running.set(id, mine)
     let ended = false
-    const end = () => {
-      if (ended) return
+    const end = Effect.suspend(() => {
+      if (ended) return Effect.void
       ended = true
-      claimsView.release(id, owner)
-      if (running.get(id) === mine) running.delete(id)
-      Deferred.doneUnsafe(mine, Exit.void)
-    }
+      return Effect.andThen(
+        release,
+        Effect.sync(() => {
+          if (running.get(id) === mine) running.delete(id)
+          Deferred.doneUnsafe(mine, Exit.void)
+        })
+      )
+    })
     if (attempt !== undefined) {
       const stop = attempt.stopAttempt
-      attempt.stopAttempt = Effect.andThen(stop, Effect.sync(end))
+      attempt.stopAttempt = Effect.andThen(stop, end)
     }
     const written = writerOf(found.store)
     return Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(
-        Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
-        (renewal) =>
-          Effect.flatMap(restore(output), (result) => save(written, id, shown, result, now(), scrub)).pipe(
-            Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), Effect.sync(end)))
-          )
+      Effect.andThen(
+        claim,
+        Effect.flatMap(
+          Effect.forkChild(Effect.interruptible(renew(found.claims, id, owner, lease, renewEvery))),
+          (renewal) =>
+            Effect.flatMap(restore(output), (result) => save(written, id, shown, result, now(), scrub)).pipe(
+              Effect.ensuring(Effect.andThen(Fiber.interrupt(renewal), end))
+            )
+        )
       )
+    )
+  }
+
+  /**
+   * The rest of a keyed call on a store whose claims live in its own database (`StoreClaims`:
+   * SQLite), after a lookup by a plain call that found nothing (or could not run), by plain calls in
+   * the database's write transaction that such calls share (its write lock held from its first step
+   * to its commit, so no other process claims or stores anything meanwhile): a second look, at the
+   * stored result and the key's claim; with neither, the handler; a result's write. The call is
+   * answered once that transaction is committed. A handler that suspends takes the claim at once (a
+   * write committed with the same transaction), then runs as on any store (`whileRunning`). Claimed
+   * by another owner, or where a step cannot run now, the effects take over.
+   */
+  function keyedJoined<R>(
+    found: Resolved,
+    joined: StoreClaims,
+    id: string,
+    shown: string,
+    toolName: string,
+    key: string,
+    call: ToolCall,
+    now: () => number,
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    runStart: Now.Start<ToolResult.ToolResult, ToolError.ToolError, R>,
+    fiber: Fiber.Fiber<unknown, unknown>,
+    redaction: Redaction | undefined,
+    attempt: { stopAttempt: Effect.Effect<void> } | undefined
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
+    const effects = () => keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    const looked = joined.look(id, now(), fiber)
+    if (looked === later) return effects()
+    if (looked.stored !== undefined) {
+      const decoded = readStored(looked.stored)
+      if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
+      // (what was read may be this transaction's: answered once committed)
+      if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
+        return Effect.as(looked.committed, replayOf(decoded.value, call, toolName, shown))
+      }
+      return effects()
+    }
+    // claimed by another owner: wait for its result (the effects)
+    if (looked.claimed) return effects()
+    const output = runStart(fiber)
+    const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+    const exit = Now.exitOf(output)
+    if (exit === undefined) {
+      // the claim, in the same transaction (still open: nothing else ran since the look)
+      const owner = nextOwner()
+      const claim = joined.claim(id, owner, lease, fiber) === true
+        ? Effect.void
+        : Effect.ignore(found.claims.acquire(id, owner, lease))
+      return whileRunning(found, id, owner, shown, now, output, scrub, attempt, claim, Effect.ignore(found.claims.release(id, owner)))
+    }
+    // nothing was written for a failure
+    if (Exit.isFailure(exit) || exit.value.isError) return exit
+    const result = exit.value
+    const fatal = (cause: unknown) =>
+      new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
+    const encoded = storedText(storedOf(result, now(), scrub))
+    // applied but not recorded: fatal, never "retry later" (as `save`)
+    if (Exit.isFailure(encoded)) return Exit.fail(fatal(Cause.squash(encoded.cause)))
+    const put = joined.put(id, encoded.value, config.ttl, now(), fiber)
+    if (put === later) return Exit.fail(fatal("the write transaction ended before the result was stored"))
+    return put.pipe(
+      Effect.mapError(fatal),
+      Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
     )
   }
 
