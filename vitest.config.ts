@@ -57,6 +57,9 @@ export default defineConfig({
   ssr: { resolve: { conditions } },
   test: {
     testTimeout: 30_000,
+    // A hook gets as long as a test: the ones that start a server or a subprocess (ServeStdio's
+    // beforeAll) ran past vitest's 10 s default on a loaded 2-core machine.
+    hookTimeout: 30_000,
     // Vitest's default is one worker fewer than the cores: one worker on a 2-core machine, which
     // then sits idle while tests wait on child processes, sockets and timers. Three keep two cores
     // busy (npm test: 93 s instead of 142 s of vitest on 2 cores).
