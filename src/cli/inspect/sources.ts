@@ -75,8 +75,8 @@ export interface Source {
 
 const decodeEvent = Schema.decodeUnknownResult(Schema.fromJsonString(ToolEvent.EventJson))
 
-/** The receipt fields the inspector reads (`AuditLog.Receipt`'s wire form). */
-const ReceiptSchema = Schema.Struct({
+/** The receipt fields the inspector reads (`AuditLog.Receipt`'s wire form): `Model.Receipt` is its type. */
+export const ReceiptSchema = Schema.Struct({
   tool: Schema.String,
   callId: Schema.String,
   runId: Schema.String,
