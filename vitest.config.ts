@@ -1,4 +1,12 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
+
+// Node's compile cache for the workers and every Node process the tests start (the examples, the
+// demo, the CLI): each of them otherwise compiles effect and src/ afresh, about half of a short
+// script's CPU time. Node checks an entry against its module's source before using it; a directory
+// set by hand is kept, and NODE_DISABLE_COMPILE_CACHE=1 turns it off. Children started with an
+// environment of their own get it from test/support/compileCache.ts.
+process.env["NODE_COMPILE_CACHE"] ??= fileURLToPath(new URL("node_modules/.cache/node-compile-cache", import.meta.url))
 
 // "tinyagents-source" resolves the package's own name ("tinyagents", "tinyagents/tools", ...)
 // to src/, so examples and tests import it exactly as a user does (package.json "exports").
@@ -49,6 +57,9 @@ export default defineConfig({
   ssr: { resolve: { conditions } },
   test: {
     testTimeout: 30_000,
+    // A hook gets as long as a test: the ones that start a server or a subprocess (ServeStdio's
+    // beforeAll) ran past vitest's 10 s default on a loaded 2-core machine.
+    hookTimeout: 30_000,
     // Vitest's default is one worker fewer than the cores: one worker on a 2-core machine, which
     // then sits idle while tests wait on child processes, sockets and timers. Three keep two cores
     // busy (npm test: 93 s instead of 142 s of vitest on 2 cores).

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawnSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import { readFileSync, rmSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Model, Sources } from "../src/cli/inspect/index.ts"
@@ -10,9 +10,20 @@ import { completion, runNode } from "./models/support/node.ts"
 const repo = fileURLToPath(new URL("..", import.meta.url))
 const row = (out: string, label: string) => new RegExp(`│ ${label} +│ +(\\d+) │`).exec(out)?.[1]
 
-describe("npm start (the demo agent)", () => {
-  it("exits 0 and its summary matches the scripted scenario", () => {
-    const run = spawnSync(process.execPath, ["scratchpad/main.ts"], { cwd: repo, encoding: "utf8", timeout: 60_000 })
+/** `node scratchpad/main.ts` with this process's environment; asynchronous, so the other runs below overlap it. */
+const demo = () =>
+  new Promise<{ readonly status: number | null; readonly stdout: string; readonly stderr: string }>((done) => {
+    execFile(process.execPath, ["scratchpad/main.ts"], { cwd: repo, encoding: "utf8", timeout: 60_000 }, (error, stdout, stderr) => {
+      done({ status: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
+    })
+  })
+
+// Each test below is a run of the demo (a Node process, its temporary files named by its pid and a
+// fresh temporary directory) against a loopback server of its own: they run concurrently, as most of
+// a run is waiting on its scripted model's and tools' timers.
+describe.concurrent("npm start (the demo agent)", () => {
+  it("exits 0 and its summary matches the scripted scenario", async () => {
+    const run = await demo()
     expect(run.stderr).toBe("")
     expect(run.status).toBe(0)
     const out = run.stdout
@@ -96,7 +107,7 @@ describe("npm start (the demo agent)", () => {
  * HTTP adapter, no network, no key from the machine): every unhappy path ends
  * with the summary or one `tinyagents demo:` line, never a stack trace.
  */
-describe("npm start -- --live (unhappy paths)", () => {
+describe.concurrent("npm start -- --live (unhappy paths)", () => {
   const key = "sk-test-demo-live-0a1b2c3d4e5f"
   const live = (replies: ReadonlyArray<Reply>) =>
     Effect.gen(function*() {

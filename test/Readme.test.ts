@@ -19,6 +19,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { dirname, join, relative, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
+import { compileCache } from "./support/compileCache.ts"
 
 const repo = fileURLToPath(new URL("..", import.meta.url))
 
@@ -103,7 +104,7 @@ const run = (args: ReadonlyArray<string>) =>
       encoding: "utf8",
       timeout: 60_000,
       maxBuffer: 16 * 1024 * 1024,
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" }
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...compileCache }
     }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
       done({ status: code, stdout, stderr })

@@ -6,6 +6,7 @@
  * the page's own reading of the schema only shapes the form). A schema that is not flat gets a JSON
  * textarea instead (`fieldsOf` answers `undefined`).
  */
+import { isObject, isRecursive, type Json, optionalMember } from "../../governance/AnswerFields.ts"
 
 /** One field of the form: a text or number input, or a select of JSON values (an enum, a boolean). */
 export type Field =
@@ -13,15 +14,11 @@ export type Field =
   | { readonly name: string; readonly kind: "number"; readonly integer: boolean; readonly required: boolean }
   | { readonly name: string; readonly kind: "json"; readonly options: ReadonlyArray<unknown>; readonly required: boolean }
 
-type Json = Readonly<Record<string, unknown>>
-
-const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
-
 const fieldOf = (name: string, property: Json, required: boolean): Field | undefined => {
   const anyOf = property["anyOf"]
   if (Array.isArray(anyOf)) {
-    const members = anyOf.filter((member) => !(isObject(member) && member["type"] === "null"))
-    return members.length === 1 && isObject(members[0]) ? fieldOf(name, members[0], required) : undefined
+    const member = optionalMember(anyOf)
+    return isObject(member) ? fieldOf(name, member, required) : undefined
   }
   const values = property["enum"]
   if (Array.isArray(values)) {
@@ -38,7 +35,7 @@ const fieldOf = (name: string, property: Json, required: boolean): Field | undef
 
 /** The form's fields for answer schema `schema`, or `undefined` when it is not a flat object of primitive fields. */
 export const fieldsOf = (schema: unknown): ReadonlyArray<Field> | undefined => {
-  if (!isObject(schema) || schema["type"] !== "object" || schema["$defs"] !== undefined) return undefined
+  if (!isObject(schema) || schema["type"] !== "object" || isRecursive(schema)) return undefined
   const properties = schema["properties"] ?? {}
   if (!isObject(properties)) return undefined
   const required = new Set(Array.isArray(schema["required"]) ? schema["required"] : [])

@@ -5,28 +5,10 @@
  * readers (`sources.ts`) decode, this only arranges, and the pages (`html.ts`) only draw.
  */
 import type * as ToolEvent from "../../contract/ToolEvent.ts"
+import type { ReceiptSchema } from "./sources.ts"
 
-/** One receipt of an audit database (`SqlAudit`), decoded: the fields the inspector shows. */
-export interface Receipt {
-  readonly tool: string
-  readonly callId: string
-  readonly runId: string
-  readonly threadId: string
-  readonly turn: number
-  readonly status: string
-  readonly isError: boolean
-  readonly error?: string | undefined
-  readonly startedAt: number
-  readonly endedAt: number
-  readonly durationMillis: number
-  readonly emitOrder: number
-  readonly argumentsSha256: string
-  readonly resultSha256?: string | undefined
-  readonly refused?: boolean | undefined
-  readonly access?: string | undefined
-  readonly destructive?: boolean | undefined
-  readonly audit: unknown
-}
+/** One receipt of an audit database (`SqlAudit`), decoded: the fields the inspector shows (`Sources.ReceiptSchema`). */
+export type Receipt = typeof ReceiptSchema.Type
 
 /** What a source holds, in its order: an event, a receipt, or a line (or row) that is neither. */
 export type Entry =

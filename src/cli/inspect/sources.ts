@@ -9,7 +9,6 @@ import { Cause, Data, Effect, PubSub, Redacted, Result, Schema, Stream } from "e
 import { SqlClient } from "effect/sql"
 import { closeSync, openSync, readFileSync, readSync, statSync } from "node:fs"
 import { resolve } from "node:path"
-import * as EventSse from "../../agent/EventSse.ts"
 import * as ToolEvent from "../../contract/ToolEvent.ts"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import * as Ask from "../../governance/Ask.ts"
@@ -63,7 +62,7 @@ export interface Source {
   /** What the page names it by (a file as given, a URL without its password). */
   readonly label: string
   readonly read: Effect.Effect<Snapshot, SourceError>
-  /** Pings when the source may have changed (a live run's events as SSE frames, a file's change). */
+  /** Pings (the SSE frame `data: {"_tag":"changed"}`) when the source may have changed: a live run's event, a file's change. */
   readonly changes: Stream.Stream<string>
   /** Durable journals: sends a decision; fails with the reason it was refused. */
   readonly decide?: (decision: Decision) => Effect.Effect<string, SourceError>
@@ -75,8 +74,8 @@ export interface Source {
 
 const decodeEvent = Schema.decodeUnknownResult(Schema.fromJsonString(ToolEvent.EventJson))
 
-/** The receipt fields the inspector reads (`AuditLog.Receipt`'s wire form). */
-const ReceiptSchema = Schema.Struct({
+/** The receipt fields the inspector reads (`AuditLog.Receipt`'s wire form): `Model.Receipt` is its type. */
+export const ReceiptSchema = Schema.Struct({
   tool: Schema.String,
   callId: Schema.String,
   runId: Schema.String,
@@ -144,18 +143,24 @@ const stamp = (file: string): string => {
   return stat === undefined ? "missing" : `${stat.mtimeMs}:${stat.size}`
 }
 
-/** Pings (`data: changed`) whenever `version` changes, checked every second. */
+/**
+ * The SSE frame a source's `changes` send: the page only learns that it should reload (it reads the
+ * runs again from the source), so the frame carries nothing else.
+ */
+const changed = `data: {"_tag":"changed"}\n\n`
+
+/** Pings (`changed`) whenever `version` changes, checked every second. */
 const polled = (version: () => string): Stream.Stream<string> =>
   Stream.unwrap(Effect.sync(() => {
     let last = version()
     return Stream.tick("1 second").pipe(
       Stream.filter(() => {
         const now = version()
-        const changed = now !== last
+        const differs = now !== last
         last = now
-        return changed
+        return differs
       }),
-      Stream.map(() => `data: {"_tag":"changed"}\n\n`)
+      Stream.map(() => changed)
     )
   }))
 
@@ -351,7 +356,7 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
     read: location._tag === "Sqlite" ? cached(() => sqliteStamp(location.filename), () => read) : read,
     changes: location._tag === "Sqlite"
       ? polled(() => sqliteStamp(location.filename))
-      : Stream.tick("2 seconds").pipe(Stream.map(() => `data: {"_tag":"changed"}\n\n`)),
+      : Stream.tick("2 seconds").pipe(Stream.map(() => changed)),
     ...(options.allowDecisions ? { decide } : {})
   }
 }
@@ -362,7 +367,7 @@ export const journal = (location: DurableJournal.Location, options: { readonly a
 
 /**
  * A live source: an `EventSink` that keeps every event it is handed (as its encoded JSON, decoded
- * again as any source's lines are) and tells the page about each one, as an `EventSse` frame.
+ * again as any source's lines are) and pings the page (`changed`) for each one.
  */
 export const live = (label = "live run"): Effect.Effect<{ readonly source: Source; readonly sink: EventSinkShape }> =>
   Effect.gen(function*() {
@@ -374,8 +379,7 @@ export const live = (label = "live run"): Effect.Effect<{ readonly source: Sourc
         Effect.gen(function*() {
           const line = yield* ToolEvent.encodeJson(event)
           entries.push(eventEntry(line, entries.length + 1))
-          const frames = yield* Stream.runCollect(EventSse.frames(Stream.make(event)))
-          for (const frame of frames) yield* PubSub.publish(pubsub, frame)
+          yield* PubSub.publish(pubsub, changed)
         })
     }
     const source: Source = {

@@ -9,10 +9,10 @@
  * the application's own `Ask.Answerer`, if any, else it is `unsupported`.
  */
 import { Effect, Option } from "effect"
+import { isRecursive, type Json, optionalMember } from "../../governance/AnswerFields.ts"
 import { Answerer, answer, decline, type Reply, type Request, unanswerable } from "../../governance/Ask.ts"
 import type { Client, ElicitSchema } from "./serverClient.ts"
 
-type Json = Readonly<Record<string, unknown>>
 type Field = ElicitSchema["properties"][string]
 
 const formats = new Set(["email", "uri", "date", "date-time"])
@@ -28,8 +28,8 @@ const fieldOf = (name: string, property: Json): Field | string => {
   // `Schema.optional(X)`: `anyOf: [X, { type: "null" }]`; the field is then simply not required.
   const anyOf = property["anyOf"]
   if (Array.isArray(anyOf)) {
-    const members = (anyOf as ReadonlyArray<Json>).filter((member) => member["type"] !== "null")
-    if (members.length === 1) return fieldOf(name, { ...members[0]!, ...copy(property, ["title", "description"]) })
+    const member = optionalMember(anyOf)
+    if (member !== undefined) return fieldOf(name, { ...(member as Json), ...copy(property, ["title", "description"]) })
     return `field "${name}" is a union; MCP elicitation takes one type per field`
   }
   const labels = copy(property, ["title", "description"])
@@ -64,7 +64,7 @@ export const elicitSchemaOf = (schema: Json): { readonly _tag: "form"; readonly 
   readonly _tag: "refused"
   readonly reason: string
 } => {
-  if (schema["$defs"] !== undefined) return { _tag: "refused", reason: "the answer schema is recursive" }
+  if (isRecursive(schema)) return { _tag: "refused", reason: "the answer schema is recursive" }
   const properties = (schema["properties"] ?? {}) as Readonly<Record<string, Json>>
   const fields: Record<string, Field> = {}
   for (const [name, property] of Object.entries(properties)) {

@@ -2,11 +2,13 @@
  * Runs a repository script the way `npm run ...` does (the project's Node,
  * the repository as the working directory, `--conditions=tinyagents-source`
  * so `tinyagents` resolves to `src/`) with exactly the environment the
- * test gives it plus `PATH`: no key, base URL or model leaks in from the
- * machine. Asynchronous, so a loopback server in the test process can answer.
+ * test gives it plus `PATH` (and Node's compile cache, test/support/compileCache.ts):
+ * no key, base URL or model leaks in from the machine. Asynchronous, so a
+ * loopback server in the test process can answer.
  */
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { compileCache } from "../../support/compileCache.ts"
 
 /** The repository root. */
 export const repo = fileURLToPath(new URL("../../..", import.meta.url))
@@ -31,7 +33,7 @@ export const runNode = (
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--conditions=tinyagents-source", ...args], {
       cwd,
-      env: { PATH: process.env["PATH"] ?? "", ...env },
+      env: { PATH: process.env["PATH"] ?? "", ...compileCache, ...env },
       stdio: ["ignore", "pipe", "pipe"],
       timeout
     })
