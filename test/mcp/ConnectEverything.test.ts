@@ -5,7 +5,8 @@
  * links), local validation before sending, timeouts sent as
  * `notifications/cancelled`, list changes, and the scoped lifetime.
  */
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { compileCache } from "../support/compileCache.ts"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
@@ -25,7 +26,7 @@ const recorded = () => {
   const sent: Array<JSONRPCMessage> = []
   let pid: number | null = null
   const make = () => {
-    const transport = new StdioClientTransport({ command: process.execPath, args: [server, "stdio"], stderr: "ignore" })
+    const transport = new StdioClientTransport({ command: process.execPath, args: [server, "stdio"], stderr: "ignore", env: { ...getDefaultEnvironment(), ...compileCache } })
     const send = transport.send.bind(transport)
     transport.send = (message: JSONRPCMessage) => {
       sent.push(message)

@@ -10,7 +10,8 @@
  * call.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { compileCache } from "../support/compileCache.ts"
 import type { Progress } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
 import { join } from "node:path"
@@ -72,7 +73,7 @@ describe("progress over stdio (mcp serve), with the official SDK client", () => 
   }
 
   beforeAll(async () => {
-    const transport = new StdioClientTransport({ command: process.execPath, args: serve, cwd: repo, stderr: "pipe" })
+    const transport = new StdioClientTransport({ command: process.execPath, args: serve, cwd: repo, stderr: "pipe", env: { ...getDefaultEnvironment(), ...compileCache } })
     transport.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")))
     const send = transport.send.bind(transport)
     transport.send = (message) => {

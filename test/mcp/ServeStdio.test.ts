@@ -9,7 +9,8 @@
  * audit receipts to another: every call ran through the executor.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { compileCache } from "../support/compileCache.ts"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -58,6 +59,7 @@ const start = async (): Promise<Server> => {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: ["--conditions=tinyagents-source", fixture, eventsPath, receiptsPath],
+    env: { ...getDefaultEnvironment(), ...compileCache },
     stderr: "pipe"
   })
   let stderr = ""

@@ -6,7 +6,8 @@
  * (it spawns a process).
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { compileCache } from "../support/compileCache.ts"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -39,7 +40,7 @@ describe("mcp serve --defer over stdio, with the official SDK client", () => {
     client.setNotificationHandler(ToolListChangedNotificationSchema, (notification) => {
       changes.push(notification.method)
     })
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: serve, cwd: repo, stderr: "pipe" }))
+    await client.connect(new StdioClientTransport({ command: process.execPath, args: serve, cwd: repo, stderr: "pipe", env: { ...getDefaultEnvironment(), ...compileCache } }))
     try {
       expect(client.getServerCapabilities()?.tools?.listChanged).toBe(true)
       expect(await listed(client)).toEqual(["add", "search_tools"])
