@@ -10,7 +10,7 @@
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { join, relative } from "node:path"
+import { basename, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, assert, beforeAll, describe, it } from "vitest"
 
@@ -109,7 +109,9 @@ beforeAll(() => {
   errors = Object.fromEntries(Object.keys(snippets).map((file) => [file, ""]))
   let current: string | undefined
   for (const line of out.split("\n")) {
-    const file = Object.keys(snippets).find((f) => line.startsWith(`${f}(`))
+    // tsc names a snippet relative to the real path of `dir` (through a symlinked node_modules, as in
+    // a git worktree, that is `../…/tinyagents-type-errors-…/x.ts(`): match its own folder's name too.
+    const file = Object.keys(snippets).find((f) => line.startsWith(`${f}(`) || line.includes(`/${basename(dir)}/${f}(`))
     if (file !== undefined) current = file
     else if (!line.startsWith(" ")) current = undefined
     if (current !== undefined) errors[current] += `${line}\n`
