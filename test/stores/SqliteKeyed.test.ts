@@ -9,7 +9,7 @@
  * test/stores/TwoProcesses.test.ts (full tier).
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Schema } from "effect"
+import { Effect, Fiber, Layer, Schema, Semaphore } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { DatabaseSync } from "node:sqlite"
 import { tmpdir } from "node:os"
@@ -17,6 +17,7 @@ import { join } from "node:path"
 import { EventSink, Executor, RunContext, StoreRegistry, Tool, ToolRegistry } from "../../src/index.ts"
 import * as Now from "../../src/runtime/internal/executor/Now.ts"
 import { Stores } from "../../src/stores/index.ts"
+import { waiting } from "../../src/stores/internal/sqliteHeld.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "tinyagents-sqlite-keyed-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -208,4 +209,22 @@ describe("keyed calls on SQLite, by plain calls", () => {
       assert.strictEqual(renamed(effects.map(shape)), JSON.stringify(plain))
     }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
   })
+})
+
+describe("the fairness check", () => {
+  // The plain path gives way to a fiber waiting for the connection by reading Effect's semaphore's
+  // queue of waiters (not part of its interface): if an Effect upgrade renamed it, the check would
+  // read "none waiting" for ever. This fails first.
+  it.effect("sees a fiber waiting for an Effect semaphore's permit, and no longer once it has it", () =>
+    Effect.gen(function*() {
+      const semaphore = yield* Semaphore.make(1)
+      assert.isFalse(waiting(semaphore))
+      yield* semaphore.take(1)
+      const waiter = yield* Effect.forkChild(semaphore.withPermits(1)(Effect.void))
+      yield* Effect.yieldNow
+      assert.isTrue(waiting(semaphore))
+      yield* semaphore.release(1)
+      yield* Fiber.join(waiter)
+      assert.isFalse(waiting(semaphore))
+    }))
 })

@@ -285,9 +285,10 @@ export const make = (connection: HeldConnection): Held => {
 
 /**
  * True when a fiber waits for `semaphore`'s permit. Read from Effect's semaphore (its queue of
- * waiters is not part of its interface); a semaphore without one reads as having none.
+ * waiters is not part of its interface); a semaphore without one reads as having none, so
+ * test/stores/SqliteKeyed.test.ts checks that Effect's still has it.
  */
-const waiting = (semaphore: Semaphore.Semaphore): boolean =>
+export const waiting = (semaphore: Semaphore.Semaphore): boolean =>
   ((semaphore as { readonly waiters?: { readonly size?: unknown } }).waiters?.size ?? 0) !== 0
 
 /** Where a `SqliteClient` keeps its held statements. */
