@@ -60,22 +60,18 @@ export interface Config {
 
 /**
  * A call that started: what its steps, its events and its end are reported with. One object per
- * call, and the steps are functions of it (not closures made per call). It is also the invocation
- * the core gets when no middleware sits in between (it has every field of one).
+ * call, and the steps are functions of it (not closures made per call). It is the call's state too
+ * (the handler's `ToolCallContext` and `Cancellation`: one object, not two), and the invocation the
+ * core gets when no middleware sits in between (it has every field of one).
  */
-class Started implements Middleware.Invocation {
+class Started extends CallState.CallState implements Middleware.Invocation {
   readonly call: ToolCall
   readonly spec: Tool.ToolSpec
   readonly tool: Tool.Any
   /** The decoded arguments (a message echoing a value held under a redacted key loses it). */
   readonly input: unknown
-  readonly turn: number
-  readonly state: CallState.CallState
   readonly startedAt: number
   readonly env: Env
-  /** The idempotency key of a keyed call, and as events show it (redacted). */
-  readonly key: string | undefined
-  readonly shown: string | undefined
   /** The key function's defect: the call fails with it instead of running. */
   readonly keyDefect: ToolError.ToolDefect | undefined
   readonly durable: DurableClaim | undefined
@@ -85,7 +81,6 @@ class Started implements Middleware.Invocation {
     call: ToolCall,
     entry: ToolRegistry.Entry<unknown>,
     input: unknown,
-    state: CallState.CallState,
     startedAt: number,
     env: Env,
     key: string | undefined,
@@ -93,22 +88,31 @@ class Started implements Middleware.Invocation {
     keyDefect: ToolError.ToolDefect | undefined,
     durable: DurableClaim | undefined,
     restore: Restore,
-    stopped: () => boolean
+    stopped: () => boolean,
+    cancelRun: (reason: string) => Effect.Effect<void>
   ) {
+    super(call.id, entry.spec.name, key, shown, env.ctx.turn, cancelRun)
     this.call = call
     this.spec = entry.spec
     this.tool = entry.tool
     this.input = input
-    this.turn = env.ctx.turn
-    this.state = state
     this.startedAt = startedAt
     this.env = env
-    this.key = key
-    this.shown = shown
     this.keyDefect = keyDefect
     this.durable = durable
     this.restore = restore
     this.stopped = stopped
+  }
+  /** The call's state: this very object. */
+  get state(): CallState.CallState {
+    return this
+  }
+  /** The idempotency key of a keyed call, and as events show it (redacted). */
+  get key(): string | undefined {
+    return this.idempotencyKey
+  }
+  get shown(): string | undefined {
+    return this.shownKey
   }
 }
 
@@ -457,8 +461,8 @@ export const make = (config: Config) => {
     const startedAt = env.clock.currentTimeMillisUnsafe()
     const { key, defect: keyDefect } = Idempotency.keyOf(entry.tool, spec.name, input)
     const shown = key === undefined ? undefined : Idempotency.shownKey(key, spec.safety.redact, input)
-    const state = new CallState.CallState(call.id, spec.name, key, shown, env.ctx.turn, config.runCancel.cancel)
-    const started = new Started(call, entry, input, state, startedAt, env, key, shown, keyDefect, durable, restore, stopped)
+    const started = new Started(call, entry, input, startedAt, env, key, shown, keyDefect, durable, restore, stopped, config.runCancel.cancel)
+    const state = started.state
     if (Progress.reports(entry.tool)) state.progress = new Progress.Channel(config.progress, env, state, spec, input)
     if (Asking.asks(entry.tool)) state.ask = Asking.forCall(reporter, env, state, spec, input)
     return tracing === undefined
