@@ -39,6 +39,7 @@ import * as Call from "./internal/executor/Call.ts"
 import * as Idempotency from "./internal/executor/Idempotency.ts"
 import * as Invoke from "./internal/executor/Invoke.ts"
 import * as Now from "./internal/executor/Now.ts"
+import * as Outcome from "./internal/executor/Outcome.ts"
 import * as Render from "./internal/executor/Render.ts"
 import * as Reporter from "./internal/executor/Reporter.ts"
 import * as Tracing from "./internal/executor/Tracing.ts"
@@ -325,6 +326,7 @@ export const make = <R, MR = never>(
       if (outcome === undefined) {
         return Effect.fail(new ToolError.ToolCancelled({ toolName: call.name, started: false }))
       }
+      if (!(outcome instanceof Outcome.Ended)) return Effect.succeed(outcome)
       if (outcome.cancelled) return Effect.fail(outcome.result.error!)
       return outcome.error === undefined ? Effect.succeed(outcome.result) : Effect.fail(outcome.error)
     }

@@ -12,15 +12,16 @@ import type * as Cancellation from "../../Cancellation.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
-import type { Outcome, Restore } from "./Call.ts"
+import type { Restore } from "./Call.ts"
 import * as Now from "./Now.ts"
+import { Ended, errorOf, type Outcome } from "./Outcome.ts"
 
 export interface Settled {
   /** One result per call, in call order (frozen). */
   readonly results: ReadonlyArray<ToolResult.ToolResult>
   /** Raised errors, in call order (frozen); cancellations are not errors. */
   readonly errors: ReadonlyArray<ToolError.ToolError>
-  /** Per call: `undefined` when it never started. */
+  /** Per call: `undefined` when it never started (frozen; the very array `results` is when every call completed). */
   readonly outcomes: ReadonlyArray<Outcome | undefined>
 }
 
@@ -29,6 +30,9 @@ export interface Options {
   readonly failFast: boolean
   readonly runCancel: Cancellation.RunCancel
 }
+
+/** A batch's errors when it raised none (frozen, shared). */
+const noErrors: ReadonlyArray<ToolError.ToolError> = Object.freeze([])
 
 /** What a call answered synchronously counts towards its worker's operation budget (about what its effect took). */
 const callOps = 32
@@ -92,20 +96,30 @@ class Run {
     this.stopped = true
     this.supervisor?.interruptUnsafe()
   }
-  /** The results: one per call, in call order, frozen. */
+  /**
+   * The results: one per call, in call order, frozen. When every call completed with nothing to raise
+   * or cancel, the outcomes are the results (one array for both).
+   */
   settle(): Settled {
     const { calls, outcomes } = this
-    const results: Array<ToolResult.ToolResult> = new Array(calls.length)
+    let i = 0
+    while (i < calls.length && outcomes[i] !== undefined && !(outcomes[i] instanceof Ended)) i++
+    if (i === calls.length) {
+      const results = Object.freeze(outcomes as Array<ToolResult.ToolResult>)
+      return { results, errors: noErrors, outcomes: results }
+    }
+    const results: Array<ToolResult.ToolResult> = outcomes.slice(0, i) as Array<ToolResult.ToolResult>
+    results.length = calls.length
     const errors: Array<ToolError.ToolError> = []
-    for (let i = 0; i < calls.length; i++) {
+    for (; i < calls.length; i++) {
       const outcome = outcomes[i]
       if (outcome === undefined) {
         const call = calls[i]!
         results[i] = ToolResult.fromError(call, new ToolError.ToolCancelled({ toolName: call.name, started: false }))
-      } else {
+      } else if (outcome instanceof Ended) {
         results[i] = outcome.result
         if (outcome.error !== undefined) errors.push(outcome.error)
-      }
+      } else results[i] = outcome
     }
     return { results: Object.freeze(results), errors: Object.freeze(errors), outcomes: Object.freeze(outcomes) }
   }
@@ -159,7 +173,7 @@ class Worker {
   record(outcome: Outcome | undefined): void {
     const batch = this.batch
     batch.outcomes[this.current] = outcome
-    if (outcome?.error !== undefined && batch.options.failFast) batch.stop()
+    if (outcome !== undefined && batch.options.failFast && errorOf(outcome) !== undefined) batch.stop()
   }
   drain(fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<void> | undefined {
     const batch = this.batch

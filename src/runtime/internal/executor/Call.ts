@@ -27,6 +27,7 @@ import * as Asking from "./Asking.ts"
 import * as CallState from "./CallState.ts"
 import * as Idempotency from "./Idempotency.ts"
 import * as Now from "./Now.ts"
+import * as OutcomeModule from "./Outcome.ts"
 import * as Pipeline from "./Pipeline.ts"
 import type * as Invoke from "./Invoke.ts"
 import * as Progress from "./Progress.ts"
@@ -34,14 +35,8 @@ import type * as Render from "./Render.ts"
 import type { Env, Reporter } from "./Reporter.ts"
 import * as Tracing from "./Tracing.ts"
 
-/** How a call ended, for the batch. */
-export interface Outcome {
-  readonly result: ToolResult.ToolResult
-  /** Present when the call must be raised: a fatal error, or a repairable one when repair is off. */
-  readonly error?: ToolError.ToolError
-  /** Started, then interrupted (fail-fast, run cancellation, or the caller). */
-  readonly cancelled: boolean
-}
+/** How a call ended, for the batch (its result, or an `Outcome.Ended`). */
+export type Outcome = OutcomeModule.Outcome
 
 /** The `restore` of an `Effect.uninterruptibleMask`. */
 export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -131,7 +126,7 @@ export const make = (config: Config) => {
   /** Repairable (or exhausted retryable) errors become results when repair is on; the rest are raised. */
   const settle = (call: ToolCall, name: string, error: ToolError.ToolError, elapsed: number): Outcome => {
     const result = ToolResult.fromError({ ...call, name }, error, elapsed)
-    return error.disposition !== "fatal" && config.repair ? { result, cancelled: false } : { result, error, cancelled: false }
+    return error.disposition !== "fatal" && config.repair ? result : new OutcomeModule.Ended(result, error, false)
   }
 
   /** Emits `events` from `from` on, each started now (`Reporter.emitNow`), then answers `outcome`; the rest runs as effects from the first that suspends. */
@@ -194,7 +189,7 @@ export const make = (config: Config) => {
         timestamp: 0,
         sequence: 0
       }
-    const outcome: Outcome = { result, cancelled: false }
+    const outcome: Outcome = result
     if (result.artifacts.length === 0 && result.audit === undefined) return emitThen(env, terminal, outcome)
     const audit = result.audit
     const stamp = stampOf(started)
@@ -226,7 +221,7 @@ export const make = (config: Config) => {
         threadId: env.ctx.threadId,
         timestamp: 0,
         sequence: 0
-      }, { result: ToolResult.fromError({ ...call, name: spec.name }, error, elapsed), cancelled: true })
+      }, new OutcomeModule.Ended(ToolResult.fromError({ ...call, name: spec.name }, error, elapsed), undefined, true))
     }
     const failure = Cause.findErrorOption(cause)
     const found = failure._tag === "Some" && ToolError.isToolError(failure.value)
