@@ -294,6 +294,16 @@ export const make = <R, MR = never>(
       RunContext | EventSink
     >
 
+    /** A batch's settings, with what each of its calls is run with (one object per batch). */
+    interface Settings extends Batch.Options {
+      readonly advertised: ToolRegistry.Advertised<unknown>
+      readonly env: Reporter.Env
+      readonly traced: Tracing.Tracing | undefined
+      readonly durable: DurableClaim | undefined
+    }
+    const callOf: Batch.RunCall<Settings> = (call, settings, restore, batch, fiber) =>
+      runCall(call, settings.advertised, settings.env, restore, batch, settings.traced, settings.durable, fiber)
+
     /**
      * A batch, then `then` of its settled calls, in one uninterruptible region started on the calling
      * fiber: a batch whose calls all complete is answered by plain calls (`Batch.start`), with no
@@ -310,13 +320,15 @@ export const make = <R, MR = never>(
       Effect.uninterruptibleMask((restore) => {
         const fiber = Fiber.getCurrent()!
         const { env, traced } = setupOf(fiber)
-        const settled = Batch.start(
-          fiber,
-          restore,
-          calls,
-          { concurrency, failFast, runCancel },
-          (call, restore, stopped, fiber) => runCall(call, advertised, env, restore, stopped, traced, durable, fiber)
-        )
+        const settled = Batch.start(fiber, restore, calls, {
+          concurrency,
+          failFast,
+          runCancel,
+          advertised,
+          env,
+          traced,
+          durable
+        }, callOf)
         return Now.flatMap(settled, then)
       })
 

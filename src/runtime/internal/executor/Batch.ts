@@ -25,10 +25,19 @@ export interface Settled {
   readonly outcomes: ReadonlyArray<Outcome | undefined>
 }
 
+/**
+ * A batch's settings. The caller's own fields ride along (one object per batch): `runCall` is
+ * handed the very object, so it needs no closure made per batch.
+ */
 export interface Options {
   readonly concurrency: number
   readonly failFast: boolean
   readonly runCancel: Cancellation.RunCancel
+}
+
+/** What a call asks of its batch: whether it stopped (read at once, when it matters). */
+export interface Stopping {
+  readonly stopped: boolean
 }
 
 /** A batch's errors when it raised none (frozen, shared). */
@@ -40,11 +49,13 @@ const callOps = 32
 /**
  * One call's lifecycle, run uninterruptibly with `restore` making its invocation interruptible,
  * started now on `fiber` (the worker's): a completed `Exit` when it ended without suspending.
+ * `options` is the batch's (with the caller's fields), `batch` says whether it stopped.
  */
-export type RunCall = (
+export type RunCall<O extends Options> = (
   call: ToolCall,
+  options: O,
   restore: Restore,
-  stopped: () => boolean,
+  batch: Stopping,
   fiber: Fiber.Fiber<unknown, unknown>
 ) => Effect.Effect<Outcome | undefined>
 
@@ -53,23 +64,23 @@ export type RunCall = (
  * uninterruptible region whose `restore` is given (`Effect.uninterruptibleMask`): a batch whose calls
  * all complete synchronously answers a completed `Exit`, with no fiber of its own.
  */
-export const start = (
+export const start = <O extends Options>(
   fiber: Fiber.Fiber<unknown, unknown>,
   restore: Restore,
   calls: ReadonlyArray<ToolCall>,
-  options: Options,
-  runCall: RunCall
+  options: O,
+  runCall: RunCall<O>
 ): Effect.Effect<Settled> => new Run(calls, options, runCall).start(fiber, restore)
 
 /** {@link start} as an effect of its own (it makes the uninterruptible region). */
-export const run = (calls: ReadonlyArray<ToolCall>, options: Options, runCall: RunCall): Effect.Effect<Settled> =>
+export const run = <O extends Options>(calls: ReadonlyArray<ToolCall>, options: O, runCall: RunCall<O>): Effect.Effect<Settled> =>
   Effect.uninterruptibleMask((restore) => start(Fiber.getCurrent()!, restore, calls, options, runCall))
 
 /** One batch: its calls' outcomes, whether it stopped, and the next call a worker takes. */
-class Run {
+class Run<O extends Options> implements Stopping {
   readonly calls: ReadonlyArray<ToolCall>
-  readonly options: Options
-  readonly runCall: RunCall
+  readonly options: O
+  readonly runCall: RunCall<O>
   readonly outcomes: Array<Outcome | undefined>
   stopped: boolean
   supervisor: Fiber.Fiber<void> | undefined = undefined
@@ -81,15 +92,12 @@ class Run {
    * interruption of the batch), so it never starts a call after the batch stopped.
    */
   next = 0
-  /** What every call is given to ask whether the batch stopped. */
-  readonly isStopped: () => boolean
-  constructor(calls: ReadonlyArray<ToolCall>, options: Options, runCall: RunCall) {
+  constructor(calls: ReadonlyArray<ToolCall>, options: O, runCall: RunCall<O>) {
     this.calls = calls
     this.options = options
     this.runCall = runCall
     this.outcomes = new Array(calls.length)
     this.stopped = options.runCancel.reasonUnsafe() !== undefined
-    this.isStopped = () => this.stopped
   }
   stop(): void {
     if (this.stopped) return
@@ -164,10 +172,10 @@ class Run {
  * and makes only its calls' invocations interruptible (`restore` is `Effect.interruptible`, whatever
  * fiber runs it).
  */
-class Worker {
-  readonly batch: Run
+class Worker<O extends Options> {
+  readonly batch: Run<O>
   current = -1
-  constructor(batch: Run) {
+  constructor(batch: Run<O>) {
     this.batch = batch
   }
   record(outcome: Outcome | undefined): void {
@@ -190,7 +198,7 @@ class Worker {
         return Effect.andThen(Effect.yieldNow, this.loop())
       }
       this.current = batch.next++
-      const outcome = batch.runCall(calls[this.current]!, Effect.interruptible, batch.isStopped, fiber)
+      const outcome = batch.runCall(calls[this.current]!, batch.options, Effect.interruptible, batch, fiber)
       // A call answered by plain calls (`Call`) is recorded here, and the next one starts in the
       // same step; it counts as `callOps` operations towards the budget above.
       if (!Now.done(outcome)) {

@@ -33,6 +33,7 @@ import type * as Invoke from "./Invoke.ts"
 import * as Progress from "./Progress.ts"
 import type * as Render from "./Render.ts"
 import type { Env, Reporter } from "./Reporter.ts"
+import type { Stopping } from "./Batch.ts"
 import * as Tracing from "./Tracing.ts"
 
 /** How a call ended, for the batch (its result, or an `Outcome.Ended`). */
@@ -71,7 +72,8 @@ class Started extends CallState.CallState implements Middleware.Invocation {
   readonly keyDefect: ToolError.ToolDefect | undefined
   readonly durable: DurableClaim | undefined
   readonly restore: Restore
-  readonly stopped: () => boolean
+  /** The call's batch: whether it stopped. */
+  readonly batch: Stopping
   constructor(
     call: ToolCall,
     entry: ToolRegistry.Entry<unknown>,
@@ -83,7 +85,7 @@ class Started extends CallState.CallState implements Middleware.Invocation {
     keyDefect: ToolError.ToolDefect | undefined,
     durable: DurableClaim | undefined,
     restore: Restore,
-    stopped: () => boolean,
+    batch: Stopping,
     cancelRun: (reason: string) => Effect.Effect<void>
   ) {
     super(call.id, entry.spec.name, key, shown, env.ctx.turn, cancelRun)
@@ -96,7 +98,7 @@ class Started extends CallState.CallState implements Middleware.Invocation {
     this.keyDefect = keyDefect
     this.durable = durable
     this.restore = restore
-    this.stopped = stopped
+    this.batch = batch
   }
   /** The call's state: this very object. */
   get state(): CallState.CallState {
@@ -333,13 +335,13 @@ export const make = (config: Config) => {
    * have in the effect: the call is cancelled.
    */
   const invokeNow = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome> => {
-    const { state, stopped } = started
+    const { batch, state } = started
     const progress = state.progress
     let invocation: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
     /** Set when the handler was started here and is still running: the attempt's end is then its to report. */
     let running = false
     if (started.keyDefect !== undefined) invocation = Effect.fail(started.keyDefect)
-    else if (progress !== undefined || stopped()) {
+    else if (progress !== undefined || batch.stopped) {
       // A batch already stopping starts nothing outside `restore`: its interruption lands first.
       invocation = asEffect(started, Effect.suspend(() => pipeline(invocationOf(started), started)))
     } else {
@@ -360,7 +362,7 @@ export const make = (config: Config) => {
           const result = exit !== undefined && Exit.isSuccess(exit)
             ? render.finalizeNow(exit.value, started.spec, started.input)
             : undefined
-          if (result !== undefined && !stopped()) return completed(started, result)
+          if (result !== undefined && !batch.stopped) return completed(started, result)
           invocation = thenFinalize(started, output)
         }
       } catch (defect) {
@@ -370,7 +372,7 @@ export const make = (config: Config) => {
     // A reporting call's channel closes before anything else of its end is reported (uninterruptibly).
     if (progress !== undefined) invocation = Effect.onExit(invocation!, () => Effect.uninterruptible(progress.close))
     const exit = Now.exitOf(invocation!)
-    if (exit !== undefined && !stopped()) {
+    if (exit !== undefined && !batch.stopped) {
       return Exit.isSuccess(exit) ? completed(started, exit.value) : failed(started, exit.cause)
     }
     const restored = started.restore(invocation!) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>
@@ -422,7 +424,7 @@ export const make = (config: Config) => {
    * at once whether the call starts), on `fiber`, the fiber running it, with a
    * `restore` that makes an effect interruptible (`Effect.interruptible`); it
    * answers a completed `Exit` when every step completed without suspending.
-   * `undefined` means the call never started: `stopped()` was true. With
+   * `undefined` means the call never started: `batch.stopped` was true. With
    * `tracing` (a tracer is installed) the call gets an `execute_tool` span;
    * `durable` is a durable run's claim for a keyed call (`Executor.DurableClaim`).
    */
@@ -431,12 +433,12 @@ export const make = (config: Config) => {
     advertised: ToolRegistry.Advertised<unknown>,
     env: Env,
     restore: Restore,
-    stopped: () => boolean,
+    batch: Stopping,
     tracing: Tracing.Tracing | undefined,
     durable: DurableClaim | undefined,
     fiber: Fiber.Fiber<unknown, unknown>
   ): Effect.Effect<Outcome | undefined> => {
-    if (stopped()) return Effect.succeed(undefined)
+    if (batch.stopped) return Effect.succeed(undefined)
     // 1, admit: resolve, check advertised, decode, limits.
     const admission = admit(advertised, call)
     if (admission instanceof Admission.Rejected) {
@@ -456,7 +458,7 @@ export const make = (config: Config) => {
     const startedAt = env.clock.currentTimeMillisUnsafe()
     const { key, defect: keyDefect } = Idempotency.keyOf(entry.tool, spec.name, input)
     const shown = key === undefined ? undefined : Idempotency.shownKey(key, spec.safety.redact, input)
-    const started = new Started(call, entry, input, startedAt, env, key, shown, keyDefect, durable, restore, stopped, config.runCancel.cancel)
+    const started = new Started(call, entry, input, startedAt, env, key, shown, keyDefect, durable, restore, batch, config.runCancel.cancel)
     const state = started.state
     if (Progress.reports(entry.tool)) state.progress = new Progress.Channel(config.progress, env, state, spec, input)
     if (Asking.asks(entry.tool)) state.ask = Asking.forCall(reporter, env, state, spec, input)
