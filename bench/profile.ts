@@ -11,6 +11,9 @@
  *
  * `--keyed`: the same tool with an idempotency key, a fresh key per call on a fresh memory store per
  * round (the benchmark's keyed row: look up, claim, run, store, release).
+ *
+ * `--one`: instead of one batch of N calls, N one-call batches on one executor (the benchmark's
+ * one-call batch row: what a batch costs beyond its call).
  */
 import { Effect, Layer, Result, Schema } from "effect"
 import * as inspector from "node:inspector/promises"
@@ -30,6 +33,7 @@ const registry = Result.getOrThrow(ToolRegistry.makeResult([tool]))
 const middleware = [Middleware.make({ name: "pass-through", around: (invocation, next) => next(invocation) })]
 const args = process.argv.slice(2).filter((a) => !a.startsWith("--"))
 const alloc = process.argv.includes("--alloc")
+const one = process.argv.includes("--one")
 const n = Number(args[0] ?? 10_000)
 const rounds = Number(args[1] ?? 30)
 const calls = Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, name: "add_lazy", arguments: `{"a":${i},"b":2,"label":"x"}` }))
@@ -46,7 +50,8 @@ const round = () =>
       const executor = yield* Executor.make(registry, { middleware, concurrency: 16 })
       const wall = performance.now()
       const cpu = process.cpuUsage()
-      yield* executor.runBatch(calls)
+      if (one) for (const call of calls) yield* executor.runBatch([call])
+      else yield* executor.runBatch(calls)
       const used = process.cpuUsage(cpu)
       return { wall: performance.now() - wall, cpu: (used.user + used.system) / 1000 }
     }).pipe(Effect.provide(layer))

@@ -39,6 +39,7 @@ import * as Call from "./internal/executor/Call.ts"
 import * as Idempotency from "./internal/executor/Idempotency.ts"
 import * as Invoke from "./internal/executor/Invoke.ts"
 import * as Now from "./internal/executor/Now.ts"
+import * as Outcome from "./internal/executor/Outcome.ts"
 import * as Render from "./internal/executor/Render.ts"
 import * as Reporter from "./internal/executor/Reporter.ts"
 import * as Tracing from "./internal/executor/Tracing.ts"
@@ -293,6 +294,16 @@ export const make = <R, MR = never>(
       RunContext | EventSink
     >
 
+    /** A batch's settings, with what each of its calls is run with (one object per batch). */
+    interface Settings extends Batch.Options {
+      readonly advertised: ToolRegistry.Advertised<unknown>
+      readonly env: Reporter.Env
+      readonly traced: Tracing.Tracing | undefined
+      readonly durable: DurableClaim | undefined
+    }
+    const callOf: Batch.RunCall<Settings> = (call, settings, restore, batch, fiber) =>
+      runCall(call, settings.advertised, settings.env, restore, batch, settings.traced, settings.durable, fiber)
+
     /**
      * A batch, then `then` of its settled calls, in one uninterruptible region started on the calling
      * fiber: a batch whose calls all complete is answered by plain calls (`Batch.start`), with no
@@ -309,13 +320,15 @@ export const make = <R, MR = never>(
       Effect.uninterruptibleMask((restore) => {
         const fiber = Fiber.getCurrent()!
         const { env, traced } = setupOf(fiber)
-        const settled = Batch.start(
-          fiber,
-          restore,
-          calls,
-          { concurrency, failFast, runCancel },
-          (call, restore, stopped, fiber) => runCall(call, advertised, env, restore, stopped, traced, durable, fiber)
-        )
+        const settled = Batch.start(fiber, restore, calls, {
+          concurrency,
+          failFast,
+          runCancel,
+          advertised,
+          env,
+          traced,
+          durable
+        }, callOf)
         return Now.flatMap(settled, then)
       })
 
@@ -325,6 +338,7 @@ export const make = <R, MR = never>(
       if (outcome === undefined) {
         return Effect.fail(new ToolError.ToolCancelled({ toolName: call.name, started: false }))
       }
+      if (!(outcome instanceof Outcome.Ended)) return Effect.succeed(outcome)
       if (outcome.cancelled) return Effect.fail(outcome.result.error!)
       return outcome.error === undefined ? Effect.succeed(outcome.result) : Effect.fail(outcome.error)
     }

@@ -12,23 +12,36 @@ import type * as Cancellation from "../../Cancellation.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import * as ToolResult from "../../../contract/ToolResult.ts"
-import type { Outcome, Restore } from "./Call.ts"
+import type { Restore } from "./Call.ts"
 import * as Now from "./Now.ts"
+import { Ended, errorOf, type Outcome } from "./Outcome.ts"
 
 export interface Settled {
   /** One result per call, in call order (frozen). */
   readonly results: ReadonlyArray<ToolResult.ToolResult>
   /** Raised errors, in call order (frozen); cancellations are not errors. */
   readonly errors: ReadonlyArray<ToolError.ToolError>
-  /** Per call: `undefined` when it never started. */
+  /** Per call: `undefined` when it never started (frozen; the very array `results` is when every call completed). */
   readonly outcomes: ReadonlyArray<Outcome | undefined>
 }
 
+/**
+ * A batch's settings. The caller's own fields ride along (one object per batch): `runCall` is
+ * handed the very object, so it needs no closure made per batch.
+ */
 export interface Options {
   readonly concurrency: number
   readonly failFast: boolean
   readonly runCancel: Cancellation.RunCancel
 }
+
+/** What a call asks of its batch: whether it stopped (read at once, when it matters). */
+export interface Stopping {
+  readonly stopped: boolean
+}
+
+/** A batch's errors when it raised none (frozen, shared). */
+const noErrors: ReadonlyArray<ToolError.ToolError> = Object.freeze([])
 
 /** What a call answered synchronously counts towards its worker's operation budget (about what its effect took). */
 const callOps = 32
@@ -36,11 +49,13 @@ const callOps = 32
 /**
  * One call's lifecycle, run uninterruptibly with `restore` making its invocation interruptible,
  * started now on `fiber` (the worker's): a completed `Exit` when it ended without suspending.
+ * `options` is the batch's (with the caller's fields), `batch` says whether it stopped.
  */
-export type RunCall = (
+export type RunCall<O extends Options> = (
   call: ToolCall,
+  options: O,
   restore: Restore,
-  stopped: () => boolean,
+  batch: Stopping,
   fiber: Fiber.Fiber<unknown, unknown>
 ) => Effect.Effect<Outcome | undefined>
 
@@ -49,23 +64,23 @@ export type RunCall = (
  * uninterruptible region whose `restore` is given (`Effect.uninterruptibleMask`): a batch whose calls
  * all complete synchronously answers a completed `Exit`, with no fiber of its own.
  */
-export const start = (
+export const start = <O extends Options>(
   fiber: Fiber.Fiber<unknown, unknown>,
   restore: Restore,
   calls: ReadonlyArray<ToolCall>,
-  options: Options,
-  runCall: RunCall
+  options: O,
+  runCall: RunCall<O>
 ): Effect.Effect<Settled> => new Run(calls, options, runCall).start(fiber, restore)
 
 /** {@link start} as an effect of its own (it makes the uninterruptible region). */
-export const run = (calls: ReadonlyArray<ToolCall>, options: Options, runCall: RunCall): Effect.Effect<Settled> =>
+export const run = <O extends Options>(calls: ReadonlyArray<ToolCall>, options: O, runCall: RunCall<O>): Effect.Effect<Settled> =>
   Effect.uninterruptibleMask((restore) => start(Fiber.getCurrent()!, restore, calls, options, runCall))
 
 /** One batch: its calls' outcomes, whether it stopped, and the next call a worker takes. */
-class Run {
+class Run<O extends Options> implements Stopping {
   readonly calls: ReadonlyArray<ToolCall>
-  readonly options: Options
-  readonly runCall: RunCall
+  readonly options: O
+  readonly runCall: RunCall<O>
   readonly outcomes: Array<Outcome | undefined>
   stopped: boolean
   supervisor: Fiber.Fiber<void> | undefined = undefined
@@ -77,35 +92,42 @@ class Run {
    * interruption of the batch), so it never starts a call after the batch stopped.
    */
   next = 0
-  /** What every call is given to ask whether the batch stopped. */
-  readonly isStopped: () => boolean
-  constructor(calls: ReadonlyArray<ToolCall>, options: Options, runCall: RunCall) {
+  constructor(calls: ReadonlyArray<ToolCall>, options: O, runCall: RunCall<O>) {
     this.calls = calls
     this.options = options
     this.runCall = runCall
     this.outcomes = new Array(calls.length)
     this.stopped = options.runCancel.reasonUnsafe() !== undefined
-    this.isStopped = () => this.stopped
   }
   stop(): void {
     if (this.stopped) return
     this.stopped = true
     this.supervisor?.interruptUnsafe()
   }
-  /** The results: one per call, in call order, frozen. */
+  /**
+   * The results: one per call, in call order, frozen. When every call completed with nothing to raise
+   * or cancel, the outcomes are the results (one array for both).
+   */
   settle(): Settled {
     const { calls, outcomes } = this
-    const results: Array<ToolResult.ToolResult> = new Array(calls.length)
+    let i = 0
+    while (i < calls.length && outcomes[i] !== undefined && !(outcomes[i] instanceof Ended)) i++
+    if (i === calls.length) {
+      const results = Object.freeze(outcomes as Array<ToolResult.ToolResult>)
+      return { results, errors: noErrors, outcomes: results }
+    }
+    const results: Array<ToolResult.ToolResult> = outcomes.slice(0, i) as Array<ToolResult.ToolResult>
+    results.length = calls.length
     const errors: Array<ToolError.ToolError> = []
-    for (let i = 0; i < calls.length; i++) {
+    for (; i < calls.length; i++) {
       const outcome = outcomes[i]
       if (outcome === undefined) {
         const call = calls[i]!
         results[i] = ToolResult.fromError(call, new ToolError.ToolCancelled({ toolName: call.name, started: false }))
-      } else {
+      } else if (outcome instanceof Ended) {
         results[i] = outcome.result
         if (outcome.error !== undefined) errors.push(outcome.error)
-      }
+      } else results[i] = outcome
     }
     return { results: Object.freeze(results), errors: Object.freeze(errors), outcomes: Object.freeze(outcomes) }
   }
@@ -150,16 +172,16 @@ class Run {
  * and makes only its calls' invocations interruptible (`restore` is `Effect.interruptible`, whatever
  * fiber runs it).
  */
-class Worker {
-  readonly batch: Run
+class Worker<O extends Options> {
+  readonly batch: Run<O>
   current = -1
-  constructor(batch: Run) {
+  constructor(batch: Run<O>) {
     this.batch = batch
   }
   record(outcome: Outcome | undefined): void {
     const batch = this.batch
     batch.outcomes[this.current] = outcome
-    if (outcome?.error !== undefined && batch.options.failFast) batch.stop()
+    if (outcome !== undefined && batch.options.failFast && errorOf(outcome) !== undefined) batch.stop()
   }
   drain(fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<void> | undefined {
     const batch = this.batch
@@ -176,7 +198,7 @@ class Worker {
         return Effect.andThen(Effect.yieldNow, this.loop())
       }
       this.current = batch.next++
-      const outcome = batch.runCall(calls[this.current]!, Effect.interruptible, batch.isStopped, fiber)
+      const outcome = batch.runCall(calls[this.current]!, batch.options, Effect.interruptible, batch, fiber)
       // A call answered by plain calls (`Call`) is recorded here, and the next one starts in the
       // same step; it counts as `callOps` operations towards the budget above.
       if (!Now.done(outcome)) {

@@ -27,21 +27,17 @@ import * as Asking from "./Asking.ts"
 import * as CallState from "./CallState.ts"
 import * as Idempotency from "./Idempotency.ts"
 import * as Now from "./Now.ts"
+import * as OutcomeModule from "./Outcome.ts"
 import * as Pipeline from "./Pipeline.ts"
 import type * as Invoke from "./Invoke.ts"
 import * as Progress from "./Progress.ts"
 import type * as Render from "./Render.ts"
 import type { Env, Reporter } from "./Reporter.ts"
+import type { Stopping } from "./Batch.ts"
 import * as Tracing from "./Tracing.ts"
 
-/** How a call ended, for the batch. */
-export interface Outcome {
-  readonly result: ToolResult.ToolResult
-  /** Present when the call must be raised: a fatal error, or a repairable one when repair is off. */
-  readonly error?: ToolError.ToolError
-  /** Started, then interrupted (fail-fast, run cancellation, or the caller). */
-  readonly cancelled: boolean
-}
+/** How a call ended, for the batch (its result, or an `Outcome.Ended`). */
+export type Outcome = OutcomeModule.Outcome
 
 /** The `restore` of an `Effect.uninterruptibleMask`. */
 export type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -60,32 +56,28 @@ export interface Config {
 
 /**
  * A call that started: what its steps, its events and its end are reported with. One object per
- * call, and the steps are functions of it (not closures made per call). It is also the invocation
- * the core gets when no middleware sits in between (it has every field of one).
+ * call, and the steps are functions of it (not closures made per call). It is the call's state too
+ * (the handler's `ToolCallContext` and `Cancellation`: one object, not two), and the invocation the
+ * core gets when no middleware sits in between (it has every field of one).
  */
-class Started implements Middleware.Invocation {
+class Started extends CallState.CallState implements Middleware.Invocation {
   readonly call: ToolCall
   readonly spec: Tool.ToolSpec
   readonly tool: Tool.Any
   /** The decoded arguments (a message echoing a value held under a redacted key loses it). */
   readonly input: unknown
-  readonly turn: number
-  readonly state: CallState.CallState
   readonly startedAt: number
   readonly env: Env
-  /** The idempotency key of a keyed call, and as events show it (redacted). */
-  readonly key: string | undefined
-  readonly shown: string | undefined
   /** The key function's defect: the call fails with it instead of running. */
   readonly keyDefect: ToolError.ToolDefect | undefined
   readonly durable: DurableClaim | undefined
   readonly restore: Restore
-  readonly stopped: () => boolean
+  /** The call's batch: whether it stopped. */
+  readonly batch: Stopping
   constructor(
     call: ToolCall,
     entry: ToolRegistry.Entry<unknown>,
     input: unknown,
-    state: CallState.CallState,
     startedAt: number,
     env: Env,
     key: string | undefined,
@@ -93,22 +85,31 @@ class Started implements Middleware.Invocation {
     keyDefect: ToolError.ToolDefect | undefined,
     durable: DurableClaim | undefined,
     restore: Restore,
-    stopped: () => boolean
+    batch: Stopping,
+    cancelRun: (reason: string) => Effect.Effect<void>
   ) {
+    super(call.id, entry.spec.name, key, shown, env.ctx.turn, cancelRun)
     this.call = call
     this.spec = entry.spec
     this.tool = entry.tool
     this.input = input
-    this.turn = env.ctx.turn
-    this.state = state
     this.startedAt = startedAt
     this.env = env
-    this.key = key
-    this.shown = shown
     this.keyDefect = keyDefect
     this.durable = durable
     this.restore = restore
-    this.stopped = stopped
+    this.batch = batch
+  }
+  /** The call's state: this very object. */
+  get state(): CallState.CallState {
+    return this
+  }
+  /** The idempotency key of a keyed call, and as events show it (redacted). */
+  get key(): string | undefined {
+    return this.idempotencyKey
+  }
+  get shown(): string | undefined {
+    return this.shownKey
   }
 }
 
@@ -127,7 +128,7 @@ export const make = (config: Config) => {
   /** Repairable (or exhausted retryable) errors become results when repair is on; the rest are raised. */
   const settle = (call: ToolCall, name: string, error: ToolError.ToolError, elapsed: number): Outcome => {
     const result = ToolResult.fromError({ ...call, name }, error, elapsed)
-    return error.disposition !== "fatal" && config.repair ? { result, cancelled: false } : { result, error, cancelled: false }
+    return error.disposition !== "fatal" && config.repair ? result : new OutcomeModule.Ended(result, error, false)
   }
 
   /** Emits `events` from `from` on, each started now (`Reporter.emitNow`), then answers `outcome`; the rest runs as effects from the first that suspends. */
@@ -190,7 +191,7 @@ export const make = (config: Config) => {
         timestamp: 0,
         sequence: 0
       }
-    const outcome: Outcome = { result, cancelled: false }
+    const outcome: Outcome = result
     if (result.artifacts.length === 0 && result.audit === undefined) return emitThen(env, terminal, outcome)
     const audit = result.audit
     const stamp = stampOf(started)
@@ -222,7 +223,7 @@ export const make = (config: Config) => {
         threadId: env.ctx.threadId,
         timestamp: 0,
         sequence: 0
-      }, { result: ToolResult.fromError({ ...call, name: spec.name }, error, elapsed), cancelled: true })
+      }, new OutcomeModule.Ended(ToolResult.fromError({ ...call, name: spec.name }, error, elapsed), undefined, true))
     }
     const failure = Cause.findErrorOption(cause)
     const found = failure._tag === "Some" && ToolError.isToolError(failure.value)
@@ -334,13 +335,13 @@ export const make = (config: Config) => {
    * have in the effect: the call is cancelled.
    */
   const invokeNow = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome> => {
-    const { state, stopped } = started
+    const { batch, state } = started
     const progress = state.progress
     let invocation: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
     /** Set when the handler was started here and is still running: the attempt's end is then its to report. */
     let running = false
     if (started.keyDefect !== undefined) invocation = Effect.fail(started.keyDefect)
-    else if (progress !== undefined || stopped()) {
+    else if (progress !== undefined || batch.stopped) {
       // A batch already stopping starts nothing outside `restore`: its interruption lands first.
       invocation = asEffect(started, Effect.suspend(() => pipeline(invocationOf(started), started)))
     } else {
@@ -361,7 +362,7 @@ export const make = (config: Config) => {
           const result = exit !== undefined && Exit.isSuccess(exit)
             ? render.finalizeNow(exit.value, started.spec, started.input)
             : undefined
-          if (result !== undefined && !stopped()) return completed(started, result)
+          if (result !== undefined && !batch.stopped) return completed(started, result)
           invocation = thenFinalize(started, output)
         }
       } catch (defect) {
@@ -371,7 +372,7 @@ export const make = (config: Config) => {
     // A reporting call's channel closes before anything else of its end is reported (uninterruptibly).
     if (progress !== undefined) invocation = Effect.onExit(invocation!, () => Effect.uninterruptible(progress.close))
     const exit = Now.exitOf(invocation!)
-    if (exit !== undefined && !stopped()) {
+    if (exit !== undefined && !batch.stopped) {
       return Exit.isSuccess(exit) ? completed(started, exit.value) : failed(started, exit.cause)
     }
     const restored = started.restore(invocation!) as Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>
@@ -423,7 +424,7 @@ export const make = (config: Config) => {
    * at once whether the call starts), on `fiber`, the fiber running it, with a
    * `restore` that makes an effect interruptible (`Effect.interruptible`); it
    * answers a completed `Exit` when every step completed without suspending.
-   * `undefined` means the call never started: `stopped()` was true. With
+   * `undefined` means the call never started: `batch.stopped` was true. With
    * `tracing` (a tracer is installed) the call gets an `execute_tool` span;
    * `durable` is a durable run's claim for a keyed call (`Executor.DurableClaim`).
    */
@@ -432,12 +433,12 @@ export const make = (config: Config) => {
     advertised: ToolRegistry.Advertised<unknown>,
     env: Env,
     restore: Restore,
-    stopped: () => boolean,
+    batch: Stopping,
     tracing: Tracing.Tracing | undefined,
     durable: DurableClaim | undefined,
     fiber: Fiber.Fiber<unknown, unknown>
   ): Effect.Effect<Outcome | undefined> => {
-    if (stopped()) return Effect.succeed(undefined)
+    if (batch.stopped) return Effect.succeed(undefined)
     // 1, admit: resolve, check advertised, decode, limits.
     const admission = admit(advertised, call)
     if (admission instanceof Admission.Rejected) {
@@ -457,8 +458,8 @@ export const make = (config: Config) => {
     const startedAt = env.clock.currentTimeMillisUnsafe()
     const { key, defect: keyDefect } = Idempotency.keyOf(entry.tool, spec.name, input)
     const shown = key === undefined ? undefined : Idempotency.shownKey(key, spec.safety.redact, input)
-    const state = new CallState.CallState(call.id, spec.name, key, shown, env.ctx.turn, config.runCancel.cancel)
-    const started = new Started(call, entry, input, state, startedAt, env, key, shown, keyDefect, durable, restore, stopped)
+    const started = new Started(call, entry, input, startedAt, env, key, shown, keyDefect, durable, restore, batch, config.runCancel.cancel)
+    const state = started.state
     if (Progress.reports(entry.tool)) state.progress = new Progress.Channel(config.progress, env, state, spec, input)
     if (Asking.asks(entry.tool)) state.ask = Asking.forCall(reporter, env, state, spec, input)
     return tracing === undefined

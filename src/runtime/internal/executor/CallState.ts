@@ -16,29 +16,66 @@ import type { ToolError } from "../../../contract/ToolError.ts"
 import type { Deadline } from "./Deadline.ts"
 import type { Channel } from "./Progress.ts"
 
+/**
+ * What few calls need: a signal a handler read, a pausable timeout, the stop of an attempt that
+ * suspended, an error made from a handler failure. Made on first use, so that a plain call's state
+ * carries one empty field for all of them.
+ */
+class Rare {
+  controller: AbortController | undefined = undefined
+  stopAttempt: Effect.Effect<void> = Effect.void
+  deadline: Deadline | undefined = undefined
+  origin: { readonly error: ToolError; readonly cause: Cause.Cause<unknown> } | undefined = undefined
+}
+
 export class CallState implements ToolCallInfo, CancellationShape {
   /** The current attempt (1 for the first); `Invoke` counts retries here. */
   count = 1
   /** True when the whole invocation already runs with this state in its context (there is middleware). */
   inContext = false
-  controller: AbortController | undefined = undefined
+  /** The signal, the stop of a suspended attempt, the pausable timeout and the made error, when a call needs any of them. */
+  rare: Rare | undefined = undefined
+  private rareOf(): Rare {
+    return this.rare ??= new Rare()
+  }
+  get controller(): AbortController | undefined {
+    return this.rare?.controller
+  }
+  set controller(controller: AbortController | undefined) {
+    if (controller !== undefined || this.rare !== undefined) this.rareOf().controller = controller
+  }
   /** The call's progress reports: only for tools that list `ToolProgress`. */
   progress: Channel | undefined = undefined
+  /** The call's questions: only for tools that list `Ask`. */
+  ask: AskShape | undefined = undefined
   /**
    * Stops the attempt's handler fiber while it runs (aborts the signal, interrupts the fiber, waits
    * for it); `Effect.void` when none runs. Set by `Invoke` for an attempt that suspended.
    */
-  stopAttempt: Effect.Effect<void> = Effect.void
-  /** The call's questions: only for tools that list `Ask`. */
-  ask: AskShape | undefined = undefined
+  get stopAttempt(): Effect.Effect<void> {
+    return this.rare === undefined ? Effect.void : this.rare.stopAttempt
+  }
+  set stopAttempt(stop: Effect.Effect<void>) {
+    this.rareOf().stopAttempt = stop
+  }
   /** The current attempt's pausable timeout: only for tools that list `Ask` (set by `Invoke`). */
-  deadline: Deadline | undefined = undefined
+  get deadline(): Deadline | undefined {
+    return this.rare?.deadline
+  }
+  set deadline(deadline: Deadline | undefined) {
+    if (deadline !== undefined || this.rare !== undefined) this.rareOf().deadline = deadline
+  }
   /**
    * The last tool error `Invoke` made from a handler failure (an undeclared error, say), with the
    * handler's own cause (redacted): the `tool.failed` event carries that cause when the call ends
    * with this very error.
    */
-  origin: { readonly error: ToolError; readonly cause: Cause.Cause<unknown> } | undefined = undefined
+  get origin(): { readonly error: ToolError; readonly cause: Cause.Cause<unknown> } | undefined {
+    return this.rare?.origin
+  }
+  set origin(origin: { readonly error: ToolError; readonly cause: Cause.Cause<unknown> } | undefined) {
+    if (origin !== undefined || this.rare !== undefined) this.rareOf().origin = origin
+  }
   readonly toolCallId: string
   readonly toolName: string
   /** The key itself: what the handler reads (to pass downstream) and what the store is claimed by. */

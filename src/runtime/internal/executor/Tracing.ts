@@ -25,6 +25,7 @@ import * as ToolResult from "../../../contract/ToolResult.ts"
 import { stringify } from "../../../internal/json.ts"
 import { redactValue } from "../../../internal/redact/policy.ts"
 import { around } from "../../../internal/spans.ts"
+import * as Outcome from "./Outcome.ts"
 
 /** `Executor.Options.tracing`. */
 export interface Options {
@@ -56,14 +57,11 @@ const toolAttributes = (call: ToolCall, name: string): Record<string, unknown> =
   "gen_ai.tool.type": "function"
 })
 
-/** The outcome of a call, as `Call` reports it to the batch. */
-interface Answered {
-  readonly result: ToolResult.ToolResult
-  readonly cancelled: boolean
+const errorTypeOf = (outcome: Outcome.Outcome): string | undefined => {
+  if (Outcome.cancelledOf(outcome)) return "ToolCancelled"
+  const result = Outcome.resultOf(outcome)
+  return result.isError ? result.error?._tag ?? "ToolError" : undefined
 }
-
-const errorTypeOf = (outcome: Answered): string | undefined =>
-  outcome.cancelled ? "ToolCancelled" : outcome.result.isError ? outcome.result.error?._tag ?? "ToolError" : undefined
 
 /**
  * The `execute_tool` span of a started call, around everything from
@@ -71,7 +69,7 @@ const errorTypeOf = (outcome: Answered): string | undefined =>
  * error behind an error result (`ToolTimeout`, `ToolFailure`, `ApprovalDenied`,
  * `ToolDefect`, ...), `ToolCancelled` for an interrupted call.
  */
-export const executed = <O extends Answered | undefined, R>(
+export const executed = <O extends Outcome.Outcome | undefined, R>(
   tracing: Tracing,
   clock: Clock.Clock,
   call: ToolCall,
@@ -91,8 +89,8 @@ export const executed = <O extends Answered | undefined, R>(
       errorType: errorTypeOf(outcome),
       attributes: {
         "tinyagents.tool.attempts": attempts.count,
-        "gen_ai.tool.call.result": tracing.recordResults && !outcome.cancelled
-          ? ToolResult.textOf(outcome.result)
+        "gen_ai.tool.call.result": tracing.recordResults && !Outcome.cancelledOf(outcome)
+          ? ToolResult.textOf(Outcome.resultOf(outcome))
           : undefined
       }
     }
