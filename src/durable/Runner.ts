@@ -49,6 +49,7 @@ import {
 import type { SqlClient } from "effect/sql"
 import { WorkflowEngine } from "effect/workflow"
 import * as SqliteClient from "../stores/SqliteClient.ts"
+import * as PgMessageStorage from "./internal/messageStorage.ts"
 import { coalesceRefresh } from "./internal/shardLocks.ts"
 
 /** Options of the SQLite layers. */
@@ -156,7 +157,7 @@ const postgresCluster = (
   clientOnly: boolean
 ) => {
   const config = ShardingConfigLayer.layerFromEnv(shardingConfig)
-  const messages = SqlMessageStorage.layer.pipe(Layer.provide([NodeCrypto.layerDigest, config]))
+  const messages = PgMessageStorage.layer.pipe(Layer.provide([NodeCrypto.layerDigest, config]))
   const locks = Layer.orDie(SqlRunnerStorage.layer).pipe(
     Layer.provide(config),
     Layer.provide(Layer.orDie(postgres(options.url, lockConnections)))
