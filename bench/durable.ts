@@ -815,6 +815,14 @@ if (process.argv[1] === self) {
     const prefix = process.env["BENCH_PREFIX"] ?? "p"
     const ids = Array.from({ length: agents }, (_, i) => `${prefix}${i}`)
     const live = Runner.layerPostgresClient({ url: Redacted.make(url), pollInterval: poll })
+    if (tracePrefix !== undefined) {
+      // the client's statements too, written when it is told to stop (diagnosing a run that never ends)
+      tracePostgresSockets(Number(new URL(url).port))
+      process.on("SIGTERM", () => {
+        writeFileSync(`${tracePrefix}-client-${process.pid}.trace.json`, JSON.stringify({ activities: [], spans, gcs, statements, loadSamples }))
+        process.exit(1)
+      })
+    }
     const run = Effect.gen(function*() {
       const cpu0 = cpuMicros()
       const ms = yield* startAndWait(ids, prefix, {
