@@ -57,8 +57,9 @@
  *
  * Cancellation: `cancel(runId)` completes the run's durable deferred `cancel` with the reason
  * (which wakes a run waiting for approvals: each wait races it) and records the reason in the table
- * `tinyagents_durable_cancels`, which each runner reads every `pollInterval` into memory (all of it
- * when it starts), and which every step checks there before it starts anything: a `turn/<n>`
+ * `tinyagents_durable_cancels`, which each runner reads every `pollInterval` into memory while it
+ * runs a run (all of it when it starts; again when a run starts after a pause longer than that), and
+ * which every step checks there before it starts anything: a `turn/<n>`
  * activity then journals `Cancelled` instead of asking the model, a `tool/<n>/<i>` activity journals
  * the call as not started (`ToolCancelled`, `started: false`, with its terminal event: `tool.rejected`
  * carrying that error; a call whose "started" marker exists is answered as after a crash), and a
@@ -105,7 +106,7 @@
  * `list` pages through them newest first with each run's status (from the engine), turn and pending
  * approvals, and `pendingAll` lists every waiting call across runs.
  */
-import { Cause, Clock, Context, Data, Effect, Exit, Layer, Option, Stream } from "effect"
+import { Cause, Clock, Context, Data, Effect, Exit, Layer, Option, Semaphore, Stream } from "effect"
 import { Schema } from "effect"
 import { Duration } from "effect"
 import { SqlClient } from "effect/sql"
@@ -507,7 +508,7 @@ export const approvalDeferred = (turn: number, index: number, prefix = "") =>
 /**
  * The cancelled runs this process knows of (key: workflow and run id), filled by `cancel` in this
  * process and by each runner's watcher ({@link watchCancels}), which reads the cancellations table
- * every `pollInterval`: a step reads this map, not the journal.
+ * every `pollInterval` while runs run: a step reads this map, not the journal.
  */
 const cancelled = new Map<string, string>()
 const cancelledKey = (run: Tables.RunKey) => `${run.workflow}\u0000${run.runId}`
@@ -536,24 +537,52 @@ const journaledCancelReason = (run: Watched): Effect.Effect<string | undefined, 
     return undefined
   })
 
+/** A runner's cancellation watcher (one per agent layer, {@link watchCancels}): `during` runs a run's body under it. */
+class CancelWatch extends Context.Service<CancelWatch, {
+  readonly during: <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+}>()("tinyagents/durable/CancelWatch") {}
+
 /**
  * Reads the cancellations recorded since the last read (all of them first), into {@link cancelled},
- * every `everyMillis`. Other processes' clocks may lag: each read goes back a minute.
+ * every `everyMillis` while a run's body runs in this process, and when a body starts if the last
+ * read is older than that: a step's view is never older than `everyMillis`, and an idle runner
+ * (no run in flight: no step reads the view) sends no query (it was the most frequent statement of
+ * an idle runner, issue #25). Other processes' clocks may lag: each read goes back a minute.
  */
-const watchCancels = (everyMillis: number) =>
-  Effect.gen(function*() {
-    let since = 0
-    const read = Effect.flatMap(Tables.cancelsSince(since), (rows) =>
-      Effect.sync(() => {
-        for (const row of rows) {
-          cancelled.set(cancelledKey(row.run), row.reason)
-          since = Math.max(since, row.at - 60_000)
-        }
-      }))
-    yield* read
-    // a failed read (the database restarting) is tried again at the next tick
-    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(everyMillis), Effect.exit(read))))
-  })
+const watchCancels = (everyMillis: number): Layer.Layer<CancelWatch, never, SqlClient.SqlClient> =>
+  Layer.effect(
+    CancelWatch,
+    Effect.gen(function*() {
+      let since = 0
+      // the bodies running, and when the last read that succeeded started
+      let live = 0
+      let readAt = Number.NEGATIVE_INFINITY
+      const sql = yield* Effect.context<SqlClient.SqlClient>()
+      const read = Effect.flatMap(Clock.currentTimeMillis, (started) =>
+        Effect.flatMap(Tables.cancelsSince(since), (rows) =>
+          Effect.sync(() => {
+            for (const row of rows) {
+              cancelled.set(cancelledKey(row.run), row.reason)
+              since = Math.max(since, row.at - 60_000)
+            }
+            readAt = started
+          }))).pipe(Effect.provide(sql))
+      yield* read
+      // a failed read (the database restarting) is tried again at the next tick
+      yield* Effect.forkScoped(Effect.forever(Effect.andThen(
+        Effect.sleep(everyMillis),
+        Effect.suspend(() => live > 0 ? Effect.exit(read) : Effect.void)
+      )))
+      const fresh = Effect.flatMap(Clock.currentTimeMillis, (now) => now - readAt <= everyMillis ? Effect.void : Effect.exit(read))
+      return CancelWatch.of({
+        during: (body) =>
+          Effect.andThen(
+            fresh,
+            Effect.acquireUseRelease(Effect.sync(() => void live++), () => body, () => Effect.sync(() => void live--))
+          )
+      })
+    })
+  )
 
 /** How old a step's view of its run's cancellation may be: the agent's `pollInterval` (ms). */
 const freshness = (options: { readonly pollInterval?: Duration.Input }): number =>
@@ -595,8 +624,8 @@ export const make = <R, MR = never, S extends Agent.OutputSchema = never, St = u
 
   // the same services, with the engine's own (instance, execution, scope) excluded from generic `R`/`MR`
   // the runner's cancellation watcher is running (and has read every cancellation) before any run resumes
-  const layer = workflow.toLayer((payload) => body(options, workflow._tag, payload)).pipe(
-    Layer.provide(Layer.effectDiscard(watchCancels(freshness(options))))
+  const layer = workflow.toLayer((payload) => CancelWatch.use((watch) => watch.during(body(options, workflow._tag, payload)))).pipe(
+    Layer.provide(watchCancels(freshness(options)))
   ) as DurableAgent<R, MR, S>["layer"]
 
   const poll: DurableAgent<R, MR, S>["poll"] = (runId) =>
@@ -971,16 +1000,30 @@ const body = <R, MR, S extends Agent.OutputSchema, St>(
     const first = journaled < 0 ? undefined : (yield* Tables.read(run, -1, 1))[0]
     yield* Tables.begin(run, first?.timestamp ?? (yield* Clock.currentTimeMillis), nesting?.parentRunId)
     const ownTurn = isOwnRun(runId)
+    // The events made between two steps of the run are journaled together, by `flush`, before the
+    // next step (an activity or a durable wait) and when the body ends: one statement instead of one
+    // per event and one for the turn (each a round trip between two activities, issue #25). A crash
+    // loses nothing: the replay makes the same events with the same numbers and journals those
+    // missing. Flushes take their rows in order under one permit, so the journal grows in sequence
+    // order (a follower reading `since` its last row never skips one).
+    let pending: Array<readonly [number, ToolEvent.Event]> = []
+    let pendingTurn: number | undefined
+    const flushing = Semaphore.makeUnsafe(1)
+    const flush = flushing.withPermits(1)(Effect.suspend(() => {
+      if (pending.length === 0 && pendingTurn === undefined) return Effect.void
+      const rows = pending
+      const turn = pendingTurn
+      pending = []
+      pendingTurn = undefined
+      return Effect.provide(Tables.appendAll(run, rows, turn), sql)
+    }))
     const journal = EventSink.of({
       emit: (event) =>
-        Effect.suspend(() => {
+        Effect.sync(() => {
           const n = seq++
-          if (n <= journaled) return Effect.void
-          const write = Tables.append(run, n, { ...event, sequence: n })
-          return Effect.provide(
-            event._tag === "agent.turn_started" && ownTurn(event.runId) ? Effect.andThen(write, Tables.setTurn(run, event.turn)) : write,
-            sql
-          )
+          if (n <= journaled) return
+          pending.push([n, { ...event, sequence: n }])
+          if (event._tag === "agent.turn_started" && ownTurn(event.runId)) pendingTurn = event.turn
         })
     })
     // the reason of a `cancel` the run observed (journaled by the step that observed it)
@@ -993,7 +1036,7 @@ const body = <R, MR, S extends Agent.OutputSchema, St>(
     const codec = outputCodec(options)
     const exit = yield* Effect.exit(
       conversation(options, payload.messages, (agent) =>
-        Agent.loopWith(agent, (executor) => durableSteps(agent, run, executor, (reason) => onCancelled(executor, reason)))).pipe(
+        Agent.loopWith(agent, (executor) => durableSteps(agent, run, executor, (reason) => onCancelled(executor, reason), flush))).pipe(
         Effect.provideService(EventSink, journal),
         Effect.provideService(RunContext, {
           runId,
@@ -1006,6 +1049,7 @@ const body = <R, MR, S extends Agent.OutputSchema, St>(
         })
       )
     )
+    yield* flush
     if (Exit.isSuccess(exit)) {
       const { output, reason, state, ...rest } = exit.value
       return {
@@ -1039,14 +1083,21 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
   options: Omit<Options<R, MR, S, St>, "handoffs">,
   run: Watched,
   executor: Executor.Executor<R | MR>,
-  onCancelled: (reason: string) => Effect.Effect<void>
+  onCancelled: (reason: string) => Effect.Effect<void>,
+  flush: Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
     const model = yield* ChatModel.ChatModel
     const prefix = yield* ActivityPrefix
+    // every step journals the run's events made since the last one (see `body`): an activity while
+    // it starts (the two writes on two connections, not one after the other: the round trip between
+    // two activities that the events cost, issue #25), a durable wait before it. The write is not
+    // interrupted (a step that suspends the run waits for it), so a suspended run's journal is whole.
+    const withFlush = <A, E, R>(step: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.zipWith(Effect.uninterruptible(flush), step, (_, a) => a, { concurrent: true })
     const ask: Agent.Steps<StepServices<R, MR>>["ask"] = (request, turn) =>
       Effect.flatMap(
-        Activity.make({
+        withFlush(Activity.make({
           name: `${prefix}turn/${turn}`,
           success: Journal.Turn,
           execute: Effect.flatMap(Effect.sync(() => cancelledReason(run)), (reason) =>
@@ -1064,7 +1115,7 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
             })),
             Effect.catch((error) => Effect.succeed({ _tag: "Failed", error } as const))
           ))
-        }),
+        })),
         (outcome) =>
           outcome._tag === "Answered"
             ? Effect.succeed(outcome.response)
@@ -1091,11 +1142,11 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
             : []
         })
         // a cancelled run requests no approval (a journaled check, so a replay takes the same path)
-        const cancelled = needsApproval.length === 0 ? null : yield* Activity.make({
+        const cancelled = needsApproval.length === 0 ? null : yield* withFlush(Activity.make({
           name: `${prefix}cancel-check/${context.turn}`,
           success: Schema.NullOr(Schema.String),
           execute: Effect.map(journaledCancelReason(run), (reason) => reason ?? null)
-        })
+        }))
         if (cancelled !== null) yield* onCancelled(cancelled)
         const requests = cancelled === null ? needsApproval : []
         for (const { call, entry, index } of requests) {
@@ -1118,6 +1169,8 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
         }
         const decisions = new Map<number, Approval.Decision>()
         for (const { index } of requests) {
+          // the requests' events are in the journal before the run waits
+          yield* flush
           const waited = yield* DurableDeferred.raceAll({
             name: `${prefix}approval/${context.turn}/${index}`,
             success: Journal.Waited,
@@ -1133,7 +1186,7 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
           }
           decisions.set(index, waited as Approval.Decision)
         }
-        const outcomes = yield* Effect.forEach(
+        const outcomes = yield* withFlush(Effect.forEach(
           calls,
           (call, index) =>
             callActivity(options, run, executor, call, index, { ...context, prefix }, {
@@ -1141,7 +1194,7 @@ const durableSteps = <R, MR, S extends Agent.OutputSchema, St>(
               needsApproval: needsApproval.some((request) => request.index === index)
             }, onCancelled),
           { concurrency: options.concurrency ?? Executor.defaultConcurrency }
-        )
+        ))
         const sink = yield* EventSink
         for (const outcome of outcomes) for (const event of outcome.events) yield* sink.emit(event)
         const results = outcomes.map((o) => o.result as ToolResult.ToolResult)

@@ -27,9 +27,18 @@
  * its runs until a probe succeeds ("Shard lock storage is unhealthy"). A SQLite runner restarted
  * in place has the same address (`SingleRunner`'s) and takes its locks back at once; a surviving
  * Postgres runner takes a dead one's runs once its heartbeat is older than `lockExpiration` (its
- * advisory locks end with its database session). Two things are wired here rather than taken
- * as shipped (see internal/shardLocks.ts): the lock refreshes effect/cluster makes before storing
- * each reply are batched per runner, and on Postgres the shard locks have a pool of their own.
+ * advisory locks end with its database session). Three things are wired here rather than taken
+ * as shipped: the lock refreshes effect/cluster makes before storing each reply are batched per
+ * runner (internal/shardLocks.ts), on Postgres the shard locks have a pool of their own, and on
+ * Postgres a final reply is saved in one statement instead of a transaction of four
+ * (internal/messageStorage.ts: between two activities of a run the statements run one after the
+ * other, so each round trip saved shortens the gap; docs/durable.md, "Between two activities").
+ *
+ * The other `ShardingConfig` knobs stay Effect's defaults: `entityMessagePollInterval` (our
+ * `pollInterval`) and `sendRetryInterval` are not on the path of a step on a healthy runner (a
+ * persisted message to a local entity is saved and the storage loop woken at once, a reply reaches
+ * the waiting workflow in memory), and `refreshAssignmentsInterval` is 1 s here (assignments move
+ * only when runners come and go). A shorter poll only adds idle queries.
  * `@effect/platform-node` is required; `@effect/sql-pg` only by the Postgres layers (loaded on use).
  */
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
@@ -49,6 +58,7 @@ import {
 import type { SqlClient } from "effect/sql"
 import { WorkflowEngine } from "effect/workflow"
 import * as SqliteClient from "../stores/SqliteClient.ts"
+import * as PgMessageStorage from "./internal/messageStorage.ts"
 import { coalesceRefresh } from "./internal/shardLocks.ts"
 
 /** Options of the SQLite layers. */
@@ -156,7 +166,7 @@ const postgresCluster = (
   clientOnly: boolean
 ) => {
   const config = ShardingConfigLayer.layerFromEnv(shardingConfig)
-  const messages = SqlMessageStorage.layer.pipe(Layer.provide([NodeCrypto.layerDigest, config]))
+  const messages = PgMessageStorage.layer.pipe(Layer.provide([NodeCrypto.layerDigest, config]))
   const locks = Layer.orDie(SqlRunnerStorage.layer).pipe(
     Layer.provide(config),
     Layer.provide(Layer.orDie(postgres(options.url, lockConnections)))

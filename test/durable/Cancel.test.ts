@@ -303,6 +303,27 @@ describe("DurableAgent.cancel: what a cancelled run keeps", () => {
       assert.strictEqual(counters.get("model"), 0)
     }), 30_000)
 
+  it.live("a runner idle longer than pollInterval reads the cancellations again before a run starts: one recorded by another process meanwhile holds", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({ name: "cancel-idle", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+      const filename = Core.tempFile("cancel-idle")
+      const error = yield* Effect.gen(function*() {
+        // no run in flight: the runner's watcher does not read; another process records a
+        // cancellation (its row, as `cancel` in that process writes it) while this one idles
+        yield* Effect.sleep("300 millis")
+        const db = new DatabaseSync(filename)
+        db.prepare("INSERT INTO tinyagents_durable_cancels (workflow, run_id, reason, at) VALUES (?, ?, ?, ?)")
+          .run(agent.workflow._tag, "r", "from elsewhere", Date.now())
+        db.close()
+        yield* agent.start("r", user("plan: plain_write"))
+        return yield* Effect.flip(agent.result("r"))
+      }).pipe(Effect.provide(Core.runner(agent, sqliteRunner(filename), counters)))
+      assert.instanceOf(error, DurableAgent.RunCancelled)
+      assert.strictEqual(error.reason, "from elsewhere")
+      assert.strictEqual(counters.get("model"), 0)
+    }), 30_000)
+
   it.live("a cancellation that reached only the deferred (the process died before the row) still ends a run waiting for approval", () =>
     Effect.gen(function*() {
       const counters = Core.makeCounters()

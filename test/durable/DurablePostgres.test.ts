@@ -1,10 +1,12 @@
 /**
  * DurableAgent on a real Postgres server started for this file (full tier: `npm run test:full`):
  * a runner and a client, an approval decided and a run cancelled by the client, runs and pending
- * approvals listed by the client, a tool's question answered by the client (refused first).
+ * approvals listed by the client, a tool's question answered by the client (refused first), the
+ * engine's rows after a run (final replies are saved in one statement here: internal/messageStorage.ts).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Schedule, Schema, Stream } from "effect"
+import { SqlClient } from "effect/sql"
 import { Approval, Ask, ChatModel, Tool, ToolRegistry } from "../../src/index.ts"
 import { DurableAgent, Runner } from "../../src/durable/index.ts"
 import * as Stores from "../../src/stores/Stores.ts"
@@ -58,6 +60,35 @@ describe.skipIf(postgresSkipReason !== undefined)(`DurableAgent on Postgres${pos
       assert.strictEqual(counters.get("keyed_write:k0"), 1)
       assert.strictEqual(result.events.at(-1)?._tag, "agent.finished")
       assert.deepStrictEqual(result.events.map((e) => e.sequence), result.events.map((_, i) => i))
+    }), 60_000)
+
+  it.live("final replies on Postgres (one statement each): every request of a finished run is processed, its last reply its one exit reply", () =>
+    Effect.gen(function*() {
+      const counters = Core.makeCounters()
+      const agent = DurableAgent.make({ name: "pg-replies", tools: Core.makeTools(counters), pollInterval: "20 millis" })
+      const url = Redacted.make(pg!.url)
+      const port = 40_000 + Math.floor(Math.random() * 10_000)
+      const runner = Runner.layerPostgres({ url, address: { host: "127.0.0.1", port }, pollInterval: "50 millis", shutdownTimeout: "50 millis" })
+      const { result, rows } = yield* Effect.gen(function*() {
+        yield* agent.start("r", user("plan: read_value,plain_write;read_value"))
+        const result = yield* agent.result("r")
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{ readonly tag: string; readonly processed: boolean; readonly matches: boolean; readonly exits: number | string; readonly payload: string | null }>`
+          SELECT m.tag, m.processed, m.last_reply_id = r.id AS matches,
+            (SELECT COUNT(*) FROM cluster_replies x WHERE x.request_id = m.id AND x.kind = 0) AS exits, r.payload
+          FROM cluster_messages m LEFT JOIN cluster_replies r ON r.id = m.last_reply_id
+          WHERE m.entity_type = 'Workflow/tinyagents/pg-replies' AND m.kind = 0`
+        return { result, rows }
+      }).pipe(Effect.provide(Core.runner(agent, runner, counters)))
+      assert.strictEqual(result.text, "done: value of 1-0")
+      // the run and its activities: three turns, three calls
+      assert.deepStrictEqual(rows.map((r) => r.tag).sort(), [...Array.from({ length: 6 }, () => "activity"), "run"])
+      for (const row of rows) {
+        assert.isTrue(row.processed, `${row.tag} processed`)
+        assert.isTrue(row.matches, `${row.tag}: last_reply_id is its reply`)
+        assert.strictEqual(Number(row.exits), 1, `${row.tag}: one exit reply`)
+        assert.strictEqual((JSON.parse(row.payload!) as { readonly _tag: string })._tag, "Success")
+      }
     }), 60_000)
 
   it.live("a runner and a client on Postgres: the client cancels a run waiting for approval", () =>

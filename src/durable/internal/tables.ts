@@ -16,7 +16,7 @@
  * message, the answer's JSON Schema and choices, and the reply once `answer` claimed it). SQLite and
  * Postgres alike.
  */
-import { Effect, Schedule, Schema } from "effect"
+import { Array as Arr, Effect, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { withSchemaLock } from "../../internal/schemaLock.ts"
 import * as ToolEvent from "../../contract/ToolEvent.ts"
@@ -80,6 +80,34 @@ export const append = (run: RunKey, seq: number, event: ToolEvent.Event): Effect
       JSON.stringify(encode(event))
     }) ON CONFLICT (workflow, run_id, seq) DO NOTHING`
   ))
+
+/**
+ * Appends events `rows` (sequence number, event; ascending) of run `run` unless already there (a
+ * replay), and, with `turn`, records it as the run's turn (`setTurn`): one statement on Postgres
+ * (a data-modifying CTE), two on SQLite, so that the events journaled between two steps of a run
+ * cost one round trip instead of one each.
+ */
+export const appendAll = (
+  run: RunKey,
+  rows: ReadonlyArray<readonly [seq: number, event: ToolEvent.Event]>,
+  turn: number | undefined
+): Effect.Effect<void, never, SqlClient.SqlClient> =>
+  Effect.asVoid(withSql((sql) => {
+    if (!Arr.isReadonlyArrayNonEmpty(rows)) return turn === undefined ? Effect.void : setTurnWith(sql, run, turn)
+    const values = sql.insert(Arr.map(rows, ([seq, event]) => ({
+      workflow: run.workflow,
+      run_id: run.runId,
+      seq,
+      event: JSON.stringify(encode(event))
+    })))
+    const insert = sql`INSERT INTO tinyagents_durable_run_events ${values} ON CONFLICT (workflow, run_id, seq) DO NOTHING`
+    if (turn === undefined) return insert
+    return sql.onDialectOrElse({
+      pg: () =>
+        sql`WITH turn AS (UPDATE tinyagents_durable_runs SET turn = ${turn} WHERE workflow = ${run.workflow} AND run_id = ${run.runId}) INSERT INTO tinyagents_durable_run_events ${values} ON CONFLICT (workflow, run_id, seq) DO NOTHING`,
+      orElse: () => Effect.andThen(insert, setTurnWith(sql, run, turn))
+    })
+  }))
 
 /** The run's events with a sequence number above `since`, in order (at most `limit`). */
 export const read = (
@@ -299,11 +327,12 @@ export const begin = (
     }) ON CONFLICT (workflow, run_id) DO NOTHING`
   ))
 
+const setTurnWith = (sql: SqlClient.SqlClient, run: RunKey, turn: number) =>
+  sql`UPDATE tinyagents_durable_runs SET turn = ${turn} WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
+
 /** Records that run `run` started turn `turn`. */
 export const setTurn = (run: RunKey, turn: number): Effect.Effect<void, never, SqlClient.SqlClient> =>
-  Effect.asVoid(withSql((sql) =>
-    sql`UPDATE tinyagents_durable_runs SET turn = ${turn} WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
-  ))
+  Effect.asVoid(withSql((sql) => setTurnWith(sql, run, turn)))
 
 /**
  * Workflow `workflow`'s runs, newest first (by start, then run id descending), at most `limit`,
