@@ -30,6 +30,7 @@
 import { type Cause, Effect, Schema } from "effect"
 import { CauseFromText, Disposition, JsonData, ToolError } from "./ToolError.ts"
 import { ArtifactRef, Audit } from "./ToolResult.ts"
+import { parses } from "../internal/json.ts"
 
 interface Stamp {
   readonly runId: string
@@ -615,7 +616,7 @@ export const decodeJsonl = (text: string): Effect.Effect<ReadonlyArray<Event>, M
     return decodeLine(line).pipe(
       Effect.map((event) => [event]),
       Effect.catch((error) =>
-        i === torn && !isJson(line)
+        i === torn && !parses(line)
           ? Effect.succeed([])
           : Effect.fail(new MalformedEventLine({ line: i + 1, reason: error.message }))
       )
@@ -623,11 +624,3 @@ export const decodeJsonl = (text: string): Effect.Effect<ReadonlyArray<Event>, M
   }).pipe(Effect.map((chunks) => chunks.flat()))
 }
 
-const isJson = (text: string): boolean => {
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
-  }
-}

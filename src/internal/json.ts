@@ -3,7 +3,7 @@
  * levels deep (`JSON.parse` builds one without trouble); `JSON.stringify` and every recursive walk
  * overflow the stack on it. {@link stringify} is `JSON.stringify` that never does,
  * {@link textOfValue} is the text a tool's value shows a model, and {@link deeperThan} measures
- * nesting without recursing. Not a JSON parser or a schema.
+ * nesting without recursing; {@link parses} tells JSON text from other text. Not a JSON parser or a schema.
  */
 
 const isStackOverflow = (error: unknown): boolean => error instanceof RangeError && /call stack/i.test(error.message)
@@ -111,4 +111,14 @@ export const deeperThan = (value: unknown, limit: number): boolean => {
     }
   }
   return false
+}
+
+/** True when `text` is JSON text (`JSON.parse` accepts it). */
+export const parses = (text: string): boolean => {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
 }

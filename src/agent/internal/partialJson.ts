@@ -5,6 +5,7 @@
  * an object gains keys). {@link partials} follows a text that grows by deltas, parsing it again no
  * more often than keeps the work linear in its length.
  */
+import { parses } from "../../internal/json.ts"
 
 /** The value of the longest prefix of `text` that can be completed, or `undefined` when none can. */
 export const parsePartial = (text: string): unknown => {
@@ -81,7 +82,7 @@ export const parsePartial = (text: string): unknown => {
           while (j + 1 < text.length && /[-+0-9.eEtruefalsn]/.test(text[j + 1]!)) j++
           const token = text.slice(i, j + 1)
           // at the end of the text it may go on (`1` of `12`, `tr` of `true`): left out until a delimiter follows
-          if (j + 1 < text.length && isJson(token)) mark(j)
+          if (j + 1 < text.length && parses(token)) mark(j)
           i = j
         }
     }
@@ -103,14 +104,6 @@ export const parsePartial = (text: string): unknown => {
 
 const isHexDigit = (c: string): boolean => (c >= "0" && c <= "9") || (c >= "a" && c <= "f") || (c >= "A" && c <= "F")
 
-const isJson = (token: string): boolean => {
-  try {
-    JSON.parse(token)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /** The last completed prefix, when closing an open string did not parse. */
 const fallback = (text: string, good: number, close: string): unknown => {

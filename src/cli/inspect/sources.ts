@@ -12,6 +12,7 @@ import { resolve } from "node:path"
 import * as ToolEvent from "../../contract/ToolEvent.ts"
 import * as ToolRegistry from "../../contract/ToolRegistry.ts"
 import * as Ask from "../../governance/Ask.ts"
+import { parses } from "../../internal/json.ts"
 import type { EventSinkShape } from "../../runtime/EventSink.ts"
 import * as SqliteClient from "../../stores/SqliteClient.ts"
 import type * as DurableJournal from "../internal/durableJournal.ts"
@@ -108,14 +109,6 @@ const eventEntry = (text: string, line: number): Model.Entry => {
     : { _tag: "Unreadable", line, text: excerpt(text), reason: firstLine(decoded.failure.message) }
 }
 
-const isJson = (text: string): boolean => {
-  try {
-    JSON.parse(text)
-    return true
-  } catch {
-    return false
-  }
-}
 
 /**
  * The entries of a JSON-lines events file's text (blank lines skipped; a torn last line, an event
@@ -128,7 +121,7 @@ export const jsonlEntries = (text: string): Array<Model.Entry> => {
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!
     if (line.trim() === "") continue
-    if (i === torn && line.trimStart().startsWith("{") && !isJson(line)) continue
+    if (i === torn && line.trimStart().startsWith("{") && !parses(line)) continue
     entries.push(eventEntry(line, i + 1))
   }
   return entries
