@@ -73,17 +73,9 @@ const withSql = <A>(
   f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>
 ): Effect.Effect<A, never, SqlClient.SqlClient> => Effect.andThen(ensure, Effect.orDie(SqlClient.SqlClient.use(f)))
 
-/** Appends event `seq` of run `run` unless it is already there (a replay). */
-export const append = (run: RunKey, seq: number, event: ToolEvent.Event): Effect.Effect<void, never, SqlClient.SqlClient> =>
-  Effect.asVoid(withSql((sql) =>
-    sql`INSERT INTO tinyagents_durable_run_events (workflow, run_id, seq, event) VALUES (${run.workflow}, ${run.runId}, ${seq}, ${
-      JSON.stringify(encode(event))
-    }) ON CONFLICT (workflow, run_id, seq) DO NOTHING`
-  ))
-
 /**
  * Appends events `rows` (sequence number, event; ascending) of run `run` unless already there (a
- * replay), and, with `turn`, records it as the run's turn (`setTurn`): one statement on Postgres
+ * replay), and, with `turn`, records it as the run's turn: one statement on Postgres
  * (a data-modifying CTE), two on SQLite, so that the events journaled between two steps of a run
  * cost one round trip instead of one each.
  */
@@ -329,10 +321,6 @@ export const begin = (
 
 const setTurnWith = (sql: SqlClient.SqlClient, run: RunKey, turn: number) =>
   sql`UPDATE tinyagents_durable_runs SET turn = ${turn} WHERE workflow = ${run.workflow} AND run_id = ${run.runId}`
-
-/** Records that run `run` started turn `turn`. */
-export const setTurn = (run: RunKey, turn: number): Effect.Effect<void, never, SqlClient.SqlClient> =>
-  Effect.asVoid(withSql((sql) => setTurnWith(sql, run, turn)))
 
 /**
  * Workflow `workflow`'s runs, newest first (by start, then run id descending), at most `limit`,

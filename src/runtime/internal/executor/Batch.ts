@@ -72,10 +72,6 @@ export const start = <O extends Options>(
   runCall: RunCall<O>
 ): Effect.Effect<Settled> => new Run(calls, options, runCall).start(fiber, restore)
 
-/** {@link start} as an effect of its own (it makes the uninterruptible region). */
-export const run = <O extends Options>(calls: ReadonlyArray<ToolCall>, options: O, runCall: RunCall<O>): Effect.Effect<Settled> =>
-  Effect.uninterruptibleMask((restore) => start(Fiber.getCurrent()!, restore, calls, options, runCall))
-
 /** One batch: its calls' outcomes, whether it stopped, and the next call a worker takes. */
 class Run<O extends Options> implements Stopping {
   readonly calls: ReadonlyArray<ToolCall>

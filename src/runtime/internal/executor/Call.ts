@@ -265,9 +265,7 @@ export const make = (config: Config) => {
     started: Started,
     output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> => {
-    const exit = Now.exitOf(output)
-    if (exit === undefined) return Effect.flatMap(output, (result) => finalize(started, result))
-    return Exit.isSuccess(exit) ? finalize(started, exit.value) : exit
+    return Now.flatMap(output, (result) => finalize(started, result))
   }
 
   /**
@@ -281,14 +279,10 @@ export const make = (config: Config) => {
     fiber: Fiber.Fiber<unknown, unknown>
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError> => {
     const { state } = started
-    const output = invoke(invocation, started.env, state, fiber, state.inContext)
-    const exit = Now.exitOf(output)
-    if (exit === undefined) {
-      return Effect.flatMap(output, (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value))
-    }
-    return Exit.isSuccess(exit)
-      ? render.encode(invocation.tool, invocation.spec, invocation.call, exit.value)
-      : exit as Exit.Exit<never, ToolError.ToolError>
+    return Now.flatMap(
+      invoke(invocation, started.env, state, fiber, state.inContext),
+      (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value)
+    )
   }
 
   /**

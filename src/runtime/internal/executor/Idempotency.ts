@@ -214,6 +214,10 @@ export const make = (config: Config) => {
     return view
   }
 
+  /** A result's write failed after its handler applied it: fatal whatever the cause, never "retry later". */
+  const writeFailed = (cause: unknown) =>
+    new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
+
   /**
    * Stores a successful `result` under `id` and answers it with its key (an error result is answered
    * as it is). The handler succeeded: its effect is applied but not recorded if this fails, so asking
@@ -228,7 +232,7 @@ export const make = (config: Config) => {
     scrub: ReadonlyArray<string>
   ): Effect.Effect<ToolResult.ToolResult, ToolError.StoreFailed> =>
     result.isError ? Effect.succeed(result) : setStored(written, id, storedOf(result, storedAt, scrub)).pipe(
-      Effect.mapError((cause) => new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })),
+      Effect.mapError(writeFailed),
       Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
     )
 
@@ -337,9 +341,7 @@ export const make = (config: Config) => {
       if (Exit.isFailure(encoded)) {
         // applied but not recorded: fatal, never "retry later" (as `save`)
         claimsView.release(id, owner)
-        return Exit.fail(
-          new ToolError.StoreFailed({ store: config.store, operation: "write", cause: Cause.squash(encoded.cause), retryable: false })
-        )
+        return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
       }
       view.set!(id, encoded.value)
       claimsView.release(id, owner)
@@ -453,15 +455,13 @@ export const make = (config: Config) => {
     // nothing was written for a failure
     if (Exit.isFailure(exit) || exit.value.isError) return exit
     const result = exit.value
-    const fatal = (cause: unknown) =>
-      new ToolError.StoreFailed({ store: config.store, operation: "write", cause, retryable: false })
     const encoded = storedText(storedOf(result, now(), scrub))
     // applied but not recorded: fatal, never "retry later" (as `save`)
-    if (Exit.isFailure(encoded)) return Exit.fail(fatal(Cause.squash(encoded.cause)))
+    if (Exit.isFailure(encoded)) return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
     const put = joined.put(id, encoded.value, config.ttl, now(), fiber)
-    if (put === later) return Exit.fail(fatal("the write transaction ended before the result was stored"))
+    if (put === later) return Exit.fail(writeFailed("the write transaction ended before the result was stored"))
     return put.pipe(
-      Effect.mapError(fatal),
+      Effect.mapError(writeFailed),
       Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
     )
   }
@@ -625,7 +625,6 @@ const isPlainStored = (parsed: unknown): parsed is typeof Stored.Type => {
   return onlyKeys(stored, 2 + ("value" in stored ? 1 : 0) + ("scrub" in stored ? 1 : 0))
 }
 
-/** Writes `stored` under `id` as its stored text (`plainJson`, else the schema's encoding). */
 /** `stored` as the text a store keeps: by `JSON.stringify` when the schema would change nothing, else by the schema. */
 const storedText = (stored: typeof Stored.Type): Exit.Exit<string, Schema.SchemaError> => {
   const plain = plainJson(stored)

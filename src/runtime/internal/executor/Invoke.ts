@@ -158,13 +158,13 @@ export const make = (config: Config) => {
     // the call's interruption) aborts its signal first, then interrupts it and waits for it.
     // (Nothing else can outlive the attempt: the call waits for this fiber's end on every path.)
     // A tool that asks: the attempt's timeout pauses while a question is open (`Deadline`).
-    const deadline = state.ask === undefined ? undefined : Deadline.start(state, env.clock, timeoutOf(tool))
+    const timeoutMillis = timeoutOf(tool)
+    const deadline = state.ask === undefined ? undefined : Deadline.start(state, env.clock, timeoutMillis)
     const handler = Effect.runForkWith(provided ? fiber.context : CallState.contextOf(fiber.context, state))(effect)
     const exit = handler.pollUnsafe()
     if (exit !== undefined) {
       return Exit.isSuccess(exit) ? exit as Exit.Exit<unknown, never> : toFailure(invocation, state, exit.cause)
     }
-    const timeoutMillis = timeoutOf(tool)
     const name = invocation.spec.name
     // (only while it runs: a handler that has ended keeps its signal as it was)
     const stop = Effect.suspend(() => {
