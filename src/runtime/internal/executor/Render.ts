@@ -153,12 +153,12 @@ export const make = (config: Config) => {
     runId: string,
     input?: unknown
   ): Effect.Effect<ToolResult.ToolResult, never, StoreRegistry> => {
-    const now = finalizeNow(result, spec, input)
-    if (now !== undefined) return Exit.succeed(now)
+    // as finalizeNow, keeping the scrubber and the text (the result is scrubbed once)
     const scrubber = scrubberOf(spec.safety.redact, input)
     const limit = spec.options.artifactThreshold ?? config.threshold
     const redacted = scrubber === undefined ? result : scrubResult(result, scrubber)
     const modelText = ToolResult.textOf(redacted)
+    if (result.isError || modelText.length <= limit) return Exit.succeed(redacted)
     const fullText = ToolResult.textOf(result)
     /** Blocks that are not text (images, audio, embedded resources) stay, redacted, after the text. */
     const others = redacted.content.filter((block) => block.type !== "text")
