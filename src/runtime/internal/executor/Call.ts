@@ -104,13 +104,6 @@ class Started extends CallState.CallState implements Middleware.Invocation {
   get state(): CallState.CallState {
     return this
   }
-  /** The idempotency key of a keyed call, and as events show it (redacted). */
-  get key(): string | undefined {
-    return this.idempotencyKey
-  }
-  get shown(): string | undefined {
-    return this.shownKey
-  }
 }
 
 /** The fields every event of a started call carries (with the idempotency key of a keyed call, redacted). */
@@ -294,7 +287,7 @@ export const make = (config: Config) => {
     config.middleware as ReadonlyArray<Middleware.Middleware<unknown>>,
     (invocation, started) => {
       const core = Now.deferred((fiber) => startCore(started, invocation, fiber))
-      const { call, env, key, shown, spec, state } = started
+      const { call, env, idempotencyKey: key, shownKey: shown, spec, state } = started
       if (key === undefined) return core
       return config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core, {
         policy: spec.safety.redact,
@@ -341,7 +334,7 @@ export const make = (config: Config) => {
     } else {
       try {
         let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> | undefined
-        if (config.middleware.length === 0 && started.key === undefined && Now.mode.eager) {
+        if (config.middleware.length === 0 && started.idempotencyKey === undefined && Now.mode.eager) {
           output = startCore(started, started, fiber)
         } else {
           const out = pipeline(invocationOf(started), started)
@@ -380,7 +373,7 @@ export const make = (config: Config) => {
 
   /** 2, then 5: `tool.started` (the key computed before), the interruptible invocation, exactly one terminal event. */
   const lifecycle = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {
-    const { call, env, input, shown, spec, state } = started
+    const { call, env, input, shownKey: shown, spec, state } = started
     const policy = spec.safety.redact
     const args = policy === undefined ? input : redactValue(input, policy).value
     const emitted = reporter.emitFreshNow(
