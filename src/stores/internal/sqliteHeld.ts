@@ -108,8 +108,23 @@ export const make = (connection: HeldConnection): Held => {
     }
   }
 
-  const first = (sql: string) => {
+  /** One synchronous read outside any transaction, or `later` (inside another fiber's transaction, or when it throws). */
+  const now = (sql: string) => {
     // prepared on first use, inside the call (preparing fails while the table is missing)
+    let statement: StatementSync | undefined
+    return (params: ReadonlyArray<SQLInputValue>): HeldRow | undefined | typeof later => {
+      // inside another fiber's transaction, the read would see its writes before they commit
+      if (db.isTransaction) return later
+      try {
+        return (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
+      } catch {
+        return later
+      }
+    }
+  }
+
+  const first = (sql: string) => {
+    const read = now(sql)
     let statement: StatementSync | undefined
     const get = (params: ReadonlyArray<SQLInputValue>): ReadonlyArray<HeldRow> => {
       const row = (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
@@ -118,30 +133,12 @@ export const make = (connection: HeldConnection): Held => {
     /** The read under the semaphore: after another fiber's transaction, tried again while another process locks the file. */
     const locked = (params: ReadonlyArray<SQLInputValue>) =>
       semaphore.withPermit(Effect.suspend(() => (rollback(), busy(attempt(() => get(params), "execute")))))
+    // one synchronous step when it can (nothing else runs on the connection meanwhile), else under the semaphore
     return (params: ReadonlyArray<SQLInputValue>) =>
       Effect.suspend(() => {
-        // inside another fiber's transaction, the read would see its writes before they commit: wait for it
-        if (db.isTransaction) return locked(params)
-        // one synchronous step outside any transaction: nothing else runs on the connection meanwhile
-        try {
-          return Effect.succeed(get(params))
-        } catch {
-          return locked(params) // tried again, failing with its error
-        }
+        const row = read(params)
+        return row === later ? locked(params) : Effect.succeed(row === undefined ? [] : [row])
       })
-  }
-
-  const now = (sql: string) => {
-    let statement: StatementSync | undefined
-    return (params: ReadonlyArray<SQLInputValue>): HeldRow | undefined | typeof later => {
-      // the effect's synchronous step (`first`), or the effect itself
-      if (db.isTransaction) return later
-      try {
-        return (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
-      } catch {
-        return later
-      }
-    }
   }
 
   let group: Array<Pending> = []
