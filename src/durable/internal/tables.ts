@@ -364,6 +364,11 @@ const runRowOf = (raw: RawRunRow): RunRow => ({
   parentRunId: raw.parent_run_id ?? undefined
 })
 
+/** By run id, then (within a run) in call order: the reverse of `latest`, which puts the latest first. */
+const byRunThen = <T>(latest: (a: T, b: T) => number) =>
+  (a: T & { readonly runId: string }, b: T & { readonly runId: string }): number =>
+    a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : -latest(a, b)
+
 /** The undecided approval requests of workflow `workflow`'s runs, each with its run id, by run then call order. */
 export const undecided = (
   workflow: string
@@ -373,9 +378,7 @@ export const undecided = (
       sql<RawRow & { readonly run_id: string }>`SELECT run_id, deferred, turn, call_index, call_id, tool, arguments, decision FROM tinyagents_durable_approvals WHERE workflow = ${workflow} AND decision IS NULL`
     ),
     (rows) =>
-      rows.map((raw) => ({ ...rowOf(raw), runId: raw.run_id })).sort((a, b) =>
-        a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : -latestFirst(a, b)
-      )
+      rows.map((raw) => ({ ...rowOf(raw), runId: raw.run_id })).sort(byRunThen(latestFirst))
   )
 
 /** Removes the "started" marker of activity `key` (a call suspended on a question runs again from its start). */
@@ -471,7 +474,5 @@ export const unanswered = (
       sql<RawQuestionRow & { readonly run_id: string }>`SELECT run_id, ${sql.literal(questionColumns)} FROM tinyagents_durable_questions WHERE workflow = ${workflow} AND reply IS NULL`
     ),
     (rows) =>
-      rows.map((raw) => ({ ...questionOf(raw), runId: raw.run_id })).sort((a, b) =>
-        a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : -latestQuestionFirst(a, b)
-      )
+      rows.map((raw) => ({ ...questionOf(raw), runId: raw.run_id })).sort(byRunThen(latestQuestionFirst))
   )

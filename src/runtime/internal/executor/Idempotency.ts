@@ -329,7 +329,7 @@ export const make = (config: Config) => {
       claimsView.release(id, owner)
       throw defect
     }
-    const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+    const scrub = scrubOf(redaction)
     const exit = Now.exitOf(output)
     if (exit !== undefined) {
       if (Exit.isFailure(exit) || exit.value.isError) {
@@ -442,7 +442,7 @@ export const make = (config: Config) => {
     // claimed by another owner: wait for its result (the effects)
     if (looked.claimed) return effects()
     const output = runStart(fiber)
-    const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+    const scrub = scrubOf(redaction)
     const exit = Now.exitOf(output)
     if (exit === undefined) {
       // the claim, in the same transaction (still open: nothing else ran since the look)
@@ -484,7 +484,7 @@ export const make = (config: Config) => {
         // what the result says its key is: redacted like the arguments it comes from
         const shown = redaction?.shownKey ?? key
         const replay = (found: typeof Stored.Type): ToolResult.ToolResult => replayOf(found, call, toolName, shown)
-        const scrub = redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+        const scrub = scrubOf(redaction)
         /** The stored result that still answers repeats, if any. */
         const lookup = getStored(store, id).pipe(
           Effect.mapError((error) => failed(Schema.isSchemaError(error) ? "decode" : "read")(error)),
@@ -624,6 +624,10 @@ const isPlainStored = (parsed: unknown): parsed is typeof Stored.Type => {
   if ("scrub" in stored && !(Array.isArray(scrub) && scrub.every((s) => typeof s === "string"))) return false
   return onlyKeys(stored, 2 + ("value" in stored ? 1 : 0) + ("scrub" in stored ? 1 : 0))
 }
+
+/** The secrets a stored result is scrubbed of: the values the arguments hold under the policy's keys. */
+const scrubOf = (redaction: Redaction | undefined): ReadonlyArray<string> =>
+  redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
 
 /** `stored` as the text a store keeps: by `JSON.stringify` when the schema would change nothing, else by the schema. */
 const storedText = (stored: typeof Stored.Type): Exit.Exit<string, Schema.SchemaError> => {
