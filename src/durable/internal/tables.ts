@@ -95,8 +95,7 @@ export const appendAll = (
     const insert = sql`INSERT INTO tinyagents_durable_run_events ${values} ON CONFLICT (workflow, run_id, seq) DO NOTHING`
     if (turn === undefined) return insert
     return sql.onDialectOrElse({
-      pg: () =>
-        sql`WITH turn AS (UPDATE tinyagents_durable_runs SET turn = ${turn} WHERE workflow = ${run.workflow} AND run_id = ${run.runId}) INSERT INTO tinyagents_durable_run_events ${values} ON CONFLICT (workflow, run_id, seq) DO NOTHING`,
+      pg: () => sql`WITH turn AS (${setTurnWith(sql, run, turn)}) ${insert}`,
       orElse: () => Effect.andThen(insert, setTurnWith(sql, run, turn))
     })
   }))
