@@ -27,12 +27,15 @@
  * its runs until a probe succeeds ("Shard lock storage is unhealthy"). A SQLite runner restarted
  * in place has the same address (`SingleRunner`'s) and takes its locks back at once; a surviving
  * Postgres runner takes a dead one's runs once its heartbeat is older than `lockExpiration` (its
- * advisory locks end with its database session). Three things are wired here rather than taken
- * as shipped: the lock refreshes effect/cluster makes before storing each reply are batched per
- * runner (internal/shardLocks.ts), on Postgres the shard locks have a pool of their own, and on
- * Postgres a final reply is saved in one statement instead of a transaction of four
- * (internal/messageStorage.ts: between two activities of a run the statements run one after the
- * other, so each round trip saved shortens the gap; docs/durable.md, "Between two activities").
+ * advisory locks end with its database session). Four things are wired here (and in
+ * internal/cluster.ts) rather than taken as shipped: the lock refreshes effect/cluster makes before
+ * storing each reply are batched per runner (internal/shardLocks.ts); an activity whose reply such
+ * a check dropped (it missed its deadline) is stored again with the result it had, where
+ * effect/cluster would leave its run suspended for good (internal/activityReplies.ts); on Postgres
+ * the shard locks have a pool of their own; and on Postgres a final reply is saved in one statement
+ * instead of a transaction of four (internal/messageStorage.ts: between two activities of a run the
+ * statements run one after the other, so each round trip saved shortens the gap; docs/durable.md,
+ * "Between two activities").
  *
  * The other `ShardingConfig` knobs stay Effect's defaults: `entityMessagePollInterval` (our
  * `pollInterval`) and `sendRetryInterval` are not on the path of a step on a healthy runner (a
@@ -44,20 +47,11 @@
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
 import { Duration, Effect, Layer, Option, type Redacted } from "effect"
-import {
-  ClusterWorkflowEngine,
-  type MessageStorage,
-  RunnerAddress,
-  RunnerHealth,
-  Runners,
-  Sharding,
-  ShardingConfig as ShardingConfigLayer,
-  SqlMessageStorage,
-  SqlRunnerStorage
-} from "effect/cluster"
+import { RunnerAddress, ShardingConfig as ShardingConfigLayer, SqlRunnerStorage } from "effect/cluster"
 import type { SqlClient } from "effect/sql"
 import { WorkflowEngine } from "effect/workflow"
 import * as SqliteClient from "../stores/SqliteClient.ts"
+import { engineOn, singleRunner } from "./internal/cluster.ts"
 import * as PgMessageStorage from "./internal/messageStorage.ts"
 import { coalesceRefresh } from "./internal/shardLocks.ts"
 
@@ -115,28 +109,7 @@ const sharding = (
   }
 }
 
-const engineOn = <E, E2>(
-  cluster: Layer.Layer<Sharding.Sharding | MessageStorage.MessageStorage, E, SqlClient.SqlClient>,
-  sql: Layer.Layer<SqlClient.SqlClient, E2>
-): Layer.Layer<Services> =>
-  ClusterWorkflowEngine.layer.pipe(Layer.provide(cluster), Layer.provideMerge(sql), Layer.orDie)
-
 const sqlite = (filename: string) => SqliteClient.layer({ filename })
-
-/**
- * `SingleRunner.layer({ runnerStorage: "sql" })`, composed here so that the shard locks' refreshes
- * are batched (`coalesceRefresh`, see internal/shardLocks.ts): on SQLite each is a write on the one
- * connection every other statement uses too.
- */
-const singleRunner = (shardingConfig: Partial<ShardingConfigLayer.ShardingConfig["Service"]>) =>
-  Sharding.layer.pipe(
-    Layer.provideMerge(Runners.layerNoop),
-    Layer.provideMerge(SqlMessageStorage.layer),
-    Layer.provide([Layer.provide(coalesceRefresh, Layer.orDie(SqlRunnerStorage.layer)), RunnerHealth.layerNoop]),
-    Layer.provide(ShardingConfigLayer.layerFromEnv(shardingConfig)),
-    Layer.provide(NodeCrypto.layerDigest),
-    Layer.orDie
-  )
 
 /** A single runner on one SQLite file (the default; one process at a time owns the runs, others may be clients). */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<Services> =>
