@@ -29,7 +29,11 @@
  * `runner work CPU ms/agent` is the runners' CPU over the client's run minus each runner's idle
  * rate × that wall time, per agent run (warm-up included): the work the agents cost.
  * `after warm-up` is the same from the warm-up's end (the timed agents and the idle phase, per agent
- * run of those): what is left once each runner process has compiled its code and holds its shards.
+ * run of those): what is left once each runner process has compiled its code and holds its shards;
+ * `burst` and `idle phase` split it: the timed agents' (all at once, the cores oversubscribed) and
+ * the idle phase's (one run at a time), each per run of that phase. Adding runners adds their idle
+ * cost, taken out here, and per-runner costs while runs run (each runner's own lock refreshes and
+ * cancellation reads); a ratio that grows in the burst only is the cores' contention.
  * `client CPU ms/agent` is the client process's CPU from its first start to its last result
  * (starting the runs and polling every 100 ms for each result), per agent run.
  *
@@ -290,8 +294,12 @@ const agent = DurableAgent.make({
   pollInterval: "100 millis"
 })
 const callsPerRun = 2
-/** Agents run (untimed) before each case, so that the runners hold their shards when the clock starts. */
-const warmup = 100
+/**
+ * Agents run (untimed) before each case (`TINYAGENTS_BENCH_WARMUP`, default 100), so that the
+ * runners hold their shards when the clock starts; more of them warm each runner's compiled code up
+ * further (each runner process compiles its own, on its share of these).
+ */
+const warmup = Number(process.env["TINYAGENTS_BENCH_WARMUP"] ?? 100)
 const poll = "100 millis"
 /**
  * The Postgres runners' storage poll (`TINYAGENTS_BENCH_RUNNER_POLL`, default 500 ms, `Runner`'s own
@@ -369,6 +377,11 @@ interface Row {
   readonly work?: number
   /** Postgres: the same from the warm-up's end (the timed agents and the idle phase) (microseconds). */
   readonly workWarm?: number
+  /** Postgres: the same over the timed agents only, and over the idle phase only (microseconds). */
+  readonly workBurst?: number
+  readonly workIdlePhase?: number
+  /** Postgres: the runners' involuntary context switches over the timed agents. */
+  readonly preemptedBurst?: number
   /** Postgres: the client's CPU time from the first start to the last result (microseconds). */
   readonly client?: number
   readonly rows: Record<string, number>
@@ -418,6 +431,10 @@ const rowOf = (r: Row): Record<string, string | number> => {
     "runner idle CPU ms/s": r.idle === undefined ? "" : +(r.idle / 1000).toFixed(1),
     "runner work CPU ms/agent": r.work === undefined ? "" : +(r.work / 1000 / runs).toFixed(2),
     "after warm-up": r.workWarm === undefined ? "" : +(r.workWarm / 1000 / (r.agents + idleRuns)).toFixed(2),
+    "burst / idle phase": r.workBurst === undefined || r.workIdlePhase === undefined
+      ? ""
+      : `${(r.workBurst / 1000 / r.agents).toFixed(2)} / ${(r.workIdlePhase / 1000 / idleRuns).toFixed(2)}`,
+    "preempted/agent (burst)": r.preemptedBurst === undefined ? "" : +(r.preemptedBurst / r.agents).toFixed(1),
     "client CPU ms/agent": r.client === undefined ? "" : +(r.client / 1000 / runs).toFixed(2),
     "idle gap ms p50/p99": `${fmt(percentile(r.idleGaps.map(([g]) => g), 50))}/${fmt(percentile(r.idleGaps.map(([g]) => g), 99))} (n=${r.idleGaps.length})`,
     "idle gaps ≥ 50 ms: waiting for a CPU": slowGaps(r.idleGaps),
@@ -501,20 +518,34 @@ const machineBusyMs = (): number => {
   }
 }
 
-/** Each runner's CPU time now (microseconds): SIGUSR2 makes a runner print `CPU <n> <k>`, the k-th. */
-const cpuOf = (procs: ReadonlyArray<ReturnType<typeof child>>) => {
+/**
+ * Each runner's CPU time now (microseconds) and how many times the OS took its CPU away from it so
+ * far (involuntary context switches: it was runnable, another task ran): SIGUSR2 makes a runner
+ * print `CPU <n> <k> <switches>`, the k-th.
+ */
+const marksOf = (procs: ReadonlyArray<ReturnType<typeof child>>) => {
   const marks = procs.map((p) => (p.stdout().match(/CPU \d+ \d+/g) ?? []).length)
   for (const p of procs) p.proc.kill("SIGUSR2")
   return Promise.all(procs.map((p, i) =>
-    new Promise<number>((resolve) => {
+    new Promise<{ readonly cpu: number; readonly preempted: number }>((resolve) => {
       const check = () => {
-        const all = [...p.stdout().matchAll(/CPU (\d+) (\d+)/g)]
+        const all = [...p.stdout().matchAll(/CPU (\d+) (\d+) (\d+)/g)]
         const mark = all[marks[i]!]
-        return mark === undefined ? setTimeout(check, 10) : resolve(Number(mark[1]))
+        return mark === undefined ? setTimeout(check, 10) : resolve({ cpu: Number(mark[1]), preempted: Number(mark[3]) })
       }
       check()
     })
   ))
+}
+const cpuOf = async (procs: ReadonlyArray<ReturnType<typeof child>>) => (await marksOf(procs)).map((m) => m.cpu)
+
+/** This process's involuntary context switches so far (Linux `/proc/self/status`; 0 elsewhere). */
+const preemptions = (): number => {
+  try {
+    return Number(readFileSync("/proc/self/status", "utf8").match(/nonvoluntary_ctxt_switches:\s+(\d+)/)?.[1] ?? 0)
+  } catch {
+    return 0
+  }
 }
 
 /** Postgres: `runners` runner processes on a fresh database, a client process starting the runs. */
@@ -539,14 +570,18 @@ export const postgresCase = async (url: string, runners: number, prefix: string)
     })
   // the warm-up's end: from here the runners have run `warmup` agents each process (code compiled, shards held)
   await printed("WARM")
-  const warm0 = await cpuOf(procs)
+  const warmMarks = await marksOf(procs)
+  const warm0 = warmMarks.map((m) => m.cpu)
   const warmT0 = performance.now()
   // the idle phase: the machine's CPU (all cores, `/proc/stat`) and the runners' over it
   await printed("IDLE")
-  const idlePhase0 = { machine: machineBusyMs(), runners: await cpuOf(procs), at: performance.now() }
+  const idleMarks = await marksOf(procs)
+  const idlePhase0 = { machine: machineBusyMs(), runners: idleMarks.map((m) => m.cpu), at: performance.now() }
+  const preemptedBurst = idleMarks.reduce((sum, m, i) => sum + m.preempted - warmMarks[i]!.preempted, 0)
   // the client's run ends when it prints its result (its exit adds nothing the runners do)
   await printed("CLIENT ")
   const run1 = await cpuOf(procs)
+  const run1At = performance.now()
   const idlePhaseMs = (performance.now() - idlePhase0.at) * availableParallelism()
   const idleMachine = {
     busy: (machineBusyMs() - idlePhase0.machine) / idlePhaseMs,
@@ -561,6 +596,10 @@ export const postgresCase = async (url: string, runners: number, prefix: string)
   const idleRates = idle1.map((c, i) => (c - run1[i]!) / ((performance.now() - idleT0) / 1000))
   const work = run1.reduce((sum, c, i) => sum + c - run0[i]! - idleRates[i]! * runSeconds, 0)
   const workWarm = run1.reduce((sum, c, i) => sum + c - warm0[i]! - idleRates[i]! * warmSeconds, 0)
+  const burstSeconds = (idlePhase0.at - warmT0) / 1000
+  const idlePhaseSeconds = (run1At - idlePhase0.at) / 1000
+  const workBurst = idlePhase0.runners.reduce((sum, c, i) => sum + c - warm0[i]! - idleRates[i]! * burstSeconds, 0)
+  const workIdlePhase = run1.reduce((sum, c, i) => sum + c - idlePhase0.runners[i]! - idleRates[i]! * idlePhaseSeconds, 0)
   const out = await client.done
   const line = out.split("\n").find((l) => l.startsWith("CLIENT "))
   if (line === undefined) throw new Error(`bench client failed: ${out}`)
@@ -601,6 +640,9 @@ export const postgresCase = async (url: string, runners: number, prefix: string)
     idle,
     work,
     workWarm,
+    workBurst,
+    workIdlePhase,
+    preemptedBurst,
     idleMachine,
     client: clientCpu,
     idleGaps: ends.flatMap((e) => e.idle),
@@ -691,7 +733,7 @@ export const durableTargets = (
       ? "-"
       : `${pgRows.map((r) => r["runner work CPU ms/agent"]).join(" / ")} ms (after warm-up ${
         pgRows.map((r) => r["after warm-up"]).join(" / ")
-      }) = ${workRatio.toFixed(2)}×` + (workRatio > 1.25 && Number(most!["runners"]) + 2 > cores
+      }; burst / idle phase ${pgRows.map((r) => r["burst / idle phase"]).join(", ")}) = ${workRatio.toFixed(2)}×` + (workRatio > 1.25 && Number(most!["runners"]) + 2 > cores
         ? `; reason: ${most!["runners"]} runners + Postgres + the client share ${cores} cores with the machine's other load (idle phase: machine CPU busy ${
           most!["machine CPU busy (idle phase)"]
         }); CPU contention, see docs/durable.md`
@@ -784,7 +826,7 @@ if (process.argv[1] === self) {
     const loop = monitorEventLoopDelay({ resolution: 10 })
     if (logAll) loop.enable()
     let marks = 0
-    process.on("SIGUSR2", () => process.stdout.write(`CPU ${cpuMicros()} ${marks++}\n`))
+    process.on("SIGUSR2", () => process.stdout.write(`CPU ${cpuMicros()} ${marks++} ${preemptions()}\n`))
     process.on("SIGTERM", () => {
       const gaps = JSON.stringify({ idle: activityGaps(isIdleRun), burst: activityGaps(isTimedRun) })
       if (logAll) process.stderr.write(`event loop delay ms: p99 ${loop.percentile(99) / 1e6} max ${loop.max / 1e6}\n`)

@@ -52,7 +52,8 @@ const recording = <A extends Activity.Any>(activity: A, call: Call): A => {
         if (replayable) call.exit = exit
       }))
   })
-  return Object.create(activity, { executeEncoded: { value: executeEncoded } }) as A
+  // the engine reads the rest (name, annotations, schemas) through the prototype
+  return Object.assign(Object.create(activity) as A, { executeEncoded })
 }
 
 /** The `WorkflowEngine` with activities whose reply a missed lock check dropped stored again (see the module doc). */
