@@ -736,7 +736,7 @@ export const durableTargets = (
       }; burst / idle phase ${pgRows.map((r) => r["burst / idle phase"]).join(", ")}) = ${workRatio.toFixed(2)}×` + (workRatio > 1.25 && Number(most!["runners"]) + 2 > cores
         ? `; reason: ${most!["runners"]} runners + Postgres + the client share ${cores} cores with the machine's other load (idle phase: machine CPU busy ${
           most!["machine CPU busy (idle phase)"]
-        }); CPU contention, see docs/durable.md`
+        }; context switches per agent in the burst ${pgRows.map((r) => r["preempted/agent (burst)"]).join(" / ")}); CPU contention if the idle phase's ratio stays near 1, see docs/durable.md`
         : ""),
     "≤ 1.25×",
     workRatio === undefined ? undefined : workRatio <= 1.25
