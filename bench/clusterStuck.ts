@@ -21,6 +21,8 @@
  * it should be `Complete`; then `WorkflowEngine.resume` is called once, which completes it, with the
  * first activity's body run a second time. Exit code 1 while the bug is present.
  *
+ * The fault is test/support/lockFaults.ts's (effect/cluster alone too).
+ *
  * Run: `node --conditions=tinyagents-source bench/clusterStuck.ts`.
  */
 import { Effect, Layer, Option, Schema } from "effect"
@@ -34,33 +36,15 @@ import {
   ShardingConfig
 } from "effect/cluster"
 import { Activity, Workflow } from "effect/workflow"
+import { slowLockCheck } from "../test/support/lockFaults.ts"
 
 const waitMs = Number(process.env["TINYAGENTS_REPRO_WAIT_MS"] ?? 5000)
 const refreshInterval = 300
 
-const fault = { armed: false, slowChecks: 0 }
 /** How many times each activity body ran. */
 const bodies = { first: 0, second: 0 }
-
-/** `RunnerStorage` whose first one-shard refresh after `fault.armed` outlasts the lock deadline. */
-const slowCheckOnce = Layer.effect(
-  RunnerStorage.RunnerStorage,
-  Effect.map(Effect.service(RunnerStorage.RunnerStorage), (storage) =>
-    RunnerStorage.RunnerStorage.of({
-      ...storage,
-      refresh: (address, shardIds) =>
-        Effect.suspend(() => {
-          const shards = Array.from(shardIds)
-          // a one-shard refresh is `confirmShardLock`'s check before storing a reply
-          if (fault.armed && shards.length === 1) {
-            fault.armed = false
-            fault.slowChecks++
-            return Effect.andThen(Effect.sleep(refreshInterval * 2), storage.refresh(address, shards))
-          }
-          return storage.refresh(address, shards)
-        })
-    }))
-)
+// the first one-shard refresh after `fault.armed` (the check before storing a reply) sleeps past its deadline
+const { fault, layer: slowCheckOnce } = slowLockCheck(refreshInterval * 2)
 
 const Repro = Workflow.make("Repro", {
   payload: { id: Schema.String },
@@ -105,7 +89,7 @@ const main = Effect.gen(function*() {
   const executionId = yield* Repro.execute({ id: "run-1" }, { discard: true })
   yield* Effect.sleep(waitMs)
   const before = yield* reply(executionId)
-  const stuck = { ...bodies, slowChecks: fault.slowChecks, reply: before }
+  const stuck = { ...bodies, slowChecks: fault.fired, reply: before }
   yield* Repro.resume(executionId)
   yield* Effect.sleep(1000)
   const after = { ...bodies, reply: yield* reply(executionId) }

@@ -12,38 +12,17 @@
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
-import { RunnerStorage } from "effect/cluster"
 import { DurableAgent } from "../../src/durable/index.ts"
 import { engineOn, singleRunner } from "../../src/durable/internal/cluster.ts"
 import { ChatModel } from "../../src/index.ts"
 import * as SqliteClient from "../../src/stores/SqliteClient.ts"
 import * as Stores from "../../src/stores/Stores.ts"
+import { slowLockCheck } from "../support/lockFaults.ts"
 import * as Core from "./support/core.ts"
 
 afterAll(Core.cleanup)
 
 const user = (content: string) => [{ role: "user" as const, content }]
-
-/** Lock storage whose first one-shard refresh (a check before storing a reply) after `arm` outlasts its deadline. */
-const slowCheck = (deadline: number) => {
-  const fault = { armed: false, fired: 0 }
-  const layer = Layer.effect(
-    RunnerStorage.RunnerStorage,
-    Effect.map(Effect.service(RunnerStorage.RunnerStorage), (storage) =>
-      RunnerStorage.RunnerStorage.of({
-        ...storage,
-        refresh: (address, shardIds) =>
-          Effect.suspend(() => {
-            const shards = Array.from(shardIds)
-            if (!fault.armed || shards.length !== 1) return storage.refresh(address, shards)
-            fault.armed = false
-            fault.fired++
-            return Effect.andThen(Effect.sleep(deadline * 3), storage.refresh(address, shards))
-          })
-      }))
-  )
-  return { fault, layer }
-}
 
 /**
  * Runs `plan` on a SQLite runner (`Runner.layerSqlite`'s composition) whose lock check after the
@@ -53,7 +32,7 @@ const faultedRun = (plan: string, step: string, nth = 1) =>
   Effect.gen(function*() {
     const counters = Core.makeCounters()
     const deadline = 500
-    const { fault, layer } = slowCheck(deadline)
+    const { fault, layer } = slowLockCheck(deadline * 3)
     let seen = 0
     // the next one-shard refresh is the check before storing this step's reply (or a sibling call's)
     const arm = (name: string) => {
