@@ -30,7 +30,7 @@
  * advisory locks end with its database session). Four things are wired here (and in
  * internal/cluster.ts) rather than taken as shipped: the lock refreshes effect/cluster makes before
  * storing each reply are batched per runner (internal/shardLocks.ts); an activity whose reply such
- * a check dropped (it missed its deadline) is stored again with the result it had, where
+ * a check dropped (it failed or missed its deadline) is stored again with the result it had, where
  * effect/cluster would leave its run suspended for good (internal/activityReplies.ts); on Postgres
  * the shard locks have a pool of their own; and on Postgres a final reply is saved in one statement
  * instead of a transaction of four (internal/messageStorage.ts: between two activities of a run the
