@@ -106,6 +106,29 @@ class Started extends CallState.CallState implements Middleware.Invocation {
   }
 }
 
+/** The executor's core step (`make`'s `startCore`). */
+type StartCore = (
+  started: Started,
+  invocation: Middleware.Invocation,
+  fiber: Fiber.Fiber<unknown, unknown>
+) => Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>
+
+/** The core as the effect the pipeline hands on: `startCore` of the call and the invocation it got (one object, no closure). */
+class Core extends Now.Startable<ToolResult.ToolResult, ToolError.ToolError, unknown> {
+  readonly startCore: StartCore
+  readonly started: Started
+  readonly invocation: Middleware.Invocation
+  constructor(startCore: StartCore, started: Started, invocation: Middleware.Invocation) {
+    super()
+    this.startCore = startCore
+    this.started = started
+    this.invocation = invocation
+  }
+  start(fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError> {
+    return this.startCore(this.started, this.invocation, fiber)
+  }
+}
+
 /** The fields every event of a started call carries (with the idempotency key of a keyed call, redacted). */
 const stampOf = ({ call, spec, state }: Started) =>
   state.shownKey === undefined
@@ -286,7 +309,7 @@ export const make = (config: Config) => {
   const pipeline = Pipeline.make<Started, unknown>(
     config.middleware as ReadonlyArray<Middleware.Middleware<unknown>>,
     (invocation, started) => {
-      const core = Now.deferred((fiber) => startCore(started, invocation, fiber))
+      const core = Now.startable(new Core(startCore, started, invocation))
       const { call, env, idempotencyKey: key, shownKey: shown, spec, state } = started
       if (key === undefined) return core
       return config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core, {
@@ -338,9 +361,9 @@ export const make = (config: Config) => {
           output = startCore(started, started, fiber)
         } else {
           const out = pipeline(invocationOf(started), started)
-          const start = Now.take(out)
+          const start = Now.takeStartable(out)
           if (start === undefined) invocation = asEffect(started, out)
-          else output = start(fiber)
+          else output = start.start(fiber)
         }
         if (output !== undefined) {
           const exit = Now.exitOf(output)
