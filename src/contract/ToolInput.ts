@@ -304,7 +304,8 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   // unknown keys dropped) take its fast path: when that succeeds and dropped no key,
   // the strict decode would return the same value. Whenever neither answers, the
   // strict decode runs and reports every issue.
-  const fast = FastDecode.compile(codec.ast, strict)
+  // (arguments parsed from JSON text here are nobody else's: a value the decode would copy unchanged is answered itself)
+  const fast = FastDecode.compile(codec.ast, strict, "text")
   const quick = fast === undefined && plainShape(codec.ast) ? Schema.decodeUnknownResult(codec) : undefined
   const closedEmpty = options.allowUnknownKeys !== true && isEmptyStruct(schema.ast)
   const run = (raw: unknown, value: JsonObject): Result.Result<S["Type"], MalformedArguments | InvalidArguments> => {

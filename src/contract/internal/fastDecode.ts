@@ -64,8 +64,23 @@ const unsupported = (): never => {
  * Compiles `ast` (a model codec's AST) for the strict decode under `options`
  * (the options object the strict decode is given: checks receive it), or
  * `undefined` when some node is outside the covered shapes.
+ *
+ * `reuse`: an object answers the input itself where the decode's copy would be equal to it in
+ * everything but identity. That is: a plain object (its prototype `Object.prototype`) whose own
+ * enumerable keys are exactly the declared keys it holds, in the schema's order, with no symbol
+ * key, no accessor and no declared key it holds otherwise (inherited, not enumerable), each field
+ * answering its own value itself. (A non-enumerable property it does not declare, which neither
+ * JSON, a spread nor `Object.keys` shows, stays on it, where the copy has none.) Anywhere else the copy is made, as without `reuse` (arrays are always copied:
+ * a copy drops an array's non-index properties, which only its keys would show). `"text"` (the
+ * argument decoder's): only for a value parsed from JSON text (`symbols` false), which nobody else
+ * holds and which holds no symbol; `"always"` (the output encoder's, `Render`: the decode of the
+ * flipped AST, which is what Effect's encode runs): any value, its symbol keys looked at.
  */
-export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): FastDecode | undefined => {
+export const compile = (
+  ast: SchemaAST.AST,
+  options: SchemaAST.ParseOptions,
+  reuse?: "text" | "always"
+): FastDecode | undefined => {
   if (!compiling.enabled) return undefined
   const refuseUnknown = options.onExcessProperty === "error"
   const compiled = new Map<SchemaAST.AST, Node>()
@@ -104,7 +119,10 @@ export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Fa
       steps.push(node(link.to))
       if (getter._tag === "Passthrough") continue
       const target = i === 0 ? ast : links[i - 1]!.to
-      if (getter._tag !== "Transform" || link.to._tag !== "Null" || target._tag !== "Undefined") return unsupported()
+      // (the mirror, `Undefined` from `Null`, is `Schema.optional` flipped: the output encoder's)
+      const nullish = (link.to._tag === "Null" && target._tag === "Undefined") ||
+        (link.to._tag === "Undefined" && target._tag === "Null")
+      if (getter._tag !== "Transform" || !nullish) return unsupported()
       const transform = getter.transform
       steps.push((input) => transform(input))
     }
@@ -186,6 +204,7 @@ export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Fa
     }
     const declared = new Set(names)
     const count = names.length
+    if (reuse !== undefined) return reused(names, optional, types, declared, reuse === "always")
     return (input, symbols) => {
       if (typeof input !== "object" || input === null || Array.isArray(input)) return invalid
       const record = input as { readonly [key: string]: unknown }
@@ -205,6 +224,71 @@ export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Fa
         } else if (!optional[i]) return invalid
       }
       return out
+    }
+  }
+
+  /**
+   * An object node under `reuse` (see {@link compile}): the fields' values are kept in `values`
+   * (one array per node: a node never runs inside itself, schemas being without suspensions), then
+   * the input is answered when nothing would tell the copy from it, else the copy is made of them.
+   */
+  const reused = (
+    names: ReadonlyArray<string>,
+    optional: ReadonlyArray<boolean>,
+    types: ReadonlyArray<Node>,
+    declared: ReadonlySet<string>,
+    always: boolean
+  ): Node => {
+    const count = names.length
+    const values = new Array<unknown>(count).fill(absent)
+    return (input, symbols) => {
+      if (typeof input !== "object" || input === null || Array.isArray(input)) return invalid
+      const record = input as { readonly [key: string]: unknown }
+      if (refuseUnknown) {
+        for (const key in record) {
+          if (!declared.has(key) && Object.hasOwn(record, key)) return invalid
+        }
+        if (symbols && Object.getOwnPropertySymbols(record).length > 0) return invalid
+      }
+      let same = (always || !symbols) && Object.getPrototypeOf(record) === Object.prototype
+      let held = 0
+      for (let i = 0; i < count; i++) {
+        const name = names[i]!
+        if (name in record) {
+          const field = record[name]
+          const value = types[i]!(field, symbols)
+          if (value === invalid) return invalid
+          if (value !== field) same = false
+          values[i] = value
+          held++
+        } else if (!optional[i]) return invalid
+        else values[i] = absent
+      }
+      if (same) {
+        // the own enumerable keys are the held fields, in order (for-in lists own keys first)
+        let i = 0
+        let listed = 0
+        for (const key in record) {
+          while (i < count && values[i] === absent) i++
+          if (
+            i === count || names[i] !== key || !Object.hasOwn(record, key) ||
+            (always && (lookupGetter.call(record, key) !== undefined || lookupSetter.call(record, key) !== undefined))
+          ) {
+            same = false
+            break
+          }
+          i++
+          listed++
+        }
+        same = same && listed === held && (!always || Object.getOwnPropertySymbols(record).length === 0)
+      }
+      const out: { [key: string]: unknown } | undefined = same ? undefined : {}
+      for (let i = 0; i < count; i++) {
+        const value = values[i]
+        values[i] = absent
+        if (out !== undefined && value !== absent) out[names[i]!] = value
+      }
+      return out ?? record
     }
   }
 
@@ -263,6 +347,17 @@ export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Fa
  * would then try its other members, but "ask the strict decode" for the whole value.
  */
 const unsure: unique symbol = Symbol("tinyagents/ToolInput/unsure")
+
+/** Whether a property is an accessor, asked without making its descriptor (`__lookupGetter__`, Annex B). */
+const objectProto = Object.prototype as unknown as {
+  readonly __lookupGetter__: (this: object, key: string) => unknown
+  readonly __lookupSetter__: (this: object, key: string) => unknown
+}
+const lookupGetter = objectProto.__lookupGetter__
+const lookupSetter = objectProto.__lookupSetter__
+
+/** A field the input does not hold (`reuse`'s kept values). */
+const absent: unique symbol = Symbol("tinyagents/ToolInput/absent")
 
 /** True when every check accepts `value` (Effect's `collectIssues` finding nothing). */
 const passes = (

@@ -18,7 +18,8 @@
  * result is a success with the same head and tail and a note that the full output could not be
  * stored, and the failure is logged at `Warn` level (no artifact, no event of its own).
  */
-import { Cause, Effect, Exit, Result, Schema } from "effect"
+import { Cause, Effect, Exit, Result, Schema, SchemaAST } from "effect"
+import * as FastDecode from "../../../contract/internal/fastDecode.ts"
 import { toModelCodec } from "../../../contract/ToolSchema.ts"
 import { textOfValue } from "../../../internal/json.ts"
 import { redactIssues, scrubError } from "../../../internal/redact/errors.ts"
@@ -47,6 +48,46 @@ type Offloaded =
 
 /** A result's artifacts before any is stored: one frozen empty list for every result (results are never written to). */
 const noArtifacts: ReadonlyArray<ToolResult.ArtifactRef> = Object.freeze([])
+
+/** An output its schema refuses (a class of this module: no output is one). */
+class Refused {
+  readonly error: Schema.SchemaError
+  constructor(error: Schema.SchemaError) {
+    this.error = error
+  }
+}
+
+/**
+ * The output's encoder: the model codec's (exactly the form the exported output schema describes:
+ * no "NaN" strings), answering the encoded value or {@link Refused}. Effect's encode is the decode
+ * of the flipped AST, so the compiled validator of that decode (`fastDecode.ts`, under encode's
+ * default options) answers it by plain calls where it covers the schema, with `reuse`: an output
+ * the encode would copy unchanged is answered itself (the result's `value` is the handler's own
+ * object, not a copy equal to it). Where it answers "invalid" (or a check throws), Effect's encode
+ * runs and says what it says.
+ */
+/** Encode's options (Effect's default: unknown keys dropped, the first issue only). */
+const encodeOptions: SchemaAST.ParseOptions = {}
+
+export const outputEncoder = (output: Schema.Top): (value: unknown) => unknown => {
+  const codec = toModelCodec(output) as Schema.Codec<unknown, unknown>
+  const encode = Schema.encodeUnknownResult(codec)
+  const effect = (value: unknown): unknown => {
+    const encoded = encode(value)
+    return Result.isSuccess(encoded) ? encoded.success : new Refused(encoded.failure)
+  }
+  const fast = FastDecode.compile(SchemaAST.flip(codec.ast), encodeOptions, "always")
+  if (fast === undefined) return effect
+  return (value) => {
+    let encoded: unknown = FastDecode.invalid
+    try {
+      encoded = fast(value, false)
+    } catch {
+      // a check that throws: Effect's encode meets it too
+    }
+    return encoded === FastDecode.invalid ? effect(value) : encoded
+  }
+}
 
 export const make = (config: Config) => {
   const failed = (cause: unknown) => new ToolError.StoreFailed({ store: config.store, operation: "write", cause })
@@ -90,14 +131,11 @@ export const make = (config: Config) => {
       Cause.fail(scrubber === undefined ? error : scrubError(error, scrubber))
     ).pipe(Effect.annotateLogs({ tool: spec.name, toolCallId: call.id, store: config.store, key }))
 
-  const encoders = new WeakMap<Tool.Any, (value: unknown) => Result.Result<unknown, Schema.SchemaError>>()
+  const encoders = new WeakMap<Tool.Any, (value: unknown) => unknown>()
   const encoderOf = (tool: Tool.Any) => {
     let encode = encoders.get(tool)
     if (encode === undefined) {
-      // The model codec: exactly the form the exported output schema describes (no "NaN" strings).
-      encode = tool.output === undefined
-        ? Result.succeed
-        : Schema.encodeUnknownResult(toModelCodec(tool.output as Schema.Top) as Schema.Codec<unknown, unknown>)
+      encode = tool.output === undefined ? (value) => value : outputEncoder(tool.output as Schema.Top)
       encoders.set(tool, encode)
     }
     return encode
@@ -110,13 +148,12 @@ export const make = (config: Config) => {
     call: ToolCall,
     output: unknown
   ): Effect.Effect<ToolResult.ToolResult, ToolError.InvalidOutput | ToolError.ToolDefect> => {
-    const encoded = encoderOf(tool)(output)
-    if (Result.isFailure(encoded)) {
+    const value = encoderOf(tool)(output)
+    if (value instanceof Refused) {
       // the issues may quote the output: redacted like a rejection (no value under a redacted key)
-      const issues = redactIssues(ToolInput.issuesOf(encoded.failure), spec.safety.redact, output)
+      const issues = redactIssues(ToolInput.issuesOf(value.error), spec.safety.redact, output)
       return Effect.fail(new ToolError.InvalidOutput({ toolName: spec.name, issues }))
     }
-    const value = encoded.success
     let content: ReadonlyArray<ToolResult.ContentBlock>
     if (tool.toModelOutput === undefined) content = [ToolResult.text(textOfValue(value))]
     else {
