@@ -167,13 +167,18 @@ export const make = (config: Config) => {
     return Now.done(emitted) ? Exit.succeed(outcome) : Effect.as(emitted, outcome)
   }
 
-  /** Step 5 for a call that produced a result: artifact and audit events, then `tool.completed`. */
-  const completed = (started: Started, value: ToolResult.ToolResult): Effect.Effect<Outcome> => {
+  /**
+   * Step 5 for a call that produced a result: artifact and audit events, then `tool.completed`.
+   * `owned`: nobody else holds `value` (`Render.takeMade`): its elapsed time is written in place.
+   */
+  const completed = (started: Started, value: ToolResult.ToolResult, owned = false): Effect.Effect<Outcome> => {
     const { env, input, spec } = started
     const elapsed = elapsedOf(started)
-    const result = value.audit === undefined
-      ? { ...value, elapsed }
-      : { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
+    const result = value.audit !== undefined
+      ? { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
+      : owned
+      ? ((value as { elapsed: number }).elapsed = elapsed, value)
+      : { ...value, elapsed }
     const { call, state } = started
     // the stamp's fields written out (not spread from `stamp`): this is every call's terminal event,
     // made whole, with the run's fields and the stamp's placeholders (`Reporter.emitFreshNow`)
@@ -372,7 +377,11 @@ export const make = (config: Config) => {
           const result = exit !== undefined && Exit.isSuccess(exit)
             ? render.finalizeNow(exit.value, started.spec, started.input)
             : undefined
-          if (result !== undefined && !batch.stopped) return completed(started, result)
+          // encode's result, by plain calls from the core (a pass-through middleware runs no code on
+          // it; a keyed call's store may keep it): this call's alone
+          if (result !== undefined && !batch.stopped) {
+            return completed(started, result, started.idempotencyKey === undefined && render.takeMade(result))
+          }
           invocation = thenFinalize(started, output)
         }
       } catch (defect) {

@@ -167,7 +167,22 @@ export const make = (config: Config) => {
     const result: ToolResult.ToolResult = value === undefined
       ? { toolCallId: call.id, name: spec.name, content, artifacts: noArtifacts, isError: false, elapsed: 0 }
       : { toolCallId: call.id, name: spec.name, content, value, artifacts: noArtifacts, isError: false, elapsed: 0 }
-    return Exit.succeed(call.provider === undefined ? result : { ...result, provider: call.provider })
+    made = call.provider === undefined ? result : { ...result, provider: call.provider }
+    return Exit.succeed(made)
+  }
+
+  /** The result {@link encode} made last, until {@link takeMade} takes it. */
+  let made: ToolResult.ToolResult | undefined
+
+  /**
+   * True (once) when `result` is the one {@link encode} made last: a caller that got it back by
+   * plain calls from `encode`, with nothing run in between (no middleware's code, no store), is
+   * the only one holding it, and may complete it in place (its elapsed time) instead of copying.
+   */
+  const takeMade = (result: ToolResult.ToolResult): boolean => {
+    if (result !== made) return false
+    made = undefined
+    return true
   }
 
   /**
@@ -238,5 +253,5 @@ export const make = (config: Config) => {
     })
   }
 
-  return { encode, finalize, finalizeNow }
+  return { encode, finalize, finalizeNow, takeMade }
 }
