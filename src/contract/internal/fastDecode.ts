@@ -204,7 +204,7 @@ export const compile = (
     }
     const declared = new Set(names)
     const count = names.length
-    if (reuse !== undefined) return reused(names, optional, types, declared, reuse === "always")
+    if (reuse !== undefined) return reused(names, optional, types, reuse === "always")
     return (input, symbols) => {
       if (typeof input !== "object" || input === null || Array.isArray(input)) return invalid
       const record = input as { readonly [key: string]: unknown }
@@ -236,21 +236,38 @@ export const compile = (
     names: ReadonlyArray<string>,
     optional: ReadonlyArray<boolean>,
     types: ReadonlyArray<Node>,
-    declared: ReadonlySet<string>,
     always: boolean
   ): Node => {
     const count = names.length
     const values = new Array<unknown>(count).fill(absent)
+    const index = new Map(names.map((name, i) => [name, i]))
     return (input, symbols) => {
       if (typeof input !== "object" || input === null || Array.isArray(input)) return invalid
       const record = input as { readonly [key: string]: unknown }
-      if (refuseUnknown) {
+      // (a value parsed from JSON text is a plain object: its prototype is `Object.prototype`)
+      const reusable = always ? Object.getPrototypeOf(record) === Object.prototype : !symbols
+      // One walk of the keys: unknown ones refused, and whether the own enumerable keys are declared
+      // ones in the schema's order, each a data property (for-in lists own keys first).
+      let ordered = reusable
+      let listed = 0
+      if (refuseUnknown || reusable) {
+        let last = -1
         for (const key in record) {
-          if (!declared.has(key) && Object.hasOwn(record, key)) return invalid
+          const at = index.get(key)
+          if (at === undefined) {
+            if (refuseUnknown && Object.hasOwn(record, key)) return invalid
+            ordered = false
+          } else if (
+            ordered && (at <= last || !Object.hasOwn(record, key) ||
+              (always && (lookupGetter.call(record, key) !== undefined || lookupSetter.call(record, key) !== undefined)))
+          ) ordered = false
+          if (!ordered && !refuseUnknown) break
+          last = at ?? last
+          listed++
         }
-        if (symbols && Object.getOwnPropertySymbols(record).length > 0) return invalid
+        if (refuseUnknown && symbols && Object.getOwnPropertySymbols(record).length > 0) return invalid
       }
-      let same = (always || !symbols) && Object.getPrototypeOf(record) === Object.prototype
+      let same = ordered
       let held = 0
       for (let i = 0; i < count; i++) {
         const name = names[i]!
@@ -264,31 +281,17 @@ export const compile = (
         } else if (!optional[i]) return invalid
         else values[i] = absent
       }
-      if (same) {
-        // the own enumerable keys are the held fields, in order (for-in lists own keys first)
-        let i = 0
-        let listed = 0
-        for (const key in record) {
-          while (i < count && values[i] === absent) i++
-          if (
-            i === count || names[i] !== key || !Object.hasOwn(record, key) ||
-            (always && (lookupGetter.call(record, key) !== undefined || lookupSetter.call(record, key) !== undefined))
-          ) {
-            same = false
-            break
-          }
-          i++
-          listed++
-        }
-        same = same && listed === held && (!always || Object.getOwnPropertySymbols(record).length === 0)
+      if (same && listed === held && (!always || Object.getOwnPropertySymbols(record).length === 0)) {
+        values.fill(absent)
+        return record
       }
-      const out: { [key: string]: unknown } | undefined = same ? undefined : {}
+      const out: { [key: string]: unknown } = {}
       for (let i = 0; i < count; i++) {
         const value = values[i]
-        values[i] = absent
-        if (out !== undefined && value !== absent) out[names[i]!] = value
+        if (value !== absent) out[names[i]!] = value
       }
-      return out ?? record
+      values.fill(absent)
+      return out
     }
   }
 
