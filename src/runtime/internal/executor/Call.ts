@@ -300,10 +300,13 @@ export const make = (config: Config) => {
     fiber: Fiber.Fiber<unknown, unknown>
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError> => {
     const { state } = started
-    return Now.flatMap(
-      invoke(invocation, started.env, state, fiber, state.inContext),
-      (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value)
-    )
+    const output = invoke(invocation, started.env, state, fiber, state.inContext)
+    // (`Now.flatMap` written out: no closure for a handler that completed)
+    const exit = Now.exitOf(output)
+    if (exit === undefined) {
+      return Effect.flatMap(output, (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value))
+    }
+    return Exit.isSuccess(exit) ? render.encode(invocation.tool, invocation.spec, invocation.call, exit.value) : exit as Exit.Exit<never, ToolError.ToolError>
   }
 
   /**
