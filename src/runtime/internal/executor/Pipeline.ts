@@ -36,9 +36,14 @@ const layer = <C, R>(m: Middleware<R>, inner: Pipeline<C, R>): Pipeline<C, R> =>
   // `next` runs inside this layer's fiber, so it sees this layer's services plus any the
   // middleware provides around it (e.g. a narrowed scope); its requirements are this layer's.
   const { after, around, before } = m
+  // `next` is this function bound to the call's `c`: one object per call (a closure would be two,
+  // the function and its scope)
+  function next(this: C, invocation: Invocation): Effect.Effect<ToolResult, ToolError> {
+    return inner(invocation, this) as Effect.Effect<ToolResult, ToolError>
+  }
   const core: Pipeline<C, R> = around === undefined
     ? inner
-    : (invocation, c) => around(invocation, (next) => inner(next, c) as Effect.Effect<ToolResult, ToolError>)
+    : (invocation, c) => around(invocation, next.bind(c))
   const run: Pipeline<C, R> = after === undefined
     ? core
     : (invocation, c) => Effect.flatMap(core(invocation, c), (result) => after(invocation, result))
