@@ -153,25 +153,27 @@ export const make = (config: Config) => {
     events: ReadonlyArray<ToolEvent.Unstamped<ToolEvent.Event>>,
     from: number,
     outcome: Outcome
-  ): Effect.Effect<Outcome> => {
+  ): Now.Answer<Outcome> => {
     for (let i = from; i < events.length; i++) {
       const emitted = reporter.emitNow(env, events[i]!)
-      if (!Now.done(emitted)) return Effect.andThen(emitted, Effect.suspend(() => emitAll(env, events, i + 1, outcome)))
+      if (!Now.done(emitted)) {
+        return Effect.andThen(emitted, Effect.suspend(() => Now.effectOf(emitAll(env, events, i + 1, outcome))))
+      }
     }
-    return Exit.succeed(outcome)
+    return outcome
   }
 
   /** One event made for this emission (`Reporter.emitFreshNow`: stamped in place), started now, then `outcome`. */
-  const emitThen = (env: Env, event: ToolEvent.Event, outcome: Outcome): Effect.Effect<Outcome> => {
+  const emitThen = (env: Env, event: ToolEvent.Event, outcome: Outcome): Now.Answer<Outcome> => {
     const emitted = reporter.emitFreshNow(env, event)
-    return Now.done(emitted) ? Exit.succeed(outcome) : Effect.as(emitted, outcome)
+    return Now.done(emitted) ? outcome : Effect.as(emitted, outcome)
   }
 
   /**
    * Step 5 for a call that produced a result: artifact and audit events, then `tool.completed`.
    * `owned`: nobody else holds `value` (`Render.takeMade`): its elapsed time is written in place.
    */
-  const completed = (started: Started, value: ToolResult.ToolResult, owned = false): Effect.Effect<Outcome> => {
+  const completed = (started: Started, value: ToolResult.ToolResult, owned = false): Now.Answer<Outcome> => {
     const { env, input, spec } = started
     const elapsed = elapsedOf(started)
     const result = value.audit !== undefined
@@ -227,7 +229,7 @@ export const make = (config: Config) => {
   }
 
   /** Step 5 for a call that failed or was interrupted: `tool.failed` (reason `cancelled` for an interruption). */
-  const failed = (started: Started, cause: Cause.Cause<ToolError.ToolError>): Effect.Effect<Outcome> => {
+  const failed = (started: Started, cause: Cause.Cause<ToolError.ToolError>): Now.Answer<Outcome> => {
     const { call, env, input, spec, state } = started
     const elapsed = elapsedOf(started)
     const stamp = stampOf(started)
@@ -344,15 +346,15 @@ export const make = (config: Config) => {
   /**
    * Steps 3 to 5, started now on `fiber` (the one running the call). The pipeline is built; when it
    * hands back the core (no middleware, or only ones whose `around` calls `next`) and the call reports
-   * no progress, it starts here, and a call whose every step completes is answered as a completed
-   * `Exit`: the same steps, as plain calls. (With no middleware and no key there is no pipeline: the
+   * no progress, it starts here, and a call whose every step completes is answered with its outcome
+   * itself (`Now.Answer`): the same steps, as plain calls. (With no middleware and no key there is no pipeline: the
    * core starts at once.) Otherwise (a middleware with an effect of its own, a
    * handler that suspends, a store, a busy sink) the rest runs as effects from that step on, the
    * invocation interruptibly (`restore`) as always. A call whose batch stopped while it ran
    * synchronously also ends through `restore`, so an interruption sent meanwhile lands as it would
    * have in the effect: the call is cancelled.
    */
-  const invokeNow = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome> => {
+  const invokeNow = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Now.Answer<Outcome> => {
     const { batch, state } = started
     const progress = state.progress
     let invocation: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
@@ -401,13 +403,13 @@ export const make = (config: Config) => {
     // A handler started above, outside `restore`: an interruption that lands as `restore` begins
     // (before the attempt waits for it) stops it here, so that it never outlives its call.
     return Effect.matchCauseEffect(running ? Effect.onInterrupt(restored, () => state.stopAttempt) : restored, {
-      onSuccess: (result) => completed(started, result),
-      onFailure: (cause) => failed(started, cause)
+      onSuccess: (result) => Now.effectOf(completed(started, result)),
+      onFailure: (cause) => Now.effectOf(failed(started, cause))
     })
   }
 
   /** 2, then 5: `tool.started` (the key computed before), the interruptible invocation, exactly one terminal event. */
-  const lifecycle = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {
+  const lifecycle = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Now.Answer<Outcome | undefined> => {
     const { call, env, input, shownKey: shown, spec, state } = started
     const policy = spec.safety.redact
     const args = policy === undefined ? input : redactValue(input, policy).value
@@ -438,14 +440,17 @@ export const make = (config: Config) => {
           sequence: 0
         }
     )
-    return Now.done(emitted) ? invokeNow(started, fiber) : Effect.andThen(emitted, Effect.withFiber((fiber) => invokeNow(started, fiber)))
+    return Now.done(emitted)
+      ? invokeNow(started, fiber)
+      : Effect.andThen(emitted, Effect.withFiber((fiber) => Now.effectOf(invokeNow(started, fiber))))
   }
 
   /**
    * Runs one call. Call it uninterruptibly when the call's turn comes (it decides
    * at once whether the call starts), on `fiber`, the fiber running it, with a
    * `restore` that makes an effect interruptible (`Effect.interruptible`); it
-   * answers a completed `Exit` when every step completed without suspending.
+   * answers the outcome itself (`Now.Answer`: no `Exit` made for it) when every step completed
+   * without suspending.
    * `undefined` means the call never started: `batch.stopped` was true. With
    * `tracing` (a tracer is installed) the call gets an `execute_tool` span;
    * `durable` is a durable run's claim for a keyed call (`Executor.DurableClaim`).
@@ -459,7 +464,7 @@ export const make = (config: Config) => {
     tracing: Tracing.Tracing | undefined,
     durable: DurableClaim | undefined,
     fiber: Fiber.Fiber<unknown, unknown>
-  ): Effect.Effect<Outcome | undefined> => {
+  ): Now.Answer<Outcome | undefined> => {
     if (batch.stopped) return Effect.succeed(undefined)
     // 1, admit: resolve, check advertised, decode, limits.
     const admission = admit(advertised, call)
@@ -486,6 +491,6 @@ export const make = (config: Config) => {
     if (Asking.asks(entry.tool)) state.ask = Asking.forCall(reporter, env, state, spec, input)
     return tracing === undefined
       ? lifecycle(started, fiber)
-      : Tracing.executed(tracing, env.clock, call, spec, input, state, Effect.withFiber((fiber) => lifecycle(started, fiber)))
+      : Tracing.executed(tracing, env.clock, call, spec, input, state, Effect.withFiber((fiber) => Now.effectOf(lifecycle(started, fiber))))
   }
 }

@@ -136,6 +136,24 @@ const exitKnown = exitKey in Exit.void && !(exitKey in Effect.never) && !(exitKe
 export const isExit = <A, E, R>(effect: Effect.Effect<A, E, R>): effect is Exit.Exit<A, E> =>
   exitKnown ? typeof effect === "object" && effect !== null && exitKey in effect : Exit.isExit(effect)
 
+/** The key every effect has (checked below: if it moves, {@link isEffect} is `Effect.isEffect`). */
+const effectKey = "~effect/Effect"
+const effectKnown = effectKey in Exit.void && effectKey in Effect.never && !(effectKey in {})
+
+/**
+ * A step's answer where its value is never an effect (a call's outcome): the value itself when the
+ * step completed, else the rest of it as an effect. No `Exit` is made for the value.
+ */
+export type Answer<A, E = never, R = never> = A | Effect.Effect<A, E, R>
+
+/** True when `answer` is an effect (the rest of the step, or a completed `Exit`), not the value itself. */
+export const isEffect = <A, E, R>(answer: Answer<A, E, R>): answer is Effect.Effect<A, E, R> =>
+  effectKnown ? typeof answer === "object" && answer !== null && effectKey in answer : Effect.isEffect(answer)
+
+/** `answer` as an effect (a value as a completed `Exit`). */
+export const effectOf = <A, E, R>(answer: Answer<A, E, R>): Effect.Effect<A, E, R> =>
+  isEffect(answer) ? answer : Exit.succeed(answer)
+
 /** `effect` when it is a completed `Exit` (typed as the effect was), else `undefined`. */
 export const exitOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Exit.Exit<A, E> | undefined =>
   mode.eager && isExit(effect) ? effect : undefined
