@@ -305,7 +305,7 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   // the strict decode would return the same value. Whenever neither answers, the
   // strict decode runs and reports every issue.
   // (arguments parsed from JSON text here are nobody else's: a value the decode would copy unchanged is answered itself)
-  const fast = FastDecode.compile(codec.ast, strict, "text")
+  const fast = FastDecode.compile(codec.ast, strict, true)
   const quick = fast === undefined && plainShape(codec.ast) ? Schema.decodeUnknownResult(codec) : undefined
   const closedEmpty = options.allowUnknownKeys !== true && isEmptyStruct(schema.ast)
   const run = (raw: unknown, value: JsonObject): Result.Result<S["Type"], MalformedArguments | InvalidArguments> => {

@@ -1,10 +1,9 @@
 /**
  * What a call's result is made of, on the path of plain calls (a pass-through middleware, an
- * `Effect.sync` handler) and beside it: the result's `value` is the handler's output itself when
- * its schema would encode it unchanged, and a copy where encoding changes it (key order, keys it
- * drops); a result completed in place (its elapsed time) is one nobody else holds: a middleware
- * that keeps the result `next` gave it keeps it as it was, and a keyed call's stored result is
- * answered again as it was stored.
+ * `Effect.sync` handler) and beside it: the result's `value` is the output as its schema encodes
+ * it (a copy, in the schema's key order, without keys it does not declare); a result completed in
+ * place (its elapsed time) is one nobody else holds: a middleware that keeps the result `next`
+ * gave it keeps it as it was, and a keyed call's stored result is answered again as it was stored.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
@@ -36,7 +35,7 @@ const toolOf = (make: (a: number) => object, keyed = false) => {
 const passThrough = Middleware.make({ name: "pass-through", around: (invocation, next) => next(invocation) })
 
 describe("results", () => {
-  it.effect("an output the schema encodes unchanged is the result's value itself; one it changes is a copy", () =>
+  it.effect("the result's value is the output as its schema encodes it, a copy", () =>
     Effect.gen(function*() {
       const { answered, tool } = toolOf((a) => a === 1 ? { sum: a, label: "x" } : { label: "x", sum: a, extra: true })
       const executor = yield* Executor.make(yield* ToolRegistry.make([tool]), { middleware: [passThrough] })
@@ -44,7 +43,8 @@ describe("results", () => {
         { id: "c1", name: "add", arguments: `{"a":1}` },
         { id: "c2", name: "add", arguments: `{"a":2}` }
       ])
-      assert.strictEqual(same!.value, answered[0])
+      assert.notStrictEqual(same!.value, answered[0])
+      assert.deepStrictEqual(same!.value, answered[0])
       assert.notStrictEqual(changed!.value, answered[1])
       assert.strictEqual(JSON.stringify(changed!.value), `{"sum":2,"label":"x"}`)
       assert.strictEqual(same!.content[0]!.type === "text" && same!.content[0]!.text, `{"sum":1,"label":"x"}`)

@@ -65,22 +65,14 @@ const unsupported = (): never => {
  * (the options object the strict decode is given: checks receive it), or
  * `undefined` when some node is outside the covered shapes.
  *
- * `reuse`: an object answers the input itself where the decode's copy would be equal to it in
- * everything but identity. That is: a plain object (its prototype `Object.prototype`) whose own
- * enumerable keys are exactly the declared keys it holds, in the schema's order, with no symbol
- * key, no accessor and no declared key it holds otherwise (inherited, not enumerable), each field
- * answering its own value itself. (A non-enumerable property it does not declare, which neither
- * JSON, a spread nor `Object.keys` shows, stays on it, where the copy has none.) Anywhere else the copy is made, as without `reuse` (arrays are always copied:
- * a copy drops an array's non-index properties, which only its keys would show). `"text"` (the
- * argument decoder's): only for a value parsed from JSON text (`symbols` false), which nobody else
- * holds and which holds no symbol; `"always"` (the output encoder's, `Render`: the decode of the
- * flipped AST, which is what Effect's encode runs): any value, its symbol keys looked at.
+ * `reuse` (the argument decoder's): for a value parsed from JSON text (`symbols` false), which
+ * nobody else holds, an object answers the input itself where the decode's copy would be equal to
+ * it in everything but identity: its own enumerable keys exactly the declared keys it holds, in the
+ * schema's order (no declared key held otherwise, such as one inherited from a prototype that was
+ * added to), each field answering its own value itself. Anywhere else (and for objects given as
+ * objects) the copy is made, as without `reuse`; arrays are always copied.
  */
-export const compile = (
-  ast: SchemaAST.AST,
-  options: SchemaAST.ParseOptions,
-  reuse?: "text" | "always"
-): FastDecode | undefined => {
+export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions, reuse = false): FastDecode | undefined => {
   if (!compiling.enabled) return undefined
   const refuseUnknown = options.onExcessProperty === "error"
   const compiled = new Map<SchemaAST.AST, Node>()
@@ -204,7 +196,7 @@ export const compile = (
     }
     const declared = new Set(names)
     const count = names.length
-    if (reuse !== undefined) return reused(names, optional, types, reuse === "always")
+    if (reuse) return reused(names, optional, types)
     return (input, symbols) => {
       if (typeof input !== "object" || input === null || Array.isArray(input)) return invalid
       const record = input as { readonly [key: string]: unknown }
@@ -235,8 +227,7 @@ export const compile = (
   const reused = (
     names: ReadonlyArray<string>,
     optional: ReadonlyArray<boolean>,
-    types: ReadonlyArray<Node>,
-    always: boolean
+    types: ReadonlyArray<Node>
   ): Node => {
     const count = names.length
     const values = new Array<unknown>(count).fill(absent)
@@ -244,10 +235,10 @@ export const compile = (
     return (input, symbols) => {
       if (typeof input !== "object" || input === null || Array.isArray(input)) return invalid
       const record = input as { readonly [key: string]: unknown }
-      // (a value parsed from JSON text is a plain object: its prototype is `Object.prototype`)
-      const reusable = always ? Object.getPrototypeOf(record) === Object.prototype : !symbols
+      // (a value parsed from JSON text: a plain object of data properties, no symbol, nobody else's)
+      const reusable = !symbols
       // One walk of the keys: unknown ones refused, and whether the own enumerable keys are declared
-      // ones in the schema's order, each a data property (for-in lists own keys first).
+      // ones in the schema's order (for-in lists own keys first).
       let ordered = reusable
       let listed = 0
       if (refuseUnknown || reusable) {
@@ -257,10 +248,7 @@ export const compile = (
           if (at === undefined) {
             if (refuseUnknown && Object.hasOwn(record, key)) return invalid
             ordered = false
-          } else if (
-            ordered && (at <= last || !Object.hasOwn(record, key) ||
-              (always && (lookupGetter.call(record, key) !== undefined || lookupSetter.call(record, key) !== undefined)))
-          ) ordered = false
+          } else if (ordered && (at <= last || !Object.hasOwn(record, key))) ordered = false
           if (!ordered && !refuseUnknown) break
           last = at ?? last
           listed++
@@ -281,7 +269,7 @@ export const compile = (
         } else if (!optional[i]) return invalid
         else values[i] = absent
       }
-      if (same && listed === held && (!always || Object.getOwnPropertySymbols(record).length === 0)) {
+      if (same && listed === held) {
         values.fill(absent)
         return record
       }
@@ -350,14 +338,6 @@ export const compile = (
  * would then try its other members, but "ask the strict decode" for the whole value.
  */
 const unsure: unique symbol = Symbol("tinyagents/ToolInput/unsure")
-
-/** Whether a property is an accessor, asked without making its descriptor (`__lookupGetter__`, Annex B). */
-const objectProto = Object.prototype as unknown as {
-  readonly __lookupGetter__: (this: object, key: string) => unknown
-  readonly __lookupSetter__: (this: object, key: string) => unknown
-}
-const lookupGetter = objectProto.__lookupGetter__
-const lookupSetter = objectProto.__lookupSetter__
 
 /** A field the input does not hold (`reuse`'s kept values). */
 const absent: unique symbol = Symbol("tinyagents/ToolInput/absent")
