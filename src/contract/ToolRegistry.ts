@@ -11,7 +11,7 @@ import * as Tool from "./Tool.ts"
 import type { ToolCall } from "./ToolCall.ts"
 import type { InvalidArguments, MalformedArguments, ToolNotAllowed, ToolNotFound } from "./ToolError.ts"
 import * as ToolInput from "./ToolInput.ts"
-import * as Resolve from "./internal/resolve.ts"
+import * as Resolve from "../internal/resolve.ts"
 import * as ToolName from "./ToolName.ts"
 import type { SchemaExportError } from "./ToolSchema.ts"
 

@@ -1,5 +1,5 @@
 /**
- * The decoder's compiled validator (src/contract/internal/fastDecode.ts) against
+ * The decoder's compiled validator (src/internal/fastDecode.ts) against
  * Effect's strict decode, as a property over random tool-input schemas from the
  * grammar it covers (strings, numbers, booleans, null, literals, enums, unknown,
  * structs with required and optional keys, arrays, unions, tagged and
@@ -25,7 +25,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema, type SchemaAST } from "effect"
 import { ToolInput } from "../../src/index.ts"
-import * as FastDecode from "../../src/contract/internal/fastDecode.ts"
+import * as FastDecode from "../../src/internal/fastDecode.ts"
 import { toModelCodec } from "../../src/contract/internal/modelSchema.ts"
 import { corpusTools, observed, referenceDecoder } from "../support/decoding.ts"
 import { random, type Random } from "../support/random.ts"

@@ -1,6 +1,6 @@
 /**
  * The output encoder (`Render.outputEncoder`: the compiled validator of
- * src/contract/internal/fastDecode.ts run on the flipped model codec, which is
+ * src/internal/fastDecode.ts run on the flipped model codec, which is
  * what Effect's encode decodes) against Effect's encode of the model codec, as a
  * property over random output schemas (the grammar of FastDecode.test.ts, whose
  * `Schema.optional` fields encode `undefined` and refuse `null`) and random
@@ -23,7 +23,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema, SchemaAST } from "effect"
 import { ToolInput } from "../../src/index.ts"
-import * as FastDecode from "../../src/contract/internal/fastDecode.ts"
+import * as FastDecode from "../../src/internal/fastDecode.ts"
 import { toModelCodec } from "../../src/contract/internal/modelSchema.ts"
 import { outputEncoder } from "../../src/runtime/internal/executor/Render.ts"
 import { corpusTools } from "../support/decoding.ts"

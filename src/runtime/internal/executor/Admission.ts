@@ -10,7 +10,7 @@ import type { Limit, Options } from "../../Executor.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
 import type * as ToolRegistry from "../../../contract/ToolRegistry.ts"
-import * as Resolve from "../../../contract/internal/resolve.ts"
+import * as Resolve from "../../../internal/resolve.ts"
 
 type Limits = NonNullable<Options["limits"]>
 

@@ -19,7 +19,7 @@
  * stored, and the failure is logged at `Warn` level (no artifact, no event of its own).
  */
 import { Cause, Effect, Exit, Result, Schema, SchemaAST } from "effect"
-import * as FastDecode from "../../../contract/internal/fastDecode.ts"
+import * as FastDecode from "../../../internal/fastDecode.ts"
 import { toModelCodec } from "../../../contract/ToolSchema.ts"
 import { textOfValue } from "../../../internal/json.ts"
 import { redactIssues, scrubError } from "../../../internal/redact/errors.ts"
@@ -63,7 +63,7 @@ const encodeOptions: SchemaAST.ParseOptions = {}
 /**
  * The output's encoder: the model codec's (exactly the form the exported output schema describes:
  * no "NaN" strings), answering the encoded value or {@link Refused}. Effect's encode is the decode
- * of the flipped AST, so the compiled validator of that decode (`fastDecode.ts`, under encode's
+ * of the flipped AST, so the compiled validator of that decode (`src/internal/fastDecode.ts`, under encode's
  * default options) answers it by plain calls where it covers the schema: the same value, a copy in
  * the schema's key order. Where it answers "invalid" (or a check throws), Effect's encode runs and
  * says what it says. (Answering an output the copy would equal with the output itself was measured

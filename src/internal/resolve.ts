@@ -3,10 +3,10 @@
  * a resolution is the record itself (a refusal is the error, which has a `_tag`; a resolution has
  * none). `ToolRegistry.resolve` is this, wrapped.
  */
-import type { Advertised, Resolved } from "../ToolRegistry.ts"
-import type { ToolCall } from "../ToolCall.ts"
-import { type InvalidArguments, type MalformedArguments, ToolNotAllowed, ToolNotFound } from "../ToolError.ts"
-import { redactRejection } from "../../internal/redact/errors.ts"
+import type { Advertised, Resolved } from "../contract/ToolRegistry.ts"
+import type { ToolCall } from "../contract/ToolCall.ts"
+import { type InvalidArguments, type MalformedArguments, ToolNotAllowed, ToolNotFound } from "../contract/ToolError.ts"
+import { redactRejection } from "./redact/errors.ts"
 import { Result } from "effect"
 
 /** Why a call is refused at the boundary. */

@@ -5,7 +5,10 @@
  * that decode returns (same keys in the same order, same values), with no
  * allocation beyond that value. It never builds issues: when it answers
  * {@link invalid}, or when a check throws, `ToolInput` runs Effect's strict
- * decode, which reports exactly what it always did.
+ * decode, which reports exactly what it always did. The output encoder
+ * (`Render.outputEncoder` in the executor) runs it on the flipped model codec:
+ * Effect's encode is the decode of the flipped AST, so the same validator answers
+ * the encode's value, under encode's options.
  *
  * Covered (`compile` answers a validator): `String`, `Number`, `Boolean`, `Null`,
  * `Literal` (and so `Literals` and enums, which the model codec makes unions of
