@@ -111,7 +111,7 @@ type StartCore = (
   started: Started,
   invocation: Middleware.Invocation,
   fiber: Fiber.Fiber<unknown, unknown>
-) => Effect.Effect<ToolResult.ToolResult, ToolError.ToolError>
+) => Now.Answer<ToolResult.ToolResult, ToolError.ToolError>
 
 /** The core as the effect the pipeline hands on: `startCore` of the call and the invocation it got (one object, no closure). */
 class Core extends Now.Startable<ToolResult.ToolResult, ToolError.ToolError, unknown> {
@@ -124,7 +124,7 @@ class Core extends Now.Startable<ToolResult.ToolResult, ToolError.ToolError, unk
     this.started = started
     this.invocation = invocation
   }
-  start(fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError> {
+  start(fiber: Fiber.Fiber<unknown, unknown>): Now.Answer<ToolResult.ToolResult, ToolError.ToolError> {
     return this.startCore(this.started, this.invocation, fiber)
   }
 }
@@ -300,15 +300,16 @@ export const make = (config: Config) => {
     started: Started,
     invocation: Middleware.Invocation,
     fiber: Fiber.Fiber<unknown, unknown>
-  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError> => {
+  ): Now.Answer<ToolResult.ToolResult, ToolError.ToolError> => {
     const { state } = started
     const output = invoke(invocation, started.env, state, fiber, state.inContext)
-    // (`Now.flatMap` written out: no closure for a handler that completed)
-    const exit = Now.exitOf(output)
-    if (exit === undefined) {
-      return Effect.flatMap(output, (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value))
-    }
-    return Exit.isSuccess(exit) ? render.encode(invocation.tool, invocation.spec, invocation.call, exit.value) : exit as Exit.Exit<never, ToolError.ToolError>
+    const { call, spec, tool } = invocation
+    // the handler's value itself, or its completed `Exit`, or the rest of the attempt (`Now.Answer`)
+    if (!Now.isEffect(output)) return render.encode(tool, spec, call, output)
+    const rest = output as Effect.Effect<unknown, ToolError.ToolError>
+    const exit = Now.exitOf(rest)
+    if (exit === undefined) return Effect.flatMap(rest, (value) => Now.effectOf(render.encode(tool, spec, call, value)))
+    return Exit.isSuccess(exit) ? render.encode(tool, spec, call, exit.value) : exit as Exit.Exit<never, ToolError.ToolError>
   }
 
   /**
@@ -366,7 +367,7 @@ export const make = (config: Config) => {
       invocation = asEffect(started, Effect.suspend(() => pipeline(invocationOf(started), started)))
     } else {
       try {
-        let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> | undefined
+        let output: Now.Answer<ToolResult.ToolResult, ToolError.ToolError, unknown> | undefined
         if (config.middleware.length === 0 && started.idempotencyKey === undefined && Now.mode.eager) {
           output = startCore(started, started, fiber)
         } else {
@@ -376,18 +377,22 @@ export const make = (config: Config) => {
           else output = start.start(fiber)
         }
         if (output !== undefined) {
-          const exit = Now.exitOf(output)
-          running = exit === undefined
+          // the core's result itself, or its completed `Exit`, or the rest of it (`Now.Answer`)
+          let value: ToolResult.ToolResult | undefined
+          if (!Now.isEffect(output)) value = output
+          else {
+            const exit = Now.exitOf(output)
+            running = exit === undefined
+            if (exit !== undefined && Exit.isSuccess(exit)) value = exit.value
+          }
           // a result that offloads nothing is final at once: the terminal report follows (no Exit between)
-          const result = exit !== undefined && Exit.isSuccess(exit)
-            ? render.finalizeNow(exit.value, started.spec, started.input)
-            : undefined
+          const result = value === undefined ? undefined : render.finalizeNow(value, started.spec, started.input)
           // encode's result, by plain calls from the core (a pass-through middleware runs no code on
           // it; a keyed call's store may keep it): this call's alone
           if (result !== undefined && !batch.stopped) {
             return completed(started, result, started.idempotencyKey === undefined && render.takeMade(result))
           }
-          invocation = thenFinalize(started, output)
+          invocation = thenFinalize(started, Now.effectOf(output))
         }
       } catch (defect) {
         invocation = Effect.die(defect)

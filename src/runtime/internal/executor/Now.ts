@@ -32,6 +32,27 @@ export type Start<A, E, R> = (fiber: Fiber.Fiber<unknown, unknown>) => Effect.Ef
 export const mode = { eager: true }
 export const calls = { now: 0, effect: 0 }
 
+/** The key every effect has (checked below: if it moves, {@link isEffect} is `Effect.isEffect`). */
+const effectKey = "~effect/Effect"
+const effectKnown = effectKey in Exit.void && effectKey in Effect.never && !(effectKey in {})
+
+/**
+ * A step's answer where its value is never an effect (a call's outcome): the value itself when the
+ * step completed, else the rest of it as an effect. No `Exit` is made for the value.
+ */
+export type Answer<A, E = never, R = never> = A | Effect.Effect<A, E, R>
+
+/** True when `answer` is an effect (the rest of the step, or a completed `Exit`), not the value itself. */
+export const isEffect = <A, E, R>(answer: Answer<A, E, R>): answer is Effect.Effect<A, E, R> =>
+  effectKnown ? typeof answer === "object" && answer !== null && effectKey in answer : Effect.isEffect(answer)
+
+/** `value` as an {@link Answer}: itself, or a completed `Exit` of it when it is an effect itself. */
+export const answer = <A>(value: A): Answer<A> => isEffect(value as Answer<A>) ? Exit.succeed(value) : value
+
+/** `answer` as an effect (a value as a completed `Exit`). */
+export const effectOf = <A, E, R>(answer: Answer<A, E, R>): Effect.Effect<A, E, R> =>
+  isEffect(answer) ? answer : Exit.succeed(answer)
+
 /**
  * A startable effect without a closure: an object whose run is its `start(fiber)` (a method of its
  * class, reading the object's fields), where `deferred(start)` is `Effect.withFiber`'s effect and
@@ -41,7 +62,8 @@ export const calls = { now: 0, effect: 0 }
  * changes).
  */
 export abstract class Startable<A, E, R> {
-  abstract start(fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<A, E, R>
+  /** The step, started now: its value itself when it completed (an {@link Answer}), else the rest. */
+  abstract start(fiber: Fiber.Fiber<unknown, unknown>): Answer<A, E, R>
 }
 export interface Startable<A, E, R> extends Effect.Effect<A, E, R> {}
 
@@ -63,7 +85,7 @@ const withFiberProto: object | null = Object.getPrototypeOf(Effect.withFiber(() 
 Object.setPrototypeOf(Startable.prototype, withFiberProto)
 Object.defineProperty(Startable.prototype, evaluateKey, {
   value(this: Startable<unknown, unknown, unknown>, fiber: Fiber.Fiber<unknown, unknown>) {
-    return this.start(fiber)
+    return effectOf(this.start(fiber))
   }
 })
 class Probe extends Startable<number, never, never> {
@@ -84,7 +106,7 @@ let slotStart: Startable<unknown, unknown, unknown> | undefined
 
 /** `startable` as an effect (itself), takeable by {@link takeStartable} or {@link take} until the next one. */
 export const startable = <A, E, R>(startable: Startable<A, E, R>): Effect.Effect<A, E, R> => {
-  const effect = startableKnown ? startable : Effect.withFiber((fiber) => startable.start(fiber))
+  const effect = startableKnown ? startable : Effect.withFiber((fiber) => effectOf(startable.start(fiber)))
   slot = effect as Effect.Effect<unknown, unknown, unknown>
   slotStart = startable as Startable<unknown, unknown, unknown>
   return effect
@@ -105,7 +127,7 @@ export const takeStartable = <A, E, R>(effect: Effect.Effect<A, E, R>): Startabl
 /** {@link takeStartable}, as its `start` function. */
 export const take = <A, E, R>(effect: Effect.Effect<A, E, R>): Start<A, E, R> | undefined => {
   const start = takeStartable(effect)
-  return start === undefined ? undefined : start instanceof Deferred ? start.run : (fiber) => start.start(fiber)
+  return start === undefined ? undefined : start instanceof Deferred ? start.run : (fiber) => effectOf(start.start(fiber))
 }
 
 /** Where Effect keeps an `Effect.sync`'s thunk (checked below: if it moves, {@link thunkOf} finds none). */
@@ -135,24 +157,6 @@ const exitKnown = exitKey in Exit.void && !(exitKey in Effect.never) && !(exitKe
  */
 export const isExit = <A, E, R>(effect: Effect.Effect<A, E, R>): effect is Exit.Exit<A, E> =>
   exitKnown ? typeof effect === "object" && effect !== null && exitKey in effect : Exit.isExit(effect)
-
-/** The key every effect has (checked below: if it moves, {@link isEffect} is `Effect.isEffect`). */
-const effectKey = "~effect/Effect"
-const effectKnown = effectKey in Exit.void && effectKey in Effect.never && !(effectKey in {})
-
-/**
- * A step's answer where its value is never an effect (a call's outcome): the value itself when the
- * step completed, else the rest of it as an effect. No `Exit` is made for the value.
- */
-export type Answer<A, E = never, R = never> = A | Effect.Effect<A, E, R>
-
-/** True when `answer` is an effect (the rest of the step, or a completed `Exit`), not the value itself. */
-export const isEffect = <A, E, R>(answer: Answer<A, E, R>): answer is Effect.Effect<A, E, R> =>
-  effectKnown ? typeof answer === "object" && answer !== null && effectKey in answer : Effect.isEffect(answer)
-
-/** `answer` as an effect (a value as a completed `Exit`). */
-export const effectOf = <A, E, R>(answer: Answer<A, E, R>): Effect.Effect<A, E, R> =>
-  isEffect(answer) ? answer : Exit.succeed(answer)
 
 /** `effect` when it is a completed `Exit` (typed as the effect was), else `undefined`. */
 export const exitOf = <A, E, R>(effect: Effect.Effect<A, E, R>): Exit.Exit<A, E> | undefined =>

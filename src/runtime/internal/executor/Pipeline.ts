@@ -71,12 +71,13 @@ class Guarded<R> extends Now.Startable<ToolResult, ToolError, R> {
     this.m = m
     this.invocation = invocation
   }
-  start(fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<ToolResult, ToolError, R> {
-    const exit = this.inner.start(fiber)
+  start(fiber: Fiber.Fiber<unknown, unknown>): Now.Answer<ToolResult, ToolError, R> {
+    const out = this.inner.start(fiber)
+    if (!Now.isEffect(out)) return out
     const { invocation, m } = this
-    return Now.isExit(exit)
-      ? Exit.isSuccess(exit) ? exit : recover(m, invocation, exit.cause)
-      : Effect.catchCause(exit, (cause) => recover(m, invocation, cause))
+    return Now.isExit(out)
+      ? Exit.isSuccess(out) ? out : recover(m, invocation, out.cause)
+      : Effect.catchCause(out, (cause) => recover(m, invocation, cause))
   }
 }
 

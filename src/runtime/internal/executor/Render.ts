@@ -25,6 +25,7 @@ import { textOfValue } from "../../../internal/json.ts"
 import { redactIssues, scrubError } from "../../../internal/redact/errors.ts"
 import { type Scrubber, scrubberOf } from "../../../internal/redact/policy.ts"
 import { scrubResult } from "../../../internal/redact/result.ts"
+import * as Now from "./Now.ts"
 import { StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -142,13 +143,13 @@ export const make = (config: Config) => {
     return encode
   }
 
-  /** The output as a successful result (elapsed is filled in by the terminal report). */
+  /** The output as a successful result (elapsed is filled in by the terminal report), itself (`Now.Answer`), or the failure. */
   const encode = (
     tool: Tool.Any,
     spec: Tool.ToolSpec,
     call: ToolCall,
     output: unknown
-  ): Effect.Effect<ToolResult.ToolResult, ToolError.InvalidOutput | ToolError.ToolDefect> => {
+  ): Now.Answer<ToolResult.ToolResult, ToolError.InvalidOutput | ToolError.ToolDefect> => {
     const value = encoderOf(tool)(output)
     if (value instanceof Refused) {
       // the issues may quote the output: redacted like a rejection (no value under a redacted key)
@@ -169,7 +170,7 @@ export const make = (config: Config) => {
       ? { toolCallId: call.id, name: spec.name, content, artifacts: noArtifacts, isError: false, elapsed: 0 }
       : { toolCallId: call.id, name: spec.name, content, value, artifacts: noArtifacts, isError: false, elapsed: 0 }
     made = call.provider === undefined ? result : { ...result, provider: call.provider }
-    return Exit.succeed(made)
+    return made
   }
 
   /** The result {@link encode} made last, until {@link takeMade} takes it. */
