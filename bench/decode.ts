@@ -5,7 +5,7 @@
  * - `floor`: `JSON.parse`, then `Schema.decodeUnknownResult` of the input schema
  *   (`errors: "all"`, `onExcessProperty: "error"`): the executor bench's floor;
  * - `decoder`: `ToolInput.decoder` as the executor builds it (secure parse, the
- *   compiled validator of src/contract/internal/fastDecode.ts, the strict decode
+ *   compiled validator of src/internal/fastDecode.ts, the strict decode
  *   when it says invalid);
  * - `decoder, no validator`: the same decoder built without the validator (the
  *   default-options decode of plain schemas, then the strict one): the decoder
@@ -23,7 +23,7 @@ import { Result, Schema } from "effect"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import { ToolInput } from "../src/index.ts"
-import * as FastDecode from "../src/contract/internal/fastDecode.ts"
+import * as FastDecode from "../src/internal/fastDecode.ts"
 
 v8.setFlagsFromString("--expose-gc")
 const gc = vm.runInNewContext("gc") as () => void

@@ -12,14 +12,14 @@
  * would: for the common shapes (strings, numbers, booleans, null, literals and
  * enums, unknown/JSON values, structs with required, `optionalKey` and `optional`
  * fields, arrays, unions, and checks on any of them) a validator compiled once per
- * tool (internal/fastDecode.ts) builds the decoded value by plain function calls;
+ * tool (src/internal/fastDecode.ts) builds the decoded value by plain function calls;
  * other schemas (records, tuples, transformations, classes, recursion...) keep
  * Effect's decode. Whenever the arguments are invalid, or the validator cannot
  * tell, Effect's strict decode runs and its issues are reported.
  */
 import { Predicate, Result, Schema, type SchemaAST } from "effect"
 import { InvalidArguments, MalformedArguments } from "./ToolError.ts"
-import * as FastDecode from "./internal/fastDecode.ts"
+import * as FastDecode from "../internal/fastDecode.ts"
 import { toModelCodec } from "./internal/modelSchema.ts"
 import { forbiddenKey, issuesOf, tooDeep, tooLarge, truncate, unexpectedKeys } from "./internal/rejectionText.ts"
 import { isEmptyStruct } from "./ToolSchema.ts"
@@ -299,12 +299,13 @@ export const decoder = <S extends Schema.ConstraintDecoder<unknown>>(
   }
   const decode = Schema.decodeUnknownResult(codec, strict)
   // The valid case first. For the common shapes, a validator compiled from the codec's
-  // AST (internal/fastDecode.ts) answers the strict decode's value by plain function
+  // AST (src/internal/fastDecode.ts) answers the strict decode's value by plain function
   // calls. Otherwise, for plain shapes, Effect's default options (first issue only,
   // unknown keys dropped) take its fast path: when that succeeds and dropped no key,
   // the strict decode would return the same value. Whenever neither answers, the
   // strict decode runs and reports every issue.
-  const fast = FastDecode.compile(codec.ast, strict)
+  // (arguments parsed from JSON text here are nobody else's: a value the decode would copy unchanged is answered itself)
+  const fast = FastDecode.compile(codec.ast, strict, true)
   const quick = fast === undefined && plainShape(codec.ast) ? Schema.decodeUnknownResult(codec) : undefined
   const closedEmpty = options.allowUnknownKeys !== true && isEmptyStruct(schema.ast)
   const run = (raw: unknown, value: JsonObject): Result.Result<S["Type"], MalformedArguments | InvalidArguments> => {

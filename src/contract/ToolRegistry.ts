@@ -9,9 +9,9 @@ import { Data, Effect, Result } from "effect"
 import type { Schema } from "effect"
 import * as Tool from "./Tool.ts"
 import type { ToolCall } from "./ToolCall.ts"
-import { type InvalidArguments, type MalformedArguments, ToolNotAllowed, ToolNotFound } from "./ToolError.ts"
+import type { InvalidArguments, MalformedArguments, ToolNotAllowed, ToolNotFound } from "./ToolError.ts"
 import * as ToolInput from "./ToolInput.ts"
-import { redactRejection } from "../internal/redact/errors.ts"
+import * as Resolve from "../internal/resolve.ts"
 import * as ToolName from "./ToolName.ts"
 import type { SchemaExportError } from "./ToolSchema.ts"
 
@@ -265,21 +265,6 @@ export const resolve = <R>(
   advertised: Advertised<R>,
   call: ToolCall
 ): Result.Result<Resolved<R>, ToolNotFound | ToolNotAllowed | MalformedArguments | InvalidArguments> => {
-  const entry = advertised.registry.get(call.name)
-  if (entry === undefined) return Result.fail(new ToolNotFound({ toolName: call.name, advertised: advertised.names }))
-  if (!advertised.has(entry.spec.name)) {
-    const searchWith = advertised.search?.deferred(entry.spec.name) === true ? advertised.search.tool : undefined
-    return Result.fail(
-      new ToolNotAllowed({
-        toolName: entry.spec.name,
-        advertised: advertised.names,
-        ...(searchWith === undefined ? {} : { searchWith })
-      })
-    )
-  }
-  const input = entry.decode(call.arguments)
-  // A rejection quotes what the model sent: never a value under one of the tool's redacted keys.
-  return Result.isFailure(input)
-    ? Result.fail(redactRejection(input.failure, entry.spec.safety.redact, call.arguments))
-    : Result.succeed({ call, entry, input: input.success })
+  const resolved = Resolve.resolveNow(advertised, call)
+  return Resolve.isRefusal(resolved) ? Result.fail(resolved) : Result.succeed(resolved)
 }

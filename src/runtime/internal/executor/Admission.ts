@@ -1,16 +1,16 @@
 /**
  * Lifecycle step 1, admit: resolve the name, check it was advertised, decode the
- * arguments (all in `ToolRegistry.resolve`, which also redacts a refusal of a
+ * arguments (all in `ToolRegistry.resolve`, asked here without its `Result`, which also redacts a refusal of a
  * known tool per its `safety.redact`: its message never quotes a value under a
  * redacted key), then count the call against the run's limits. Admission either
  * refuses a call (a `Rejection`, reported as `tool.rejected`) or admits it; it
  * never runs anything.
  */
-import { Result } from "effect"
 import type { Limit, Options } from "../../Executor.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
 import * as ToolError from "../../../contract/ToolError.ts"
-import * as ToolRegistry from "../../../contract/ToolRegistry.ts"
+import type * as ToolRegistry from "../../../contract/ToolRegistry.ts"
+import * as Resolve from "../../../internal/resolve.ts"
 
 type Limits = NonNullable<Options["limits"]>
 
@@ -55,15 +55,14 @@ export const make = (limits: Limits | undefined) => {
   }
 
   const admit = (advertised: ToolRegistry.Advertised<unknown>, call: ToolCall): Admission => {
-    const resolved = ToolRegistry.resolve(advertised, call)
-    if (Result.isFailure(resolved)) {
+    const resolved = Resolve.resolveNow(advertised, call)
+    if (Resolve.isRefusal(resolved)) {
       // Rejection messages are already redacted per the tool's policy by `ToolRegistry.resolve`.
-      const error = resolved.failure
-      return new Rejected(error.toolName, error)
+      return new Rejected(resolved.toolName, resolved)
     }
-    const name = resolved.success.entry.spec.name
+    const name = resolved.entry.spec.name
     const limit = exceeded(name)
-    return limit === undefined ? resolved.success : new Rejected(name, limit)
+    return limit === undefined ? resolved : new Rejected(name, limit)
   }
   return Object.assign(admit, { count })
 }

@@ -48,7 +48,8 @@ const callOps = 32
 
 /**
  * One call's lifecycle, run uninterruptibly with `restore` making its invocation interruptible,
- * started now on `fiber` (the worker's): a completed `Exit` when it ended without suspending.
+ * started now on `fiber` (the worker's): its outcome itself, or a completed `Exit`, when it ended
+ * without suspending (`Now.Answer`).
  * `options` is the batch's (with the caller's fields), `batch` says whether it stopped.
  */
 export type RunCall<O extends Options> = (
@@ -57,7 +58,7 @@ export type RunCall<O extends Options> = (
   restore: Restore,
   batch: Stopping,
   fiber: Fiber.Fiber<unknown, unknown>
-) => Effect.Effect<Outcome | undefined>
+) => Now.Answer<Outcome | undefined>
 
 /**
  * Runs `calls` with `runCall`, started now on `fiber`, the fiber running it, which must be inside an
@@ -194,18 +195,22 @@ class Worker<O extends Options> {
         return Effect.andThen(Effect.yieldNow, this.loop())
       }
       this.current = batch.next++
-      const outcome = batch.runCall(calls[this.current]!, batch.options, Effect.interruptible, batch, fiber)
+      const answer = batch.runCall(calls[this.current]!, batch.options, Effect.interruptible, batch, fiber)
       // A call answered by plain calls (`Call`) is recorded here, and the next one starts in the
       // same step; it counts as `callOps` operations towards the budget above.
-      if (!Now.done(outcome)) {
-        Now.calls.effect++
-        return Effect.flatMap(outcome, (outcome) => {
-          this.record(outcome)
-          return this.loop()
-        })
-      }
-      if (outcome.value !== undefined) Now.calls.now++
-      this.record(outcome.value)
+      let outcome: Outcome | undefined
+      if (Now.isEffect(answer)) {
+        if (!Now.done(answer)) {
+          Now.calls.effect++
+          return Effect.flatMap(answer, (outcome) => {
+            this.record(outcome)
+            return this.loop()
+          })
+        }
+        outcome = answer.value
+      } else outcome = answer
+      if (outcome !== undefined) Now.calls.now++
+      this.record(outcome)
       ;(fiber as { currentOpCount: number }).currentOpCount += callOps
     }
   }

@@ -106,6 +106,29 @@ class Started extends CallState.CallState implements Middleware.Invocation {
   }
 }
 
+/** The executor's core step (`make`'s `startCore`). */
+type StartCore = (
+  started: Started,
+  invocation: Middleware.Invocation,
+  fiber: Fiber.Fiber<unknown, unknown>
+) => Now.Answer<ToolResult.ToolResult, ToolError.ToolError>
+
+/** The core as the effect the pipeline hands on: `startCore` of the call and the invocation it got (one object, no closure). */
+class Core extends Now.Startable<ToolResult.ToolResult, ToolError.ToolError, unknown> {
+  readonly startCore: StartCore
+  readonly started: Started
+  readonly invocation: Middleware.Invocation
+  constructor(startCore: StartCore, started: Started, invocation: Middleware.Invocation) {
+    super()
+    this.startCore = startCore
+    this.started = started
+    this.invocation = invocation
+  }
+  start(fiber: Fiber.Fiber<unknown, unknown>): Now.Answer<ToolResult.ToolResult, ToolError.ToolError> {
+    return this.startCore(this.started, this.invocation, fiber)
+  }
+}
+
 /** The fields every event of a started call carries (with the idempotency key of a keyed call, redacted). */
 const stampOf = ({ call, spec, state }: Started) =>
   state.shownKey === undefined
@@ -130,27 +153,34 @@ export const make = (config: Config) => {
     events: ReadonlyArray<ToolEvent.Unstamped<ToolEvent.Event>>,
     from: number,
     outcome: Outcome
-  ): Effect.Effect<Outcome> => {
+  ): Now.Answer<Outcome> => {
     for (let i = from; i < events.length; i++) {
       const emitted = reporter.emitNow(env, events[i]!)
-      if (!Now.done(emitted)) return Effect.andThen(emitted, Effect.suspend(() => emitAll(env, events, i + 1, outcome)))
+      if (!Now.done(emitted)) {
+        return Effect.andThen(emitted, Effect.suspend(() => Now.effectOf(emitAll(env, events, i + 1, outcome))))
+      }
     }
-    return Exit.succeed(outcome)
+    return outcome
   }
 
   /** One event made for this emission (`Reporter.emitFreshNow`: stamped in place), started now, then `outcome`. */
-  const emitThen = (env: Env, event: ToolEvent.Event, outcome: Outcome): Effect.Effect<Outcome> => {
+  const emitThen = (env: Env, event: ToolEvent.Event, outcome: Outcome): Now.Answer<Outcome> => {
     const emitted = reporter.emitFreshNow(env, event)
-    return Now.done(emitted) ? Exit.succeed(outcome) : Effect.as(emitted, outcome)
+    return Now.done(emitted) ? outcome : Effect.as(emitted, outcome)
   }
 
-  /** Step 5 for a call that produced a result: artifact and audit events, then `tool.completed`. */
-  const completed = (started: Started, value: ToolResult.ToolResult): Effect.Effect<Outcome> => {
+  /**
+   * Step 5 for a call that produced a result: artifact and audit events, then `tool.completed`.
+   * `owned`: nobody else holds `value` (`Render.takeMade`): its elapsed time is written in place.
+   */
+  const completed = (started: Started, value: ToolResult.ToolResult, owned = false): Now.Answer<Outcome> => {
     const { env, input, spec } = started
     const elapsed = elapsedOf(started)
-    const result = value.audit === undefined
-      ? { ...value, elapsed }
-      : { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
+    const result = value.audit !== undefined
+      ? { ...value, elapsed, audit: redactAudit(value.audit, spec.safety.redact, input) }
+      : owned
+      ? ((value as { elapsed: number }).elapsed = elapsed, value)
+      : { ...value, elapsed }
     const { call, state } = started
     // the stamp's fields written out (not spread from `stamp`): this is every call's terminal event,
     // made whole, with the run's fields and the stamp's placeholders (`Reporter.emitFreshNow`)
@@ -199,7 +229,7 @@ export const make = (config: Config) => {
   }
 
   /** Step 5 for a call that failed or was interrupted: `tool.failed` (reason `cancelled` for an interruption). */
-  const failed = (started: Started, cause: Cause.Cause<ToolError.ToolError>): Effect.Effect<Outcome> => {
+  const failed = (started: Started, cause: Cause.Cause<ToolError.ToolError>): Now.Answer<Outcome> => {
     const { call, env, input, spec, state } = started
     const elapsed = elapsedOf(started)
     const stamp = stampOf(started)
@@ -270,12 +300,16 @@ export const make = (config: Config) => {
     started: Started,
     invocation: Middleware.Invocation,
     fiber: Fiber.Fiber<unknown, unknown>
-  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError> => {
+  ): Now.Answer<ToolResult.ToolResult, ToolError.ToolError> => {
     const { state } = started
-    return Now.flatMap(
-      invoke(invocation, started.env, state, fiber, state.inContext),
-      (value) => render.encode(invocation.tool, invocation.spec, invocation.call, value)
-    )
+    const output = invoke(invocation, started.env, state, fiber, state.inContext)
+    const { call, spec, tool } = invocation
+    // the handler's value itself, or its completed `Exit`, or the rest of the attempt (`Now.Answer`)
+    if (!Now.isEffect(output)) return render.encode(tool, spec, call, output)
+    const rest = output as Effect.Effect<unknown, ToolError.ToolError>
+    const exit = Now.exitOf(rest)
+    if (exit === undefined) return Effect.flatMap(rest, (value) => Now.effectOf(render.encode(tool, spec, call, value)))
+    return Exit.isSuccess(exit) ? render.encode(tool, spec, call, exit.value) : exit as Exit.Exit<never, ToolError.ToolError>
   }
 
   /**
@@ -286,7 +320,7 @@ export const make = (config: Config) => {
   const pipeline = Pipeline.make<Started, unknown>(
     config.middleware as ReadonlyArray<Middleware.Middleware<unknown>>,
     (invocation, started) => {
-      const core = Now.deferred((fiber) => startCore(started, invocation, fiber))
+      const core = Now.startable(new Core(startCore, started, invocation))
       const { call, env, idempotencyKey: key, shownKey: shown, spec, state } = started
       if (key === undefined) return core
       return config.idempotency(spec.name, key, call, () => env.clock.currentTimeMillisUnsafe(), core, {
@@ -313,15 +347,15 @@ export const make = (config: Config) => {
   /**
    * Steps 3 to 5, started now on `fiber` (the one running the call). The pipeline is built; when it
    * hands back the core (no middleware, or only ones whose `around` calls `next`) and the call reports
-   * no progress, it starts here, and a call whose every step completes is answered as a completed
-   * `Exit`: the same steps, as plain calls. (With no middleware and no key there is no pipeline: the
+   * no progress, it starts here, and a call whose every step completes is answered with its outcome
+   * itself (`Now.Answer`): the same steps, as plain calls. (With no middleware and no key there is no pipeline: the
    * core starts at once.) Otherwise (a middleware with an effect of its own, a
    * handler that suspends, a store, a busy sink) the rest runs as effects from that step on, the
    * invocation interruptibly (`restore`) as always. A call whose batch stopped while it ran
    * synchronously also ends through `restore`, so an interruption sent meanwhile lands as it would
    * have in the effect: the call is cancelled.
    */
-  const invokeNow = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome> => {
+  const invokeNow = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Now.Answer<Outcome> => {
     const { batch, state } = started
     const progress = state.progress
     let invocation: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown>
@@ -333,24 +367,32 @@ export const make = (config: Config) => {
       invocation = asEffect(started, Effect.suspend(() => pipeline(invocationOf(started), started)))
     } else {
       try {
-        let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, unknown> | undefined
+        let output: Now.Answer<ToolResult.ToolResult, ToolError.ToolError, unknown> | undefined
         if (config.middleware.length === 0 && started.idempotencyKey === undefined && Now.mode.eager) {
           output = startCore(started, started, fiber)
         } else {
           const out = pipeline(invocationOf(started), started)
-          const start = Now.take(out)
+          const start = Now.takeStartable(out)
           if (start === undefined) invocation = asEffect(started, out)
-          else output = start(fiber)
+          else output = start.start(fiber)
         }
         if (output !== undefined) {
-          const exit = Now.exitOf(output)
-          running = exit === undefined
+          // the core's result itself, or its completed `Exit`, or the rest of it (`Now.Answer`)
+          let value: ToolResult.ToolResult | undefined
+          if (!Now.isEffect(output)) value = output
+          else {
+            const exit = Now.exitOf(output)
+            running = exit === undefined
+            if (exit !== undefined && Exit.isSuccess(exit)) value = exit.value
+          }
           // a result that offloads nothing is final at once: the terminal report follows (no Exit between)
-          const result = exit !== undefined && Exit.isSuccess(exit)
-            ? render.finalizeNow(exit.value, started.spec, started.input)
-            : undefined
-          if (result !== undefined && !batch.stopped) return completed(started, result)
-          invocation = thenFinalize(started, output)
+          const result = value === undefined ? undefined : render.finalizeNow(value, started.spec, started.input)
+          // encode's result, by plain calls from the core (a pass-through middleware runs no code on
+          // it; a keyed call's store may keep it): this call's alone
+          if (result !== undefined && !batch.stopped) {
+            return completed(started, result, started.idempotencyKey === undefined && render.takeMade(result))
+          }
+          invocation = thenFinalize(started, Now.effectOf(output))
         }
       } catch (defect) {
         invocation = Effect.die(defect)
@@ -366,13 +408,13 @@ export const make = (config: Config) => {
     // A handler started above, outside `restore`: an interruption that lands as `restore` begins
     // (before the attempt waits for it) stops it here, so that it never outlives its call.
     return Effect.matchCauseEffect(running ? Effect.onInterrupt(restored, () => state.stopAttempt) : restored, {
-      onSuccess: (result) => completed(started, result),
-      onFailure: (cause) => failed(started, cause)
+      onSuccess: (result) => Now.effectOf(completed(started, result)),
+      onFailure: (cause) => Now.effectOf(failed(started, cause))
     })
   }
 
   /** 2, then 5: `tool.started` (the key computed before), the interruptible invocation, exactly one terminal event. */
-  const lifecycle = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<Outcome | undefined> => {
+  const lifecycle = (started: Started, fiber: Fiber.Fiber<unknown, unknown>): Now.Answer<Outcome | undefined> => {
     const { call, env, input, shownKey: shown, spec, state } = started
     const policy = spec.safety.redact
     const args = policy === undefined ? input : redactValue(input, policy).value
@@ -403,14 +445,17 @@ export const make = (config: Config) => {
           sequence: 0
         }
     )
-    return Now.done(emitted) ? invokeNow(started, fiber) : Effect.andThen(emitted, Effect.withFiber((fiber) => invokeNow(started, fiber)))
+    return Now.done(emitted)
+      ? invokeNow(started, fiber)
+      : Effect.andThen(emitted, Effect.withFiber((fiber) => Now.effectOf(invokeNow(started, fiber))))
   }
 
   /**
    * Runs one call. Call it uninterruptibly when the call's turn comes (it decides
    * at once whether the call starts), on `fiber`, the fiber running it, with a
    * `restore` that makes an effect interruptible (`Effect.interruptible`); it
-   * answers a completed `Exit` when every step completed without suspending.
+   * answers the outcome itself (`Now.Answer`: no `Exit` made for it) when every step completed
+   * without suspending.
    * `undefined` means the call never started: `batch.stopped` was true. With
    * `tracing` (a tracer is installed) the call gets an `execute_tool` span;
    * `durable` is a durable run's claim for a keyed call (`Executor.DurableClaim`).
@@ -424,7 +469,7 @@ export const make = (config: Config) => {
     tracing: Tracing.Tracing | undefined,
     durable: DurableClaim | undefined,
     fiber: Fiber.Fiber<unknown, unknown>
-  ): Effect.Effect<Outcome | undefined> => {
+  ): Now.Answer<Outcome | undefined> => {
     if (batch.stopped) return Effect.succeed(undefined)
     // 1, admit: resolve, check advertised, decode, limits.
     const admission = admit(advertised, call)
@@ -451,6 +496,6 @@ export const make = (config: Config) => {
     if (Asking.asks(entry.tool)) state.ask = Asking.forCall(reporter, env, state, spec, input)
     return tracing === undefined
       ? lifecycle(started, fiber)
-      : Tracing.executed(tracing, env.clock, call, spec, input, state, Effect.withFiber((fiber) => lifecycle(started, fiber)))
+      : Tracing.executed(tracing, env.clock, call, spec, input, state, Effect.withFiber((fiber) => Now.effectOf(lifecycle(started, fiber))))
   }
 }

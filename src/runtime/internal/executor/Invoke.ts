@@ -127,7 +127,7 @@ export const make = (config: Config) => {
     state: CallState.CallState,
     fiber: Fiber.Fiber<unknown, unknown>,
     provided: boolean
-  ): Effect.Effect<unknown, ToolError.ToolError> => {
+  ): Now.Answer<unknown, ToolError.ToolError> => {
     const tool = invocation.tool
     let effect: Effect.Effect<unknown, unknown>
     try {
@@ -146,7 +146,8 @@ export const make = (config: Config) => {
     const thunk = state.ask === undefined ? Now.thunkOf(effect) : undefined
     if (thunk !== undefined) {
       try {
-        return Exit.succeed(thunk())
+        // the value itself (`Now.Answer`; one that is an effect comes in its `Exit`)
+        return Now.answer(thunk())
       } catch (defect) {
         return toFailure(invocation, state, Cause.die(defect))
       }
@@ -195,7 +196,7 @@ export const make = (config: Config) => {
     state: CallState.CallState,
     fiber: Fiber.Fiber<unknown, unknown>,
     provided: boolean
-  ): Effect.Effect<unknown, ToolError.ToolError> => {
+  ): Now.Answer<unknown, ToolError.ToolError> => {
     const tool = invocation.tool
     const exclusiveTool = tool.options.exclusive === true
     const safety = Tool.retrySafety(tool)
@@ -203,7 +204,9 @@ export const make = (config: Config) => {
     // The plain case starts now; a permit or a schedule runs each attempt as an effect.
     if (!exclusiveTool && noRetry) return attempt(invocation, env, state, fiber, provided)
     const name = invocation.spec.name
-    const each = Effect.withFiber((current) => attempt(invocation, env, state, current, provided))
+    const each = Effect.withFiber((current) =>
+      Now.effectOf<unknown, ToolError.ToolError, never>(attempt(invocation, env, state, current, provided))
+    )
     const guarded = exclusiveTool ? exclusive.withPermit(each) : each
     if (noRetry) return guarded
     const policy = tool.retry.pipe(

@@ -2,14 +2,15 @@
  * The middleware onion (`Middleware.compose`), composed once per executor rather than per call:
  * `make(middleware, inner)` answers `(invocation, c) => Effect`, where `c` is what the innermost
  * step needs of the call (the executor's started call; `Middleware.compose` passes the handler).
- * Per call and per layer with an `around`, only the `next` it is given is made.
+ * Per call and per layer with an `around`, only the `next` it is given is made (and, for a layer
+ * that hands back what `next` answered, the one object that is that effect under its failure handler).
  *
  * Each layer turns its own defects (and any non-tool failure) into `MiddlewareFailed`; inner layers
  * have already done the same, and the handler's own defects arrive as `ToolDefect`, so a tool error
  * reaching a layer always passes through. A layer whose `around` hands back `next`'s effect
  * unchanged hands it on startable (`Now`), under its failure handler.
  */
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Effect, Exit, type Fiber } from "effect"
 import type { Invocation, Middleware } from "../../Middleware.ts"
 import { isToolError, MiddlewareFailed, type ToolError } from "../../../contract/ToolError.ts"
 import type { ToolResult } from "../../../contract/ToolResult.ts"
@@ -35,9 +36,14 @@ const layer = <C, R>(m: Middleware<R>, inner: Pipeline<C, R>): Pipeline<C, R> =>
   // `next` runs inside this layer's fiber, so it sees this layer's services plus any the
   // middleware provides around it (e.g. a narrowed scope); its requirements are this layer's.
   const { after, around, before } = m
+  // `next` is this function bound to the call's `c`: one object per call (a closure would be two,
+  // the function and its scope)
+  function next(this: C, invocation: Invocation): Effect.Effect<ToolResult, ToolError> {
+    return inner(invocation, this) as Effect.Effect<ToolResult, ToolError>
+  }
   const core: Pipeline<C, R> = around === undefined
     ? inner
-    : (invocation, c) => around(invocation, (next) => inner(next, c) as Effect.Effect<ToolResult, ToolError>)
+    : (invocation, c) => around(invocation, next.bind(c))
   const run: Pipeline<C, R> = after === undefined
     ? core
     : (invocation, c) => Effect.flatMap(core(invocation, c), (result) => after(invocation, result))
@@ -48,14 +54,30 @@ const layer = <C, R>(m: Middleware<R>, inner: Pipeline<C, R>): Pipeline<C, R> =>
     const out = body(invocation, c)
     // A layer that handed back `next`'s effect unchanged (an `around` that only calls `next`) is that
     // effect under this layer's failure handler: startable now by the executor, like the core (`Now`).
-    const inner = Now.take(out)
+    const inner = Now.takeStartable(out)
     if (inner === undefined) return Effect.catchCause(out, (cause) => recover(m, invocation, cause))
-    return Now.deferred((fiber) => {
-      const exit = inner(fiber)
-      return Now.isExit(exit)
-        ? Exit.isSuccess(exit) ? exit : recover(m, invocation, exit.cause)
-        : Effect.catchCause(exit, (cause) => recover(m, invocation, cause))
-    })
+    return Now.startable(new Guarded(inner, m, invocation))
+  }
+}
+
+/** A layer's failure handler around the startable it was handed back (one object, no closure per call). */
+class Guarded<R> extends Now.Startable<ToolResult, ToolError, R> {
+  readonly inner: Now.Startable<ToolResult, ToolError, R>
+  readonly m: Middleware<R>
+  readonly invocation: Invocation
+  constructor(inner: Now.Startable<ToolResult, ToolError, R>, m: Middleware<R>, invocation: Invocation) {
+    super()
+    this.inner = inner
+    this.m = m
+    this.invocation = invocation
+  }
+  start(fiber: Fiber.Fiber<unknown, unknown>): Now.Answer<ToolResult, ToolError, R> {
+    const out = this.inner.start(fiber)
+    if (!Now.isEffect(out)) return out
+    const { invocation, m } = this
+    return Now.isExit(out)
+      ? Exit.isSuccess(out) ? out : recover(m, invocation, out.cause)
+      : Effect.catchCause(out, (cause) => recover(m, invocation, cause))
   }
 }
 

@@ -18,12 +18,14 @@
  * result is a success with the same head and tail and a note that the full output could not be
  * stored, and the failure is logged at `Warn` level (no artifact, no event of its own).
  */
-import { Cause, Effect, Exit, Result, Schema } from "effect"
+import { Cause, Effect, Exit, Result, Schema, SchemaAST } from "effect"
+import * as FastDecode from "../../../internal/fastDecode.ts"
 import { toModelCodec } from "../../../contract/ToolSchema.ts"
 import { textOfValue } from "../../../internal/json.ts"
 import { redactIssues, scrubError } from "../../../internal/redact/errors.ts"
 import { type Scrubber, scrubberOf } from "../../../internal/redact/policy.ts"
 import { scrubResult } from "../../../internal/redact/result.ts"
+import * as Now from "./Now.ts"
 import { StoreRegistry } from "../../StoreRegistry.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -47,6 +49,47 @@ type Offloaded =
 
 /** A result's artifacts before any is stored: one frozen empty list for every result (results are never written to). */
 const noArtifacts: ReadonlyArray<ToolResult.ArtifactRef> = Object.freeze([])
+
+/** An output its schema refuses (a class of this module: no output is one). */
+class Refused {
+  readonly error: Schema.SchemaError
+  constructor(error: Schema.SchemaError) {
+    this.error = error
+  }
+}
+
+/** Encode's options (Effect's default: unknown keys dropped, the first issue only). */
+const encodeOptions: SchemaAST.ParseOptions = {}
+
+/**
+ * The output's encoder: the model codec's (exactly the form the exported output schema describes:
+ * no "NaN" strings), answering the encoded value or {@link Refused}. Effect's encode is the decode
+ * of the flipped AST, so the compiled validator of that decode (`src/internal/fastDecode.ts`, under encode's
+ * default options) answers it by plain calls where it covers the schema: the same value, a copy in
+ * the schema's key order. Where it answers "invalid" (or a check throws), Effect's encode runs and
+ * says what it says. (Answering an output the copy would equal with the output itself was measured
+ * too: the checks that tell an object from a plain copy of it, its accessors and symbol keys, cost
+ * more CPU than the copy.)
+ */
+export const outputEncoder = (output: Schema.Top): (value: unknown) => unknown => {
+  const codec = toModelCodec(output) as Schema.Codec<unknown, unknown>
+  const encode = Schema.encodeUnknownResult(codec)
+  const effect = (value: unknown): unknown => {
+    const encoded = encode(value)
+    return Result.isSuccess(encoded) ? encoded.success : new Refused(encoded.failure)
+  }
+  const fast = FastDecode.compile(SchemaAST.flip(codec.ast), encodeOptions)
+  if (fast === undefined) return effect
+  return (value) => {
+    let encoded: unknown = FastDecode.invalid
+    try {
+      encoded = fast(value, false)
+    } catch {
+      // a check that throws: Effect's encode meets it too
+    }
+    return encoded === FastDecode.invalid ? effect(value) : encoded
+  }
+}
 
 export const make = (config: Config) => {
   const failed = (cause: unknown) => new ToolError.StoreFailed({ store: config.store, operation: "write", cause })
@@ -90,33 +133,29 @@ export const make = (config: Config) => {
       Cause.fail(scrubber === undefined ? error : scrubError(error, scrubber))
     ).pipe(Effect.annotateLogs({ tool: spec.name, toolCallId: call.id, store: config.store, key }))
 
-  const encoders = new WeakMap<Tool.Any, (value: unknown) => Result.Result<unknown, Schema.SchemaError>>()
+  const encoders = new WeakMap<Tool.Any, (value: unknown) => unknown>()
   const encoderOf = (tool: Tool.Any) => {
     let encode = encoders.get(tool)
     if (encode === undefined) {
-      // The model codec: exactly the form the exported output schema describes (no "NaN" strings).
-      encode = tool.output === undefined
-        ? Result.succeed
-        : Schema.encodeUnknownResult(toModelCodec(tool.output as Schema.Top) as Schema.Codec<unknown, unknown>)
+      encode = tool.output === undefined ? (value) => value : outputEncoder(tool.output as Schema.Top)
       encoders.set(tool, encode)
     }
     return encode
   }
 
-  /** The output as a successful result (elapsed is filled in by the terminal report). */
+  /** The output as a successful result (elapsed is filled in by the terminal report), itself (`Now.Answer`), or the failure. */
   const encode = (
     tool: Tool.Any,
     spec: Tool.ToolSpec,
     call: ToolCall,
     output: unknown
-  ): Effect.Effect<ToolResult.ToolResult, ToolError.InvalidOutput | ToolError.ToolDefect> => {
-    const encoded = encoderOf(tool)(output)
-    if (Result.isFailure(encoded)) {
+  ): Now.Answer<ToolResult.ToolResult, ToolError.InvalidOutput | ToolError.ToolDefect> => {
+    const value = encoderOf(tool)(output)
+    if (value instanceof Refused) {
       // the issues may quote the output: redacted like a rejection (no value under a redacted key)
-      const issues = redactIssues(ToolInput.issuesOf(encoded.failure), spec.safety.redact, output)
+      const issues = redactIssues(ToolInput.issuesOf(value.error), spec.safety.redact, output)
       return Effect.fail(new ToolError.InvalidOutput({ toolName: spec.name, issues }))
     }
-    const value = encoded.success
     let content: ReadonlyArray<ToolResult.ContentBlock>
     if (tool.toModelOutput === undefined) content = [ToolResult.text(textOfValue(value))]
     else {
@@ -130,7 +169,22 @@ export const make = (config: Config) => {
     const result: ToolResult.ToolResult = value === undefined
       ? { toolCallId: call.id, name: spec.name, content, artifacts: noArtifacts, isError: false, elapsed: 0 }
       : { toolCallId: call.id, name: spec.name, content, value, artifacts: noArtifacts, isError: false, elapsed: 0 }
-    return Exit.succeed(call.provider === undefined ? result : { ...result, provider: call.provider })
+    made = call.provider === undefined ? result : { ...result, provider: call.provider }
+    return made
+  }
+
+  /** The result {@link encode} made last, until {@link takeMade} takes it. */
+  let made: ToolResult.ToolResult | undefined
+
+  /**
+   * True (once) when `result` is the one {@link encode} made last: a caller that got it back by
+   * plain calls from `encode`, with nothing run in between (no middleware's code, no store), is
+   * the only one holding it, and may complete it in place (its elapsed time) instead of copying.
+   */
+  const takeMade = (result: ToolResult.ToolResult): boolean => {
+    if (result !== made) return false
+    made = undefined
+    return true
   }
 
   /**
@@ -201,5 +255,5 @@ export const make = (config: Config) => {
     })
   }
 
-  return { encode, finalize, finalizeNow }
+  return { encode, finalize, finalizeNow, takeMade }
 }

@@ -5,7 +5,10 @@
  * that decode returns (same keys in the same order, same values), with no
  * allocation beyond that value. It never builds issues: when it answers
  * {@link invalid}, or when a check throws, `ToolInput` runs Effect's strict
- * decode, which reports exactly what it always did.
+ * decode, which reports exactly what it always did. The output encoder
+ * (`Render.outputEncoder` in the executor) runs it on the flipped model codec:
+ * Effect's encode is the decode of the flipped AST, so the same validator answers
+ * the encode's value, under encode's options.
  *
  * Covered (`compile` answers a validator): `String`, `Number`, `Boolean`, `Null`,
  * `Literal` (and so `Literals` and enums, which the model codec makes unions of
@@ -64,8 +67,15 @@ const unsupported = (): never => {
  * Compiles `ast` (a model codec's AST) for the strict decode under `options`
  * (the options object the strict decode is given: checks receive it), or
  * `undefined` when some node is outside the covered shapes.
+ *
+ * `reuse` (the argument decoder's): for a value parsed from JSON text (`symbols` false), which
+ * nobody else holds, an object answers the input itself where the decode's copy would be equal to
+ * it in everything but identity: its own enumerable keys exactly the declared keys it holds, in the
+ * schema's order (no declared key held otherwise, such as one inherited from a prototype that was
+ * added to), each field answering its own value itself. Anywhere else (and for objects given as
+ * objects) the copy is made, as without `reuse`; arrays are always copied.
  */
-export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): FastDecode | undefined => {
+export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions, reuse = false): FastDecode | undefined => {
   if (!compiling.enabled) return undefined
   const refuseUnknown = options.onExcessProperty === "error"
   const compiled = new Map<SchemaAST.AST, Node>()
@@ -104,7 +114,10 @@ export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Fa
       steps.push(node(link.to))
       if (getter._tag === "Passthrough") continue
       const target = i === 0 ? ast : links[i - 1]!.to
-      if (getter._tag !== "Transform" || link.to._tag !== "Null" || target._tag !== "Undefined") return unsupported()
+      // (the mirror, `Undefined` from `Null`, is `Schema.optional` flipped: the output encoder's)
+      const nullish = (link.to._tag === "Null" && target._tag === "Undefined") ||
+        (link.to._tag === "Undefined" && target._tag === "Null")
+      if (getter._tag !== "Transform" || !nullish) return unsupported()
       const transform = getter.transform
       steps.push((input) => transform(input))
     }
@@ -186,6 +199,7 @@ export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Fa
     }
     const declared = new Set(names)
     const count = names.length
+    if (reuse) return reused(names, optional, types)
     return (input, symbols) => {
       if (typeof input !== "object" || input === null || Array.isArray(input)) return invalid
       const record = input as { readonly [key: string]: unknown }
@@ -204,6 +218,70 @@ export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Fa
           out[name] = value
         } else if (!optional[i]) return invalid
       }
+      return out
+    }
+  }
+
+  /**
+   * An object node under `reuse` (see {@link compile}): the fields' values are kept in `values`
+   * (one array per node: a node never runs inside itself, schemas being without suspensions), then
+   * the input is answered when nothing would tell the copy from it, else the copy is made of them.
+   */
+  const reused = (
+    names: ReadonlyArray<string>,
+    optional: ReadonlyArray<boolean>,
+    types: ReadonlyArray<Node>
+  ): Node => {
+    const count = names.length
+    const values = new Array<unknown>(count).fill(absent)
+    const index = new Map(names.map((name, i) => [name, i]))
+    return (input, symbols) => {
+      if (typeof input !== "object" || input === null || Array.isArray(input)) return invalid
+      const record = input as { readonly [key: string]: unknown }
+      // (a value parsed from JSON text: a plain object of data properties, no symbol, nobody else's)
+      const reusable = !symbols
+      // One walk of the keys: unknown ones refused, and whether the own enumerable keys are declared
+      // ones in the schema's order (for-in lists own keys first).
+      let ordered = reusable
+      let listed = 0
+      if (refuseUnknown || reusable) {
+        let last = -1
+        for (const key in record) {
+          const at = index.get(key)
+          if (at === undefined) {
+            if (refuseUnknown && Object.hasOwn(record, key)) return invalid
+            ordered = false
+          } else if (ordered && (at <= last || !Object.hasOwn(record, key))) ordered = false
+          if (!ordered && !refuseUnknown) break
+          last = at ?? last
+          listed++
+        }
+        if (refuseUnknown && symbols && Object.getOwnPropertySymbols(record).length > 0) return invalid
+      }
+      let same = ordered
+      let held = 0
+      for (let i = 0; i < count; i++) {
+        const name = names[i]!
+        if (name in record) {
+          const field = record[name]
+          const value = types[i]!(field, symbols)
+          if (value === invalid) return invalid
+          if (value !== field) same = false
+          values[i] = value
+          held++
+        } else if (!optional[i]) return invalid
+        else values[i] = absent
+      }
+      if (same && listed === held) {
+        values.fill(absent)
+        return record
+      }
+      const out: { [key: string]: unknown } = {}
+      for (let i = 0; i < count; i++) {
+        const value = values[i]
+        if (value !== absent) out[names[i]!] = value
+      }
+      values.fill(absent)
       return out
     }
   }
@@ -263,6 +341,9 @@ export const compile = (ast: SchemaAST.AST, options: SchemaAST.ParseOptions): Fa
  * would then try its other members, but "ask the strict decode" for the whole value.
  */
 const unsure: unique symbol = Symbol("tinyagents/ToolInput/unsure")
+
+/** A field the input does not hold (`reuse`'s kept values). */
+const absent: unique symbol = Symbol("tinyagents/ToolInput/absent")
 
 /** True when every check accepts `value` (Effect's `collectIssues` finding nothing). */
 const passes = (
