@@ -11,8 +11,8 @@
  * gets `Suspended`, its run suspends, and no deferred, clock or child is pending to resume it.
  *
  * `layer` wraps the engine's `activityExecute`: the activity it hands to the engine records the
- * exit of its body when the body ends with a result the engine stores (not interrupted, not
- * suspended, not a failure the workflow turns into a suspension). When the engine then answers
+ * exit of its body when the body ends with a result the engine stores (a success, or a failure
+ * that is not interrupts alone and that the workflow does not turn into a suspension). When the engine then answers
  * `Suspended` to the same call, the result was dropped, and the call is made again: the engine
  * registers the activity, resets its `Suspended` reply and delivers it once more (its own path for
  * a suspended activity), and the body answers the exit it recorded instead of running again, which
@@ -44,9 +44,11 @@ const recording = <A extends Activity.Any>(activity: A, call: Call): A => {
     }
     return Effect.onExit(activity.executeEncoded, (exit) =>
       Effect.map(Effect.service(WorkflowEngine.WorkflowInstance), (instance) => {
-        const stored = !instance.suspended && (Exit.isSuccess(exit)
-          ? true
-          : !Cause.hasInterrupts(exit.cause) && !Context.get(instance.workflow.annotations, Workflow.SuspendOnFailure))
+        // as `Workflow.intoResult` reads the exit in the engine's handler: a success is `Complete`
+        // (even where a durable wait inside the body suspended the instance and lost a race), a
+        // failure a suspension under `SuspendOnFailure` or when only interrupts, else `Complete`
+        const stored = Exit.isSuccess(exit) ||
+          (!Cause.hasInterruptsOnly(exit.cause) && !Context.get(instance.workflow.annotations, Workflow.SuspendOnFailure))
         if (!stored) return
         call.ended = true
         if (replayable) call.exit = exit
