@@ -27,6 +27,7 @@ const fullOnly = [
   "test/durable/CrashCancel.test.ts",
   "test/durable/CrashNested.test.ts",
   "test/durable/DurablePostgres.test.ts",
+  "test/durable/LockCheckPostgres.test.ts",
   "test/durable/MultiRunner.test.ts",
   "test/inspect/Browser.test.ts",
   "test/inspect/Postgres.test.ts",

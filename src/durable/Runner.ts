@@ -44,16 +44,12 @@
  * only when runners come and go). A shorter poll only adds idle queries.
  * `@effect/platform-node` is required; `@effect/sql-pg` only by the Postgres layers (loaded on use).
  */
-import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
-import * as NodeCrypto from "@effect/platform-node/NodeCrypto"
-import { Duration, Effect, Layer, Option, type Redacted } from "effect"
-import { RunnerAddress, ShardingConfig as ShardingConfigLayer, SqlRunnerStorage } from "effect/cluster"
+import { Duration, Layer, Option, type Redacted } from "effect"
+import { RunnerAddress, type ShardingConfig as ShardingConfigLayer } from "effect/cluster"
 import type { SqlClient } from "effect/sql"
 import { WorkflowEngine } from "effect/workflow"
 import * as SqliteClient from "../stores/SqliteClient.ts"
-import { engineOn, singleRunner } from "./internal/cluster.ts"
-import * as PgMessageStorage from "./internal/messageStorage.ts"
-import { coalesceRefresh } from "./internal/shardLocks.ts"
+import { engineOn, postgres, postgresCluster, singleRunner } from "./internal/cluster.ts"
 
 /** Options of the SQLite layers. */
 export interface SqliteOptions {
@@ -119,50 +115,12 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<Services> =>
 export const layerSqliteClient = (options: SqliteOptions): Layer.Layer<Services> =>
   engineOn(singleRunner({ ...sharding(options), runnerAddress: Option.none() }), sqlite(options.filename))
 
-const postgres = (url: Redacted.Redacted, maxConnections?: number): Layer.Layer<SqlClient.SqlClient, unknown> =>
-  Layer.unwrap(
-    Effect.map(
-      Effect.promise(() => import("@effect/sql-pg")),
-      ({ PgClient }) => PgClient.layer(maxConnections === undefined ? { url } : { url, maxConnections })
-    )
-  )
-
-/**
- * The cluster on Postgres, its storage wired here ("byo") rather than by `NodeClusterSocket`: the
- * messages (`SqlMessageStorage`) on the runs' pool, the shard locks and runner membership
- * (`SqlRunnerStorage`) on a pool of their own, so that a lock refresh, release or health probe never
- * queues behind the runs' queries (each has a deadline of one refresh interval; see the module doc).
- */
-const postgresCluster = (
-  options: PostgresOptions,
-  shardingConfig: Partial<ShardingConfigLayer.ShardingConfig["Service"]>,
-  clientOnly: boolean
-) => {
-  const config = ShardingConfigLayer.layerFromEnv(shardingConfig)
-  const messages = PgMessageStorage.layer.pipe(Layer.provide([NodeCrypto.layerDigest, config]))
-  const locks = Layer.orDie(SqlRunnerStorage.layer).pipe(
-    Layer.provide(config),
-    Layer.provide(Layer.orDie(postgres(options.url, lockConnections)))
-  )
-  return NodeClusterSocket.layer({ storage: "byo", clientOnly, shardingConfig }).pipe(
-    Layer.provideMerge(messages),
-    Layer.provide(Layer.provide(coalesceRefresh, locks)),
-    Layer.orDie
-  )
-}
-
-/**
- * The shard-lock pool: one connection `SqlRunnerStorage` reserves for its advisory locks, one for
- * its other statements (membership, heartbeat probe) and one for a lock connection being replaced.
- */
-const lockConnections = 3
-
 /** A runner in a cluster sharing Postgres; `address` is this runner's host:port for the others (NodeClusterSocket). */
 export const layerPostgres = (
   options: PostgresOptions & { readonly address: { readonly host: string; readonly port: number } }
 ): Layer.Layer<Services> =>
   engineOn(
-    postgresCluster(options, {
+    postgresCluster(options.url, {
       ...sharding(options),
       runnerAddress: Option.some(RunnerAddress.make(options.address.host, options.address.port))
     }, false),
@@ -172,7 +130,7 @@ export const layerPostgres = (
 /** A client of a Postgres cluster: starts runs, approves, reads events and results; owns no runs. */
 export const layerPostgresClient = (options: PostgresOptions): Layer.Layer<Services> =>
   engineOn(
-    postgresCluster(options, { ...sharding(options), runnerAddress: Option.none() }, true),
+    postgresCluster(options.url, { ...sharding(options), runnerAddress: Option.none() }, true),
     postgres(options.url)
   )
 

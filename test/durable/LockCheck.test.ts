@@ -5,95 +5,83 @@
  * answers the step `Suspended`, which nothing wakes (bench/clusterStuck.ts). With the workaround
  * (src/durable/internal/activityReplies.ts) the run finishes, the step journaled with the result it
  * had: no tool runs twice, the model is not asked twice, nothing is answered "may or may not have
- * completed". The runner is `Runner.layerSqlite`'s composition with one fault: the first check
- * after the fault is armed sleeps past its deadline (as a check queued on a loaded database does),
- * while the periodic refresh of every shard goes on as usual, so the runner logs nothing about
- * shard locks.
+ * completed". The runner is `Runner.layerSqlite`'s composition with one fault (the cases:
+ * support/lockCheck.ts; on Postgres: LockCheckPostgres.test.ts).
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Stream } from "effect"
-import { DurableAgent } from "../../src/durable/index.ts"
+import { Effect, Layer, Schema } from "effect"
+import { Activity, DurableDeferred, Workflow } from "effect/workflow"
 import { engineOn, singleRunner } from "../../src/durable/internal/cluster.ts"
-import { ChatModel } from "../../src/index.ts"
 import * as SqliteClient from "../../src/stores/SqliteClient.ts"
-import * as Stores from "../../src/stores/Stores.ts"
 import { slowLockCheck } from "../support/lockFaults.ts"
 import * as Core from "./support/core.ts"
+import { lockCheckCases } from "./support/lockCheck.ts"
 
 afterAll(Core.cleanup)
 
-const user = (content: string) => [{ role: "user" as const, content }]
-
-/**
- * Runs `plan` on a SQLite runner (`Runner.layerSqlite`'s composition) whose lock check after the
- * `nth` (from 1) model answer or application of tool `step` misses its deadline; the run must finish.
- */
-const faultedRun = (plan: string, step: string, nth = 1) =>
-  Effect.gen(function*() {
-    const counters = Core.makeCounters()
-    const deadline = 500
-    const { fault, layer } = slowLockCheck(deadline * 3)
-    let seen = 0
-    // the next one-shard refresh is the check before storing this step's reply (or a sibling call's)
-    const arm = (name: string) => {
-      if (name === step && ++seen === nth) fault.armed = true
-    }
-    const agent = DurableAgent.make({
-      name: "lock-check",
-      tools: Core.makeTools(counters, { afterApply: (tool) => Effect.sync(() => arm(tool)) }),
-      pollInterval: "20 millis"
-    })
-    const model = Layer.effect(
-      ChatModel.ChatModel,
-      Effect.map(Effect.service(ChatModel.ChatModel), (inner) =>
-        ChatModel.ChatModel.of({
-          ...inner,
-          stream: (request) => Stream.ensuring(inner.stream(request), Effect.sync(() => arm("model")))
-        }))
-    ).pipe(Layer.provide(Core.model(counters)))
-    const runner = engineOn(
+describe("a step whose reply a missed shard-lock check dropped", () => {
+  lockCheckCases("lock-check", (lockStorage, deadline) =>
+    engineOn(
       singleRunner({
         entityMessagePollInterval: "50 millis",
         shardLockRefreshInterval: `${deadline} millis`,
         shardLockExpiration: `${deadline * 3} millis`,
         entityTerminationTimeout: "50 millis"
-      }, layer),
+      }, lockStorage),
       SqliteClient.layer({ filename: Core.tempFile("lock-check") })
-    )
-    const result = yield* Effect.gen(function*() {
-      yield* agent.start("run", user(plan))
-      // a guard against a hang, not a timing: the run takes a second or two
-      return yield* Effect.timeoutOrElse(agent.result("run"), {
-        duration: "20 seconds",
-        orElse: () => Effect.die(new Error("the run never finished: a step's reply was dropped and nothing resumed it"))
-      })
-    }).pipe(Effect.provide(agent.layer.pipe(Layer.provide([model, Stores.layerMemory]), Layer.provideMerge(runner))))
-    return { result, counters, fired: fault.fired }
-  })
+    ))
+})
 
-describe("a step whose reply a missed shard-lock check dropped", () => {
-  it.live("a tool call's: the run finishes, each call of the turn journaled with its result, none run twice", () =>
-    Effect.gen(function*() {
-      const { counters, fired, result } = yield* faultedRun("plan: plain_write,keyed_write;read_value", "plain_write")
-      assert.strictEqual(fired, 1)
-      assert.strictEqual(result.text, "done: value of 1-0")
-      assert.deepStrictEqual(result.results.map((r) => [r.toolCallId, r.error?._tag]), [
-        ["0-0", undefined],
-        ["0-1", undefined],
-        ["1-0", undefined]
-      ])
-      assert.strictEqual(counters.get("plain_write:0-0"), 1)
-      assert.strictEqual(counters.get("keyed_write:k0"), 1)
-      assert.strictEqual(counters.get("read_value"), 1)
-      assert.strictEqual(counters.get("model"), 3)
-    }))
+// An activity that ends with a result while its workflow instance is marked suspended: a durable
+// wait inside it lost a race to its result (`Workflow.suspend` interrupted that side only). The
+// engine stores the result (`Workflow.intoResult` reads a success as `Complete` whatever the
+// instance's mark), so a dropped reply of it is stored again too.
+const Raced = Workflow.make("LockCheckRaced", {
+  payload: { id: Schema.String },
+  success: Schema.String,
+  idempotencyKey: (payload) => payload.id
+})
 
-  it.live("a model turn's: the run finishes and the model is not asked for that turn again", () =>
+describe("an activity whose durable wait lost a race to its result", () => {
+  it.live("its dropped reply is stored again: the run completes, the body run once", () =>
     Effect.gen(function*() {
-      const { counters, fired, result } = yield* faultedRun("plan: read_value", "model")
-      assert.strictEqual(fired, 1)
-      assert.strictEqual(result.text, "done: value of 0-0")
-      assert.strictEqual(counters.get("model"), 2)
-      assert.strictEqual(counters.get("read_value"), 1)
-    }))
+      const deadline = 500
+      const { fault, layer } = slowLockCheck(deadline * 3)
+      let bodies = 0
+      const workflow = Raced.toLayer(Effect.fnUntraced(function*() {
+        const first = yield* Activity.make({
+          name: "first",
+          success: Schema.String,
+          execute: Effect.race(
+            Effect.as(DurableDeferred.await(DurableDeferred.make("never")), "waited"),
+            Effect.as(Effect.sleep("20 millis"), "raced")
+          ).pipe(Effect.ensuring(Effect.sync(() => {
+            bodies++
+            fault.armed = true
+          })))
+        })
+        const second = yield* Activity.make({ name: "second", success: Schema.String, execute: Effect.succeed("b") })
+        return `${first}+${second}`
+      }))
+      const runner = engineOn(
+        singleRunner({
+          entityMessagePollInterval: "50 millis",
+          shardLockRefreshInterval: `${deadline} millis`,
+          shardLockExpiration: `${deadline * 3} millis`,
+          entityTerminationTimeout: "50 millis"
+        }, layer),
+        SqliteClient.layer({ filename: Core.tempFile("lock-check-raced") })
+      )
+      const result = yield* Raced.execute({ id: "raced" }).pipe(
+        // a guard against a hang, not a timing: the run takes a second or two
+        Effect.timeoutOrElse({
+          duration: "20 seconds",
+          orElse: () => Effect.die(new Error("the run never finished: a step's reply was dropped and nothing resumed it"))
+        }),
+        Effect.provide(Layer.provideMerge(workflow, runner))
+      )
+      assert.strictEqual(result, "raced+b")
+      assert.strictEqual(fault.fired, 1)
+      assert.strictEqual(bodies, 1)
+    }), 60_000)
 })

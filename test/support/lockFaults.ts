@@ -2,7 +2,8 @@
  * A lock-storage fault for effect/cluster (issue #25): the check `Sharding` makes before storing a
  * persisted reply (`RunnerStorage.refresh(address, [its shard])`) outlasting its deadline once, as
  * one queued on a loaded database does, while the periodic refresh of every shard goes on as usual.
- * Used by test/durable/LockCheck.test.ts and bench/clusterStuck.ts.
+ * Used by test/durable/LockCheck.test.ts and LockCheckPostgres.test.ts (test/durable/support/lockCheck.ts) and
+ * bench/clusterStuck.ts.
  */
 import { Effect, Layer } from "effect"
 import { RunnerStorage } from "effect/cluster"

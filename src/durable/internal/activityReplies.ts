@@ -11,17 +11,22 @@
  * gets `Suspended`, its run suspends, and no deferred, clock or child is pending to resume it.
  *
  * `layer` wraps the engine's `activityExecute`: the activity it hands to the engine records the
- * exit of its body when the body ends with a result the engine stores (not interrupted, not
- * suspended, not a failure the workflow turns into a suspension). When the engine then answers
- * `Suspended` to the same call, the result was dropped, and the call is made again: the engine
- * registers the activity, resets its `Suspended` reply and delivers it once more (its own path for
- * a suspended activity), and the body answers the exit it recorded instead of running again, which
- * the engine now stores behind a fresh lock check (or fences again, and the call goes round again;
- * a runner that has really lost the shard stops the run instead). So a step whose reply was dropped
- * is journaled with the result it had: no tool call or model turn runs twice. An activity whose
- * body runs in the reply's transaction (`ClusterSchema.WithTransaction`) had its writes rolled back
- * with the fenced reply, so it runs again instead. Every other activity and engine operation is the
- * engine's own.
+ * exit of its body when the body ends with a result the engine stores (a success, or a failure that
+ * is not interrupts alone and that the workflow does not turn into a suspension). When the engine
+ * then answers `Suspended` to the same call, the result was dropped, and the call is made again:
+ * the engine registers the activity, resets its `Suspended` reply and delivers it once more (its
+ * own path for a suspended activity), and the body answers the exit it recorded instead of running
+ * again, which the engine now stores behind a fresh lock check (or fences again, and the call goes
+ * round again: each round needs a check that failed after one that stored the `Suspended` reply,
+ * and goes on only while the body ran here). So a step whose reply was dropped is journaled with
+ * the result it had: no tool call or model turn runs twice. Where the check failed because another
+ * runner took the shard, the call made again goes to that runner, which does not run the body (only
+ * a registration by the run does): the engine here resends it while it is answered `Suspended`, as
+ * for any step of a run on a shard being released, until the release stops the run
+ * (`shutdownTimeout` at most) and the new owner replays it, running the step again as after any
+ * takeover (read in effect/cluster 4.1, not tested here). An activity whose body runs in the
+ * reply's transaction (`ClusterSchema.WithTransaction`) had its writes rolled back with the fenced
+ * reply, so it runs again instead. Every other activity and engine operation is the engine's own.
  */
 import { Cause, Context, Effect, Exit, Layer, type Schema } from "effect"
 import { ClusterSchema } from "effect/cluster"
@@ -44,9 +49,11 @@ const recording = <A extends Activity.Any>(activity: A, call: Call): A => {
     }
     return Effect.onExit(activity.executeEncoded, (exit) =>
       Effect.map(Effect.service(WorkflowEngine.WorkflowInstance), (instance) => {
-        const stored = !instance.suspended && (Exit.isSuccess(exit)
-          ? true
-          : !Cause.hasInterrupts(exit.cause) && !Context.get(instance.workflow.annotations, Workflow.SuspendOnFailure))
+        // as `Workflow.intoResult` reads the exit in the engine's handler: a success is `Complete`
+        // (even where a durable wait inside the body suspended the instance and lost a race), a
+        // failure a suspension under `SuspendOnFailure` or when only interrupts, else `Complete`
+        const stored = Exit.isSuccess(exit) ||
+          (!Cause.hasInterruptsOnly(exit.cause) && !Context.get(instance.workflow.annotations, Workflow.SuspendOnFailure))
         if (!stored) return
         call.ended = true
         if (replayable) call.exit = exit
