@@ -75,6 +75,15 @@ export interface Looked {
 export interface ClaimsNow {
   readonly acquire: (key: string, owner: string, lease: number, now: number) => boolean
   readonly release: (key: string, owner: string) => void
+  /**
+   * Takes `key` for the synchronous stretch that follows, until {@link drop}: what a claim taken and
+   * released within that stretch would do, with no claim written. Meanwhile (only code that stretch
+   * runs can try) an acquisition or hold of `key` fails, as against an owner of its own. False, and
+   * nothing held, when another owner holds an unexpired claim on `key` at `now`. Holds nest.
+   */
+  readonly hold: (key: string, now: number) => boolean
+  /** Ends the latest hold that is still held. */
+  readonly drop: () => void
 }
 
 const stores = new WeakMap<KeyValueStore.KeyValueStore, StoreNow>()

@@ -61,23 +61,43 @@ export interface Claims {
   readonly release: (key: string, owner: string) => Effect.Effect<void, StoreFailed>
 }
 
-/** Claims held in this process's memory (one per registry and store name), on the `Clock`. */
+/**
+ * Claims held in this process's memory (one per registry and store name), on the `Clock`. A hold
+ * (`storeNow`'s `ClaimsNow.hold`: a claim for one synchronous stretch of a keyed call) is a key on a
+ * stack rather than an entry of the map, which only code that stretch runs can see.
+ */
 export const memoryClaims = (): Claims => {
   const held = new Map<string, { readonly owner: string; readonly until: number }>()
+  const holding: Array<string> = []
+  const isHolding = (key: string): boolean => holding.length !== 0 && holding.includes(key)
   const acquireNow = (key: string, owner: string, lease: number, now: number): boolean => {
+    if (isHolding(key)) return false
     const current = held.get(key)
     if (current !== undefined && current.owner !== owner && current.until > now) return false
     held.set(key, { owner, until: now + lease })
     return true
   }
   const releaseNow = (key: string, owner: string): void => {
-    if (held.get(key)?.owner === owner) held.delete(key)
+    if (held.size !== 0 && held.get(key)?.owner === owner) held.delete(key)
+  }
+  const hold = (key: string, now: number): boolean => {
+    if (isHolding(key)) return false
+    if (held.size !== 0) {
+      const current = held.get(key)
+      if (current !== undefined) {
+        if (current.until > now) return false
+        // an expired claim: taking the key and releasing it would have removed it
+        held.delete(key)
+      }
+    }
+    holding.push(key)
+    return true
   }
   return withClaimsNow({
     acquire: (key, owner, lease) =>
       Effect.clockWith((clock) => Effect.sync(() => acquireNow(key, owner, lease, clock.currentTimeMillisUnsafe()))),
     release: (key, owner) => Effect.sync(() => releaseNow(key, owner))
-  }, { acquire: acquireNow, release: releaseNow })
+  }, { acquire: acquireNow, release: releaseNow, hold, drop: () => void holding.pop() })
 }
 
 /**
@@ -275,9 +295,14 @@ export const make = <E>(
         const prefixed = serialModify(KeyValueStore.prefix(backend.store, `${name}/`))
         const now = storeNow(backend.store)
         const set = now?.set
-        return now === undefined || set === undefined ? prefixed : withStoreNow(prefixed, {
-          get: (key, at) => now.get(`${name}/${key}`, at),
-          set: (key, value) => set(`${name}/${key}`, value)
+        if (now === undefined || set === undefined) return prefixed
+        // a keyed call gets then sets one key: its prefixed form is made (and hashed) once
+        let last: string | undefined
+        let lastPrefixed = ""
+        const prefixedOf = (key: string): string => key === last ? lastPrefixed : (last = key, lastPrefixed = `${name}/${key}`)
+        return withStoreNow(prefixed, {
+          get: (key, at) => now.get(prefixedOf(key), at),
+          set: (key, value) => set(prefixedOf(key), value)
         })
       })
     }

@@ -8,7 +8,7 @@
  * store cannot keep.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Schema } from "effect"
+import { Clock, Effect, Exit, Fiber, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { Executor, StoreRegistry, Tool, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
 import * as Now from "../../src/runtime/internal/executor/Now.ts"
@@ -69,6 +69,40 @@ describe("keyed calls on the memory store (synchronous views)", () => {
       yield* claims.release("slow_write/slow", "another process")
       const again = yield* executor.run(call("b", "slow_write", { key: "slow" }))
       assert.deepStrictEqual([again.value, again.idempotency?.replayed, probe.runs], [{ n: 2 }, true, 2])
+    }).pipe(Effect.provide(test)))
+
+  it.effect("a call that completes at once holds its key while it runs: no other owner takes it meanwhile", () =>
+    Effect.gen(function*() {
+      const claims = yield* StoreRegistry.StoreRegistry.use((registry) => registry.claims("idempotency"))
+      // the handler's acquisitions read the test's clock, as the call's own do
+      const clock = yield* Effect.clockWith(Effect.succeed)
+      const seen: Array<boolean> = []
+      const tool = Tool.make("grab", {
+        description: "Tries to take its own key's claim while it runs.",
+        input: Schema.Struct({ key: Schema.String }),
+        safety: { access: "write" },
+        idempotency: ({ key }) => key,
+        // the handler's own code is all that can run while the call holds its key
+        handler: ({ key }) =>
+          Effect.sync(() => {
+            seen.push(Effect.runSync(Effect.provideService(claims.acquire(`grab/${key}`, "another owner", 30_000), Clock.Clock, clock)))
+            return key
+          })
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([tool]))
+      yield* executor.run(call("w", "grab", { key: "warm" }))
+      const first = yield* executor.run(call("a", "grab", { key: "k" }))
+      assert.deepStrictEqual([first.isError, first.idempotency?.replayed], [false, false])
+      // held while it ran (the warm-up ran as effects, with its claim taken), free once it answered
+      assert.deepStrictEqual(seen, [false, false])
+      assert.isTrue(yield* claims.acquire("grab/k", "another owner", 30_000))
+      yield* claims.release("grab/k", "another owner")
+      // a claim another owner holds makes the call wait for it; once that claim expires, it runs
+      yield* claims.acquire("grab/other", "another owner", 1_000)
+      const waiting = yield* Effect.forkChild(executor.run(call("b", "grab", { key: "other" })))
+      yield* advance(1_200)
+      const ran = yield* Fiber.join(waiting)
+      assert.deepStrictEqual([ran.isError, ran.idempotency?.replayed, seen.length], [false, false, 3])
     }).pipe(Effect.provide(test)))
 
   it.effect("a call interrupted while its handler runs frees its key: the next call with it runs", () =>

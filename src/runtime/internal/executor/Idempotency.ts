@@ -63,8 +63,10 @@
  *
  * On the memory store (`StoreRegistry.layerMemory`: its stores and claims have synchronous views,
  * `src/internal/storeNow.ts`) a call takes the same steps by plain function calls while each
- * completes at once (`Now`): the lookup, the claim, the handler, the write and the release,
- * answering a completed `Exit` when the handler did. On SQLite (`keyedJoined`) the lookup is a plain
+ * completes at once (`Now`): the lookup, the claim, the handler and the write, answering a
+ * completed `Exit` when the handler did. There the claim of a call that runs synchronously is a
+ * hold (`ClaimsNow.hold`): nothing but that call's own code runs between taking and releasing it,
+ * so it is no entry of the claims' map, only a key that acquisitions meanwhile find taken. On SQLite (`keyedJoined`) the lookup is a plain
  * read (a replay completes at once); a fresh key's second look (result and claim), handler and write
  * run by plain calls inside the write transaction the calls of that moment share, and the call is
  * answered once it is committed (the write lock held throughout stands for the claim, which is
@@ -272,13 +274,14 @@ export const make = (config: Config) => {
     // runs as effects from the first step that cannot (the key held in this process or claimed, the
     // handler suspending). A durable claim always takes the effects.
     const runStart = durable === undefined ? Now.take(run) : undefined
-    const keyed = (found: Resolved) => keyedCall(found, toolName, key, call, now, run, redaction, durable)
-    if (runStart === undefined) return Effect.flatMap(StoreRegistry.use(resolve), keyed)
+    const effects = () =>
+      Effect.flatMap(StoreRegistry.use(resolve), (found) => keyedCall(found, toolName, key, call, now, run, redaction, durable))
+    if (runStart === undefined) return effects()
     return Now.deferred((fiber) => {
       const found = resolvedOf(Context.getUnsafe(fiber.context as Context.Context<StoreRegistry>, StoreRegistry))
       const view = found?.storeNow
       if (found === undefined || view === undefined || (view.claims === undefined && (view.set === undefined || found.claimsNow === undefined))) {
-        return Effect.flatMap(StoreRegistry.use(resolve), keyed)
+        return effects()
       }
       return keyedNow(found, view, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
     })
@@ -301,8 +304,9 @@ export const make = (config: Config) => {
     const id = storageKey(toolName, key)
     const shown = redaction?.shownKey ?? key
     // held in this process: wait for it (the effects); so too when the store cannot answer now
-    if (running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
-    const text = view.get(id, now())
+    if (running.size !== 0 && running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    const at = now()
+    const text = view.get(id, at)
     if (text === later && view.claims === undefined) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     if (text !== undefined && text !== later) {
       const decoded = readStored(text)
@@ -315,38 +319,32 @@ export const make = (config: Config) => {
     if (joined !== undefined) {
       return keyedJoined(found, joined, id, shown, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
     }
-    const owner = nextOwner()
     const claimsView = found.claimsNow!
-    // claimed by another owner: wait for its result (the effects)
-    if (!claimsView.acquire(id, owner, lease, now())) {
-      return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
-    }
-    // (nothing ran between the lookup and the claim: no second lookup is needed)
+    // claimed by another owner: wait for its result (the effects). Else the key is held while the
+    // call runs synchronously (as a claim taken now and released at its end would hold it, with no
+    // claim written), and claimed once its handler suspends.
+    if (!claimsView.hold(id, at)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    // (nothing ran between the lookup and the hold: no second lookup is needed)
     let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>
+    const scrub = scrubOf(redaction)
     try {
       output = runStart(fiber)
-    } catch (defect) {
-      claimsView.release(id, owner)
-      throw defect
-    }
-    const scrub = scrubOf(redaction)
-    const exit = Now.exitOf(output)
-    if (exit !== undefined) {
-      if (Exit.isFailure(exit) || exit.value.isError) {
-        claimsView.release(id, owner)
-        return exit
-      }
-      const result = exit.value
-      const encoded = storedText(storedOf(result, now(), scrub))
-      if (Exit.isFailure(encoded)) {
+      const exit = Now.exitOf(output)
+      if (exit !== undefined) {
+        if (Exit.isFailure(exit) || exit.value.isError) return exit
+        const result = exit.value
+        const encoded = storedText(storedOf(result, now(), scrub))
         // applied but not recorded: fatal, never "retry later" (as `save`)
-        claimsView.release(id, owner)
-        return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
+        if (Exit.isFailure(encoded)) return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
+        view.set!(id, encoded.value)
+        return Exit.succeed(appliedOf(result, shown))
       }
-      view.set!(id, encoded.value)
-      claimsView.release(id, owner)
-      return Exit.succeed({ ...result, idempotency: { key: shown, replayed: false } })
+    } finally {
+      claimsView.drop()
     }
+    // the handler suspended: the key is claimed (free: only the handler's own code ran while it was held)
+    const owner = nextOwner()
+    claimsView.acquire(id, owner, lease, now())
     return whileRunning(found, id, owner, shown, now, output, scrub, attempt, Effect.void, Effect.sync(() => claimsView.release(id, owner)))
   }
 
@@ -571,11 +569,16 @@ interface Resolved {
 }
 
 /** What is stored for `result` (see the module comment). */
-const storedOf = (result: ToolResult.ToolResult, storedAt: number, scrub: ReadonlyArray<string>): typeof Stored.Type => ({
-  storedAt,
-  content: result.content,
-  ...(result.value === undefined ? {} : { value: result.value }),
-  ...(scrub.length === 0 ? {} : { scrub })
+const storedOf = (result: ToolResult.ToolResult, storedAt: number, scrub: ReadonlyArray<string>): typeof Stored.Type => {
+  const { content, value } = result
+  if (scrub.length === 0) return value === undefined ? { storedAt, content } : { storedAt, content, value }
+  return value === undefined ? { storedAt, content, scrub } : { storedAt, content, value, scrub }
+}
+
+/** A fresh result as its applying call answers it: with its key, not replayed. */
+const appliedOf = (result: ToolResult.ToolResult, shown: string): ToolResult.ToolResult => ({
+  ...result,
+  idempotency: { key: shown, replayed: false }
 })
 
 /** A stored result answering `call` again. */
@@ -627,7 +630,8 @@ const isPlainStored = (parsed: unknown): parsed is typeof Stored.Type => {
 
 /** The secrets a stored result is scrubbed of: the values the arguments hold under the policy's keys. */
 const scrubOf = (redaction: Redaction | undefined): ReadonlyArray<string> =>
-  redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+  redaction === undefined || (redaction.policy?.keys?.length ?? 0) === 0 ? noSecrets : secretsOf(redaction.policy, redaction.input)
+const noSecrets: ReadonlyArray<string> = Object.freeze([])
 
 /** `stored` as the text a store keeps: by `JSON.stringify` when the schema would change nothing, else by the schema. */
 const storedText = (stored: typeof Stored.Type): Exit.Exit<string, Schema.SchemaError> => {
