@@ -18,6 +18,7 @@ import { EventSink, Executor, RunContext, StoreRegistry, Tool, ToolRegistry } fr
 import * as Now from "../../src/runtime/internal/executor/Now.ts"
 import { Stores } from "../../src/stores/index.ts"
 import { waiting } from "../../src/stores/internal/sqliteHeld.ts"
+import { later, storeNow } from "../../src/internal/storeNow.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "tinyagents-sqlite-keyed-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -207,6 +208,42 @@ describe("keyed calls on SQLite, by plain calls", () => {
       )
       const renamed = (xs: ReturnType<typeof shape>) => JSON.stringify(xs).replaceAll("\"e", "\"p")
       assert.strictEqual(renamed(effects.map(shape)), JSON.stringify(plain))
+    }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
+  })
+})
+
+describe("the keyed views' reads", () => {
+  it.live("answer what the store's get answers, for every kind of value, outside and inside the shared transaction", () => {
+    const filename = fresh()
+    return Effect.gen(function*() {
+      const store = yield* StoreRegistry.store("idempotency")
+      const view = storeNow(store)!
+      const values: ReadonlyArray<string | Uint8Array> = [
+        "{\"storedAt\":1,\"content\":[]}",
+        "",
+        "a\u0000b",
+        "\uFEFF{}",
+        "\uFEFF\uFEFFx",
+        "héllo ✓ 😀",
+        "lone \uD800 surrogate",
+        new Uint8Array([0, 255, 0xfe, 0x61]),
+        "x".repeat(70_000)
+      ]
+      for (const [i, value] of values.entries()) yield* store.set(`k${i}`, value)
+      const expected = yield* Effect.forEach(values, (_, i) => store.get(`k${i}`))
+      const now = Date.now()
+      assert.deepStrictEqual(values.map((_, i) => view.get(`k${i}`, now)), expected)
+      assert.strictEqual(view.get("missing", now), undefined)
+      // (the last write's group gives the connection back once its writer has resumed)
+      yield* Effect.sleep(10)
+      const looked = yield* Effect.withFiber((fiber) =>
+        Effect.succeed([...values.map((_, i) => `k${i}`), "missing"].map((key) => view.claims!.look(key, now, fiber)))
+      )
+      for (const look of looked) if (look !== later) yield* look.committed
+      assert.deepStrictEqual(looked.map((look) => look === later ? "later" : [look.stored, look.claimed]), [
+        ...expected.map((text) => [text, false]),
+        [undefined, false]
+      ])
     }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
   })
 })

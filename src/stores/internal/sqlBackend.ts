@@ -260,6 +260,23 @@ const stringOf = (row: Row): string => {
     : decoder.decode(row.value)
 }
 
+/** A row read with a string's value as SQLite's text of its bytes (`CAST(value AS TEXT)`, the views' reads). */
+interface TextRow {
+  readonly value: Uint8Array | string | null
+  readonly value_type: number | string | null
+}
+
+/**
+ * A row as `get` answers (as {@link stringOf}), read as a {@link TextRow}: a string's text is
+ * SQLite's decoding of its UTF-8 (invalid bytes as U+FFFD, as `TextDecoder` decodes them), less the
+ * one leading byte order mark that `TextDecoder` drops.
+ */
+const textOf = (row: TextRow): string => {
+  const value = row.value
+  if (typeof value !== "string") return stringOf(row as Row)
+  return value.charCodeAt(0) === 0xfeff ? value.slice(1) : value
+}
+
 /** A row as `getUint8Array` answers: bytes as themselves, a string as its UTF-8. */
 const bytesOf = (row: Row): Uint8Array =>
   Number(row.value_type) === ValueTypeUtf16 ? encoder.encode(stringOf(row)) : row.value
@@ -367,7 +384,10 @@ const tableStore = (
   const lock = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
   const now = Effect.map(Clock.currentTimeMillis, Math.floor)
   const live = (at: number) => sql`(expires_at IS NULL OR expires_at > ${at})`
-  const idOf = (key: string) => ids(`${prefix}${key}`)
+  // a keyed call reads and writes one key in a row: its id is made once
+  let lastKey: string | undefined
+  let lastId: StoredId = { id: "", full: null }
+  const idOf = (key: string): StoredId => key === lastKey ? lastId : (lastKey = key, lastId = ids(`${prefix}${key}`))
   /** What an error about `key` must not say: the key, its id, and a string value. */
   const secretsOf = (key: string | undefined, value?: string | Uint8Array): ReadonlyArray<string> => {
     if (key === undefined) return []
@@ -490,35 +510,40 @@ const tableStore = (
   // the claim and a result's write in the write transaction plain calls share (not the capped artifacts table)
   if (held === undefined || table.artifacts !== undefined || prefix === "") return expiringStore
   const name = prefix.slice(0, -1)
-  const selectText = heldTextOnce(select)
+  // a string's row read as SQLite's text of its bytes (`textOf`), not as bytes then decoded
+  const valueRead = sql.literal(`CASE WHEN value_type = ${ValueTypeString} THEN CAST(value AS TEXT) ELSE value END`)
+  const selectText = heldTextOnce((id: string, at: number) =>
+    sql<HeldRow>`SELECT ${valueRead} AS value, value_type FROM ${t} WHERE id = ${id} AND ${live(at)}`
+  )
   let reader: ReturnType<Held["now"]> | undefined
   const selectNow = (id: string, at: number) => {
     const args: [string, number] = [id, at]
     return (reader ??= held.now(selectText(args)))(args)
   }
   const claimsTable = sql(tables.claims)
-  const claimText = heldTextOnce((id: string) =>
-    sql<HeldRow>`SELECT owner FROM ${claimsTable} WHERE id = ${id} AND expires_at > ${databaseMillis(sql)}`
+  // the stored row and the key's claim, in one statement (`claimed`: 1 when an owner's is unexpired)
+  const lookText = heldTextOnce((id: string, at: number) =>
+    sql<HeldRow>`SELECT ${valueRead} AS value, value_type, claim.id IS NOT NULL AS claimed
+      FROM (SELECT ${id} AS id) AS wanted
+      LEFT JOIN ${t} ON ${t}.id = wanted.id AND (${t}.expires_at IS NULL OR ${t}.expires_at > ${at})
+      LEFT JOIN ${claimsTable} AS claim ON claim.id = wanted.id AND claim.expires_at > ${databaseMillis(sql)}`
   )
   const upsertText = heldTextOnce(upsertValue)
   const takeText = heldTextOnce(takeClaim(sql))
   return withStoreNow(expiringStore, {
     get: (key, at) => {
       const row = selectNow(idOf(key).id, Math.floor(at))
-      return row === undefined || row === later ? row : stringOf(row as unknown as Row)
+      return row === undefined || row === later ? row : textOf(row as unknown as TextRow)
     },
     claims: {
       // the claims of `name` (`sqlClaims`): their id of a key is the store's (`<name>/<key>`)
       look: (key, at, fiber) => {
-        const { id } = idOf(key)
-        const selectArgs: [string, number] = [id, Math.floor(at)]
-        const claimArgs: [string] = [id]
+        const lookArgs: [string, number] = [idOf(key).id, Math.floor(at)]
         let joined: Joined<Omit<Looked, "committed">> | typeof later
         try {
           joined = held.joined(fiber, (statement) => {
-            const row = statement(selectText(selectArgs)).get(...selectArgs) as Row | undefined
-            const claimed = statement(claimText(claimArgs)).get(...claimArgs) !== undefined
-            return { stored: row === undefined ? undefined : stringOf(row), claimed }
+            const row = statement(lookText(lookArgs)).get(...lookArgs) as unknown as TextRow & { readonly claimed: number }
+            return { stored: row.value_type === null ? undefined : textOf(row), claimed: row.claimed === 1 }
           })
         } catch {
           return later // the effect looks again, and says what failed
