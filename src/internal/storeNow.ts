@@ -22,9 +22,12 @@ import type { Claims } from "../runtime/StoreRegistry.ts"
 /** A view's answer when the plain call cannot answer now (the store is busy): take the effect. */
 export const later: unique symbol = Symbol.for("tinyagents/storeNow/later")
 
-/** A store's view: what its `get` of a string answers now, at `now` (the `Clock`'s milliseconds). */
+/**
+ * A store's view: what its `get` of a string answers now, at `now` (the `Clock`'s milliseconds), on
+ * `fiber` (the SQLite stores' reads of one moment share a read transaction).
+ */
 export interface StoreNow {
-  readonly get: (key: string, now: number) => string | undefined | typeof later
+  readonly get: (key: string, now: number, fiber?: Fiber.Fiber<unknown, unknown>) => string | undefined | typeof later
   /** What its `set` of a string does, now (the memory store). */
   readonly set?: ((key: string, value: string) => void) | undefined
   /** The claims of the store's own name, with the store's writes, in one database (SQLite). */

@@ -190,6 +190,35 @@ describe("keyed calls on SQLite, by plain calls", () => {
     }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
   })
 
+  it.live("replays share a read transaction: an effect/sql transaction started during a long batch of them runs while it runs, and writes of another connection are read", () => {
+    const filename = fresh()
+    return Effect.gen(function*() {
+      const { applied, tool } = applying()
+      const executor = yield* Executor.make(yield* ToolRegistry.make([tool]), { concurrency: 16 })
+      const total = 3_000
+      const calls = Array.from({ length: total }, (_, i) => call(`c${i}`, `k${i}`))
+      yield* executor.runBatch(calls)
+      const notes = yield* StoreRegistry.store("notes")
+      yield* notes.set("n", "0")
+      const batch = yield* Effect.forkChild(executor.runBatch(calls))
+      yield* Effect.yieldNow
+      yield* notes.modify("n", () => "1")
+      const db = yield* other(filename)
+      // what another connection stores is what the next replay reads
+      db.prepare("INSERT INTO tinyagents_store (id, value, value_type) VALUES (?, ?, 0)").run(
+        "idempotency/apply/theirs",
+        new TextEncoder().encode(JSON.stringify({ storedAt: Date.now(), content: [], value: { key: "theirs", n: 7 } }))
+      )
+      const modifiedBeforeTheEnd = batch.pollUnsafe() === undefined
+      const results = yield* Fiber.join(batch)
+      assert.strictEqual(results.filter((r) => r.idempotency?.replayed === true).length, total)
+      assert.isTrue(modifiedBeforeTheEnd)
+      assert.strictEqual(yield* notes.get("n"), "1")
+      const theirs = yield* executor.run(call("t", "theirs"))
+      assert.deepStrictEqual([theirs.value, theirs.idempotency?.replayed, applied.has("theirs")], [{ key: "theirs", n: 7 }, true, false])
+    }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
+  })
+
   it.live("the plain and effect paths answer alike", () => {
     const filename = fresh()
     return Effect.gen(function*() {

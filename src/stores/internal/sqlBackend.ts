@@ -40,7 +40,7 @@
  * those calls share (`sqliteHeld`'s `joined`).
  */
 import { createHash } from "node:crypto"
-import { Clock, Duration, Effect, Semaphore } from "effect"
+import { Clock, Duration, Effect, type Fiber, Semaphore } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import type { SqlClient, SqlError, Statement } from "effect/sql"
 import type { SQLInputValue } from "node:sqlite"
@@ -516,9 +516,9 @@ const tableStore = (
     sql<HeldRow>`SELECT ${valueRead} AS value, value_type FROM ${t} WHERE id = ${id} AND ${live(at)}`
   )
   let reader: ReturnType<Held["now"]> | undefined
-  const selectNow = (id: string, at: number) => {
+  const selectNow = (id: string, at: number, fiber: Fiber.Fiber<unknown, unknown> | undefined) => {
     const args: [string, number] = [id, at]
-    return (reader ??= held.now(selectText(args)))(args)
+    return (reader ??= held.now(selectText(args)))(args, fiber)
   }
   const claimsTable = sql(tables.claims)
   // the stored row and the key's claim, in one statement (`claimed`: 1 when an owner's is unexpired)
@@ -531,8 +531,8 @@ const tableStore = (
   const upsertText = heldTextOnce(upsertValue)
   const takeText = heldTextOnce(takeClaim(sql))
   return withStoreNow(expiringStore, {
-    get: (key, at) => {
-      const row = selectNow(idOf(key).id, Math.floor(at))
+    get: (key, at, fiber) => {
+      const row = selectNow(idOf(key).id, Math.floor(at), fiber)
       return row === undefined || row === later ? row : textOf(row as unknown as TextRow)
     },
     claims: {

@@ -306,7 +306,7 @@ export const make = (config: Config) => {
     // held in this process: wait for it (the effects); so too when the store cannot answer now
     if (running.size !== 0 && running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     const at = now()
-    const text = view.get(id, at)
+    const text = view.get(id, at, fiber)
     if (text === later && view.claims === undefined) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     if (text !== undefined && text !== later) {
       const decoded = readStored(text)
