@@ -277,6 +277,32 @@ describe("the keyed views' reads", () => {
   })
 })
 
+describe("the keyed views' writes", () => {
+  it.live("store the bytes and type that the store's set stores, for every kind of string", () => {
+    const filename = fresh()
+    return Effect.gen(function*() {
+      const store = yield* StoreRegistry.store("idempotency")
+      const view = storeNow(store)!
+      const values = ["{\"storedAt\":1,\"content\":[]}", "", "a\u0000b", "\uFEFF{}", "héllo ✓ 😀", "lone \uD800 surrogate", "x".repeat(70_000)]
+      for (const [i, value] of values.entries()) yield* store.set(`set${i}`, value)
+      yield* Effect.sleep(10)
+      const puts = yield* Effect.withFiber((fiber) =>
+        Effect.succeed(values.map((value, i) => view.claims!.put(`put${i}`, value, undefined, Date.now(), fiber)))
+      )
+      for (const put of puts) {
+        assert.notStrictEqual(put, later)
+        if (put !== later) yield* put
+      }
+      const db = yield* other(filename)
+      const row = db.prepare("SELECT value, value_type, typeof(value) AS kind FROM tinyagents_store WHERE id = ?")
+      for (const i of values.keys()) {
+        assert.deepStrictEqual(row.get(`idempotency/put${i}`), row.get(`idempotency/set${i}`))
+        assert.strictEqual(yield* store.get(`put${i}`), yield* store.get(`set${i}`))
+      }
+    }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
+  })
+})
+
 describe("the fairness check", () => {
   // The plain path gives way to a fiber waiting for the connection by reading Effect's semaphore's
   // queue of waiters (not part of its interface): if an Effect upgrade renamed it, the check would

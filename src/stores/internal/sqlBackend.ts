@@ -119,7 +119,8 @@ const createTables = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError.Sq
     )`
     // made by Effect's KeyValueStore.layerSql before: id, value and value_type only
     yield* addMissingColumns(sql, tables.store, [["full_key", "TEXT"], ["expires_at", "BIGINT"]])
-    yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${tables.store}_expires`)} ON ${store} (expires_at)`
+    // (only the rows that expire: a table made by an older version keeps its index of every row, which works alike)
+    yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${tables.store}_expires`)} ON ${store} (expires_at) WHERE expires_at IS NOT NULL`
     yield* sql`CREATE TABLE IF NOT EXISTS ${claims} (
       id TEXT PRIMARY KEY,
       owner TEXT NOT NULL,
@@ -262,8 +263,8 @@ const stringOf = (row: Row): string => {
 
 /** A row read with a string's value as SQLite's text of its bytes (`CAST(value AS TEXT)`, the views' reads). */
 interface TextRow {
-  readonly value: Uint8Array | string | null
-  readonly value_type: number | string | null
+  readonly value: Uint8Array | string
+  readonly value_type: number | string
 }
 
 /**
@@ -281,19 +282,24 @@ const textOf = (row: TextRow): string => {
 const bytesOf = (row: Row): Uint8Array =>
   Number(row.value_type) === ValueTypeUtf16 ? encoder.encode(stringOf(row)) : row.value
 
-/** Deletes the expired rows of `table`, at most once per `every` milliseconds (of the `Clock`). */
-const sweeper = (sql: SqlClient.SqlClient, table: string, every: number): Effect.Effect<void, SqlError.SqlError> => {
+/**
+ * Deletes the expired rows of `table`, at most once per `every` milliseconds (of the `Clock`), with
+ * `due`: whether a sweep at `now` would delete (the plain check the sweep itself makes first).
+ */
+const sweeper = (sql: SqlClient.SqlClient, table: string, every: number): Pick<Table, "sweep" | "sweepDue"> => {
   const sweeping = Semaphore.makeUnsafe(1)
   let lastSweep = Number.NEGATIVE_INFINITY
-  return Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    now - lastSweep < every ? Effect.void : sweeping.withPermits(1)(
+  const sweepDue = (now: number) => now - lastSweep >= every
+  const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    !sweepDue(now) ? Effect.void : sweeping.withPermits(1)(
       Effect.suspend(() =>
-        now - lastSweep < every ? Effect.void : sql`
+        !sweepDue(now) ? Effect.void : sql`
           DELETE FROM ${sql(table)} WHERE expires_at IS NOT NULL AND expires_at <= ${Math.floor(now)}`.pipe(
           Effect.andThen(Effect.sync(() => void (lastSweep = now)))
         )
       )
     ))
+  return { sweep, sweepDue }
 }
 
 /**
@@ -365,6 +371,8 @@ interface Table {
   readonly artifacts?: { readonly maxBytes: number } | undefined
   /** Deletes expired rows (at most once per its interval): run after writes, its failure ignored. */
   readonly sweep: Effect.Effect<void, SqlError.SqlError>
+  /** Whether `sweep` at `now` (the `Clock`'s milliseconds) would delete: false within its interval of the last. */
+  readonly sweepDue: (now: number) => boolean
 }
 
 /**
@@ -521,14 +529,17 @@ const tableStore = (
     return (reader ??= held.now(selectText(args)))(args, fiber)
   }
   const claimsTable = sql(tables.claims)
-  // the stored row and the key's claim, in one statement (`claimed`: 1 when an owner's is unexpired)
-  const lookText = heldTextOnce((id: string, at: number) =>
-    sql<HeldRow>`SELECT ${valueRead} AS value, value_type, claim.id IS NOT NULL AS claimed
-      FROM (SELECT ${id} AS id) AS wanted
-      LEFT JOIN ${t} ON ${t}.id = wanted.id AND (${t}.expires_at IS NULL OR ${t}.expires_at > ${at})
-      LEFT JOIN ${claimsTable} AS claim ON claim.id = wanted.id AND claim.expires_at > ${databaseMillis(sql)}`
+  // (two statements: for a key with neither, the common case, cheaper than one that joins them)
+  const claimText = heldTextOnce((id: string) =>
+    sql<HeldRow>`SELECT owner FROM ${claimsTable} WHERE id = ${id} AND expires_at > ${databaseMillis(sql)}`
   )
-  const upsertText = heldTextOnce(upsertValue)
+  // a string bound as text, stored as its UTF-8 bytes by SQLite (`CAST`: the bytes `storedOf` makes, with no copy made here)
+  const upsertText = heldTextOnce((id: string, value: string | Uint8Array, type: number, full: string | null, expires: number | null) =>
+    sql<HeldRow>`INSERT INTO ${t} (id, value, value_type, full_key, expires_at)
+      VALUES (${id}, CAST(${value} AS BLOB), ${type}, ${full}, ${expires})
+      ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
+        full_key = excluded.full_key, expires_at = excluded.expires_at`
+  )
   const takeText = heldTextOnce(takeClaim(sql))
   return withStoreNow(expiringStore, {
     get: (key, at, fiber) => {
@@ -538,12 +549,15 @@ const tableStore = (
     claims: {
       // the claims of `name` (`sqlClaims`): their id of a key is the store's (`<name>/<key>`)
       look: (key, at, fiber) => {
-        const lookArgs: [string, number] = [idOf(key).id, Math.floor(at)]
+        const { id } = idOf(key)
+        const selectArgs: [string, number] = [id, Math.floor(at)]
+        const claimArgs: [string] = [id]
         let joined: Joined<Omit<Looked, "committed">> | typeof later
         try {
           joined = held.joined(fiber, (statement) => {
-            const row = statement(lookText(lookArgs)).get(...lookArgs) as unknown as TextRow & { readonly claimed: number }
-            return { stored: row.value_type === null ? undefined : textOf(row), claimed: row.claimed === 1 }
+            const row = statement(selectText(selectArgs)).get(...selectArgs) as TextRow | undefined
+            const claimed = statement(claimText(claimArgs)).get(...claimArgs) !== undefined
+            return { stored: row === undefined ? undefined : textOf(row), claimed }
           })
         } catch {
           return later // the effect looks again, and says what failed
@@ -567,11 +581,12 @@ const tableStore = (
       },
       put: (key, value, ttl, at, fiber) => {
         const { full, id } = idOf(key)
-        const stored = storedOf(value)
-        const upsertArgs: Parameters<typeof upsertValue> = [
+        // (a string with a lone surrogate is stored as its UTF-16, as `set` stores it)
+        const stored = loneSurrogate.test(value) ? storedOf(value) : undefined
+        const upsertArgs: [string, string | Uint8Array, number, string | null, number | null] = [
           id,
-          stored.bytes,
-          stored.type,
+          stored === undefined ? value : stored.bytes,
+          stored === undefined ? ValueTypeString : stored.type,
           full,
           ttl === undefined ? null : Math.floor(at) + Math.max(1, Math.ceil(ttl))
         ]
@@ -581,7 +596,10 @@ const tableStore = (
         } catch (cause) {
           return Effect.fail(failed("set", key, value)(cause))
         }
-        return joined === later ? later : swept(Effect.mapError(joined.committed, failed("set", key, value)))
+        if (joined === later) return later
+        const committed = Effect.mapError(joined.committed, (cause) => failed("set", key, value)(cause))
+        // the sweep after a write, when one is due (checked by a plain call: not an effect per write)
+        return table.sweepDue(at) ? swept(committed) : committed
       }
     }
   })
@@ -660,11 +678,11 @@ export const sqlBackend = (
     const raw = sql.withoutTransforms()
     yield* createTables(raw)
     const ids = idsOf(raw)
-    const store: Table = { name: tables.store, sweep: sweeper(raw, tables.store, storeSweepEvery) }
+    const store: Table = { name: tables.store, ...sweeper(raw, tables.store, storeSweepEvery) }
     const artifactTable: Table = {
       name: tables.artifacts,
       artifacts: { maxBytes: artifacts.maxBytes ?? 16 * 1024 * 1024 },
-      sweep: sweeper(raw, tables.artifacts, Duration.toMillis(Duration.fromInputUnsafe(artifacts.sweepEvery ?? "10 minutes")))
+      ...sweeper(raw, tables.artifacts, Duration.toMillis(Duration.fromInputUnsafe(artifacts.sweepEvery ?? "10 minutes")))
     }
     const artifactTtl = artifacts.ttl === undefined
       ? undefined

@@ -458,10 +458,8 @@ export const make = (config: Config) => {
     if (Exit.isFailure(encoded)) return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
     const put = joined.put(id, encoded.value, config.ttl, now(), fiber)
     if (put === later) return Exit.fail(writeFailed("the write transaction ended before the result was stored"))
-    return put.pipe(
-      Effect.mapError(writeFailed),
-      Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
-    )
+    const applied = appliedOf(result, shown)
+    return Effect.mapBoth(put, { onFailure: writeFailed, onSuccess: () => applied })
   }
 
   function keyedCall<R>(
