@@ -23,13 +23,23 @@ import type { Claims } from "../runtime/StoreRegistry.ts"
 export const later: unique symbol = Symbol.for("tinyagents/storeNow/later")
 
 /**
+ * A value the memory store keeps as it was handed over, whose text (what the store's `get` answers)
+ * is made on the first read that needs it (then kept instead): the executor's stored results whose
+ * text follows from a part of them (`Idempotency`), so that storing one does not write it out. The
+ * view's `get` answers it as it is.
+ */
+export abstract class Kept {
+  abstract text(): string
+}
+
+/**
  * A store's view: what its `get` of a string answers now, at `now` (the `Clock`'s milliseconds), on
  * `fiber` (the SQLite stores' reads of one moment share a read transaction).
  */
 export interface StoreNow {
-  readonly get: (key: string, now: number, fiber?: Fiber.Fiber<unknown, unknown>) => string | undefined | typeof later
-  /** What its `set` of a string does, now (the memory store). */
-  readonly set?: ((key: string, value: string) => void) | undefined
+  readonly get: (key: string, now: number, fiber?: Fiber.Fiber<unknown, unknown>) => string | Kept | undefined | typeof later
+  /** What its `set` of a string does, now (the memory store), or of a {@link Kept} value. */
+  readonly set?: ((key: string, value: string | Kept) => void) | undefined
   /** The claims of the store's own name, with the store's writes, in one database (SQLite). */
   readonly claims?: StoreClaims | undefined
 }

@@ -33,7 +33,7 @@ import { Base64 } from "effect/encoding"
 import { KeyValueStore } from "effect/persistence"
 import { StoreFailed } from "../contract/ToolError.ts"
 import { lazily } from "../internal/lazily.ts"
-import { storeNow, withClaimsNow, withStoreNow } from "../internal/storeNow.ts"
+import { Kept, storeNow, withClaimsNow, withStoreNow } from "../internal/storeNow.ts"
 
 /** What the `StoreRegistry` service gives: named stores and their claims, from one backend. */
 export interface StoreRegistryShape {
@@ -102,16 +102,31 @@ export const memoryClaims = (): Claims => {
 
 /**
  * `KeyValueStore.layerMemory`'s store (one map of strings and bytes), with a synchronous view of
- * its string reads and writes (`storeNow`) for the executor's keyed calls.
+ * its string reads and writes (`storeNow`) for the executor's keyed calls, which may also keep a
+ * value whose text is made when first read (`Kept`: every read but the view's answers its text).
  */
 const memoryStore: Layer.Layer<KeyValueStore.KeyValueStore> = Layer.sync(KeyValueStore.KeyValueStore)(() => {
-  const entries = new Map<string, string | Uint8Array>()
+  const entries = new Map<string, string | Uint8Array | Kept>()
   const encoder = new TextEncoder()
+  /** A kept value's text, kept from now on in its place. */
+  const textOf = (key: string, kept: Kept): string => {
+    const text = kept.text()
+    entries.set(key, text)
+    return text
+  }
   const get = (key: string): string | undefined => {
     const value = entries.get(key)
-    return value === undefined ? undefined : typeof value === "string" ? value : Base64.encode(value)
+    return value === undefined || typeof value === "string"
+      ? value
+      : value instanceof Kept
+      ? textOf(key, value)
+      : Base64.encode(value)
   }
-  const set = (key: string, value: string | Uint8Array): void => {
+  const getNow = (key: string): string | Kept | undefined => {
+    const value = entries.get(key)
+    return value === undefined || typeof value === "string" || value instanceof Kept ? value : Base64.encode(value)
+  }
+  const set = (key: string, value: string | Uint8Array | Kept): void => {
     entries.set(key, value)
   }
   return withStoreNow(
@@ -120,7 +135,13 @@ const memoryStore: Layer.Layer<KeyValueStore.KeyValueStore> = Layer.sync(KeyValu
       getUint8Array: (key) =>
         Effect.sync(() => {
           const value = entries.get(key)
-          return value === undefined ? undefined : typeof value === "string" ? encoder.encode(value) : value
+          return value === undefined
+            ? undefined
+            : typeof value === "string"
+            ? encoder.encode(value)
+            : value instanceof Kept
+            ? encoder.encode(textOf(key, value))
+            : value
         }),
       set: (key, value) => Effect.sync(() => set(key, value)),
       remove: (key) => Effect.sync(() => entries.delete(key)),
@@ -134,7 +155,7 @@ const memoryStore: Layer.Layer<KeyValueStore.KeyValueStore> = Layer.sync(KeyValu
       size: Effect.sync(() => entries.size),
       keys: Effect.sync(() => Array.from(entries.keys()))
     }),
-    { get, set }
+    { get: getNow, set }
   )
 })
 

@@ -75,14 +75,17 @@
  * there (the handler suspended: the key is held in this process and its claim renewed until it
  * ends, as above). A durable claim always takes the effects. On every store the stored text is `JSON.stringify` of what is stored when the schema
  * would encode it unchanged (JSON as it is, the common case), and the schema's otherwise; it is read
- * back by `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise.
+ * back by `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise. On
+ * the memory store, a result whose one block is the JSON text of its (plain) value, the default
+ * rendering, is kept as that text alone (`KeptResult`): the same stored text is made when a read
+ * other than a keyed call's asks for it, and a replay parses the value's text only.
  */
 import { randomUUID } from "node:crypto"
 import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import type { DurableClaim } from "../../Executor.ts"
 import { type Claims, StoreRegistry, type StoreRegistryShape } from "../../StoreRegistry.ts"
-import { type ClaimsNow, claimsNow, later, type StoreClaims, type StoreNow, storeNow } from "../../../internal/storeNow.ts"
+import { type ClaimsNow, claimsNow, Kept, later, type StoreClaims, type StoreNow, storeNow } from "../../../internal/storeNow.ts"
 import * as Now from "./Now.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -309,7 +312,7 @@ export const make = (config: Config) => {
     const text = view.get(id, at, fiber)
     if (text === later && view.claims === undefined) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     if (text !== undefined && text !== later) {
-      const decoded = readStored(text)
+      const decoded = text instanceof KeptResult ? Exit.succeed(text.stored()) : readStored(typeof text === "string" ? text : text.text())
       if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
       if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
         return Exit.succeed(replayOf(decoded.value, call, toolName, shown))
@@ -333,10 +336,15 @@ export const make = (config: Config) => {
       if (exit !== undefined) {
         if (Exit.isFailure(exit) || exit.value.isError) return exit
         const result = exit.value
-        const encoded = storedText(storedOf(result, now(), scrub))
-        // applied but not recorded: fatal, never "retry later" (as `save`)
-        if (Exit.isFailure(encoded)) return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
-        view.set!(id, encoded.value)
+        const storedAt = now()
+        const kept = keptOf(result, storedAt, scrub)
+        if (kept !== undefined) view.set!(id, kept)
+        else {
+          const encoded = storedText(storedOf(result, storedAt, scrub))
+          // applied but not recorded: fatal, never "retry later" (as `save`)
+          if (Exit.isFailure(encoded)) return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
+          view.set!(id, encoded.value)
+        }
         return Exit.succeed(appliedOf(result, shown))
       }
     } finally {
@@ -571,6 +579,40 @@ const storedOf = (result: ToolResult.ToolResult, storedAt: number, scrub: Readon
   const { content, value } = result
   if (scrub.length === 0) return value === undefined ? { storedAt, content } : { storedAt, content, value }
   return value === undefined ? { storedAt, content, scrub } : { storedAt, content, value, scrub }
+}
+
+/**
+ * A stored result whose one block is the JSON text of its value (the default rendering), nothing to
+ * scrub, kept by the memory store as that text (`Kept`): its stored text, the same as `plainJson`'s
+ * but for the order of keys, is made only when a read other than the keyed call's asks for it, and
+ * a replay parses the value's text alone.
+ */
+class KeptResult extends Kept {
+  readonly storedAt: number
+  readonly valueText: string
+  constructor(storedAt: number, valueText: string) {
+    super()
+    this.storedAt = storedAt
+    this.valueText = valueText
+  }
+  text(): string {
+    return `{"storedAt":${JSON.stringify(this.storedAt)},"content":[{"type":"text","text":${
+      JSON.stringify(this.valueText)
+    }}],"value":${this.valueText}}`
+  }
+  /** What `readStored` reads back from `text()`. */
+  stored(): typeof Stored.Type {
+    return { storedAt: this.storedAt, content: [{ type: "text", text: this.valueText }], value: JSON.parse(this.valueText) }
+  }
+}
+
+/** `result` kept as a {@link KeptResult} when it is one (what `storedOf` stores, read back alike), else `undefined`. */
+const keptOf = (result: ToolResult.ToolResult, storedAt: number, scrub: ReadonlyArray<string>): KeptResult | undefined => {
+  const { content, value } = result
+  if (scrub.length !== 0 || value === undefined || content.length !== 1 || !Number.isFinite(storedAt)) return undefined
+  const block = content[0]!
+  if (block.type !== "text" || !isPlainBlock(block) || !isPlainJson(value, plainDepth)) return undefined
+  return JSON.stringify(value) === block.text ? new KeptResult(storedAt, block.text) : undefined
 }
 
 /** A fresh result as its applying call answers it: with its key, not replayed. */
