@@ -272,9 +272,8 @@ interface TextRow {
  * SQLite's decoding of its UTF-8 (invalid bytes as U+FFFD, as `TextDecoder` decodes them), less the
  * one leading byte order mark that `TextDecoder` drops.
  */
-const textOf = (row: TextRow): string => {
-  const value = row.value
-  if (typeof value !== "string") return stringOf(row as Row)
+const textOf = (value: TextRow["value"], type: TextRow["value_type"]): string => {
+  if (typeof value !== "string") return stringOf({ value, value_type: type })
   return value.charCodeAt(0) === 0xfeff ? value.slice(1) : value
 }
 
@@ -523,10 +522,10 @@ const tableStore = (
   const selectText = heldTextOnce((id: string, at: number) =>
     sql<HeldRow>`SELECT ${valueRead} AS value, value_type FROM ${t} WHERE id = ${id} AND ${live(at)}`
   )
-  let reader: ReturnType<Held["now"]> | undefined
+  let reader: ReturnType<Held["nowValues"]> | undefined
   const selectNow = (id: string, at: number, fiber: Fiber.Fiber<unknown, unknown> | undefined) => {
     const args: [string, number] = [id, at]
-    return (reader ??= held.now(selectText(args)))(args, fiber)
+    return (reader ??= held.nowValues(selectText(args)))(args, fiber)
   }
   const claimsTable = sql(tables.claims)
   // (two statements: for a key with neither, the common case, cheaper than one that joins them)
@@ -544,7 +543,9 @@ const tableStore = (
   return withStoreNow(expiringStore, {
     get: (key, at, fiber) => {
       const row = selectNow(idOf(key).id, Math.floor(at), fiber)
-      return row === undefined || row === later ? row : textOf(row as unknown as TextRow)
+      return row === undefined || row === later
+        ? row
+        : textOf(row[0] as TextRow["value"], row[1] as TextRow["value_type"])
     },
     claims: {
       // the claims of `name` (`sqlClaims`): their id of a key is the store's (`<name>/<key>`)
@@ -557,7 +558,7 @@ const tableStore = (
           joined = held.joined(fiber, (statement) => {
             const row = statement(selectText(selectArgs)).get(...selectArgs) as TextRow | undefined
             const claimed = statement(claimText(claimArgs)).get(...claimArgs) !== undefined
-            return { stored: row === undefined ? undefined : textOf(row), claimed }
+            return { stored: row === undefined ? undefined : textOf(row.value, row.value_type), claimed }
           })
         } catch {
           return later // the effect looks again, and says what failed
