@@ -273,21 +273,32 @@ export const make = (config: Config) => {
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> => {
     // A call of a store with views (`storeNow`: memory, SQLite) takes the same steps by plain calls
     // where the store can: on memory a call whose handler completes at once completes at once; on
-    // SQLite a replay does, and an application's claim and write are one grouped write each. The rest
-    // runs as effects from the first step that cannot (the key held in this process or claimed, the
-    // handler suspending). A durable claim always takes the effects.
+    // SQLite a replay does, and an application looks, runs and writes in the write transaction the
+    // calls of that moment share. The rest runs as effects from the first step that cannot (the key
+    // held in this process or claimed, the handler suspending). A durable claim always takes the effects.
     const runStart = durable === undefined ? Now.take(run) : undefined
-    const effects = () =>
-      Effect.flatMap(StoreRegistry.use(resolve), (found) => keyedCall(found, toolName, key, call, now, run, redaction, durable))
-    if (runStart === undefined) return effects()
+    if (runStart === undefined) return keyedEffects(toolName, key, call, now, run, redaction, durable)
     return Now.deferred((fiber) => {
       const found = resolvedOf(Context.getUnsafe(fiber.context as Context.Context<StoreRegistry>, StoreRegistry))
       const view = found?.storeNow
       if (found === undefined || view === undefined || (view.claims === undefined && (view.set === undefined || found.claimsNow === undefined))) {
-        return effects()
+        return keyedEffects(toolName, key, call, now, run, redaction, undefined)
       }
       return keyedNow(found, view, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
     })
+  }
+
+  /** The whole keyed call as effects, from resolving its store on. */
+  function keyedEffects<R>(
+    toolName: string,
+    key: string,
+    call: ToolCall,
+    now: () => number,
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    redaction: Redaction | undefined,
+    durable: DurableClaim | undefined
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> {
+    return Effect.flatMap(StoreRegistry.use(resolve), (found) => keyedCall(found, toolName, key, call, now, run, redaction, durable))
   }
 
   function keyedNow<R>(
