@@ -80,8 +80,8 @@ export interface StoreClaims {
 export interface Looked {
   readonly stored: string | undefined
   readonly claimed: boolean
-  /** Succeeds once the transaction it ran in is committed. */
-  readonly committed: Effect.Effect<void, StoreFailed>
+  /** Succeeds once the transaction it ran in is committed (made when asked: a fresh key waits for its write's instead). */
+  readonly committed: () => Effect.Effect<void, StoreFailed>
 }
 
 /** Claims' synchronous view: `acquire` and `release` now, at `now` (the `Clock`'s milliseconds). */

@@ -268,7 +268,7 @@ describe("the keyed views' reads", () => {
       const looked = yield* Effect.withFiber((fiber) =>
         Effect.succeed([...values.map((_, i) => `k${i}`), "missing"].map((key) => view.claims!.look(key, now, fiber)))
       )
-      for (const look of looked) if (look !== later) yield* look.committed
+      for (const look of looked) if (look !== later) yield* look.committed()
       assert.deepStrictEqual(looked.map((look) => look === later ? "later" : [look.stored, look.claimed]), [
         ...expected.map((text) => [text, false]),
         [undefined, false]

@@ -553,22 +553,19 @@ const tableStore = (
         const { id } = idOf(key)
         const selectArgs: [string, number] = [id, Math.floor(at)]
         const claimArgs: [string] = [id]
-        let joined: Joined<Omit<Looked, "committed">> | typeof later
+        let joined: Joined<LookedRow> | typeof later
         try {
           joined = held.joined(fiber, (statement) => {
             const row = statement(selectText(selectArgs)).get(...selectArgs) as TextRow | undefined
             const claimed = statement(claimText(claimArgs)).get(...claimArgs) !== undefined
-            return { stored: row === undefined ? undefined : textOf(row.value, row.value_type), claimed }
+            return new LookedRow(row === undefined ? undefined : textOf(row.value, row.value_type), claimed, name, key, secretsOf)
           })
         } catch {
           return later // the effect looks again, and says what failed
         }
         if (joined === later) return later
-        return {
-          ...joined.value,
-          committed: Effect.mapError(joined.committed, (cause) =>
-            new StoreFailed({ store: name, operation: "read", cause: scrubSqlError(cause, secretsOf(key)) }))
-        }
+        joined.value.waited = joined.committed
+        return joined.value
       },
       claim: (key, owner, lease, fiber) => {
         const takeArgs: [string, string, number] = [idOf(key).id, owner, Math.max(0, Math.floor(lease))]
@@ -604,6 +601,36 @@ const tableStore = (
       }
     }
   })
+}
+
+/** What a look in the shared write transaction found (`storeNow`'s `Looked`), with the wait for its commit. */
+class LookedRow implements Looked {
+  readonly stored: string | undefined
+  readonly claimed: boolean
+  readonly name: string
+  readonly key: string
+  /** What an error about `key` must not say (the table's). */
+  readonly secretsOf: (key: string) => ReadonlyArray<string>
+  /** The transaction's commit, as the held statements answer it. */
+  waited: Effect.Effect<void, SqlError.SqlError> = Effect.void
+  constructor(
+    stored: string | undefined,
+    claimed: boolean,
+    name: string,
+    key: string,
+    secretsOf: (key: string) => ReadonlyArray<string>
+  ) {
+    this.stored = stored
+    this.claimed = claimed
+    this.name = name
+    this.key = key
+    this.secretsOf = secretsOf
+  }
+  committed(): Effect.Effect<void, StoreFailed> {
+    const { key, name, secretsOf } = this
+    return Effect.mapError(this.waited, (cause) =>
+      new StoreFailed({ store: name, operation: "read", cause: scrubSqlError(cause, secretsOf(key)) }))
+  }
 }
 
 /**

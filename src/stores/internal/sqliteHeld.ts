@@ -218,6 +218,8 @@ export const make = (connection: HeldConnection): Held => {
   let opened: "no" | "open" | "committing" = "no"
   /** The open group's commit: done when its fiber committed it, or failed. */
   let openCommit = Deferred.makeUnsafe<void, SqlError.SqlError>()
+  /** The wait for `openCommit` (one effect per group, not per step). */
+  let openCommitted: Effect.Effect<void, SqlError.SqlError> = Deferred.await(openCommit)
   /** Why the open group's transaction ended before its commit (an error that ended it). */
   let broken: SqlError.SqlError | undefined
   const begin = busy(attempt(() => db.exec("BEGIN IMMEDIATE"), "beginTransaction"))
@@ -336,6 +338,7 @@ export const make = (connection: HeldConnection): Held => {
     }
     opened = "open"
     openCommit = Deferred.makeUnsafe()
+    openCommitted = Deferred.await(openCommit)
     // (writes gathered for a fiber on its way join this group; that fiber then finds none)
     gathering = true
     // the group's own fiber, after the fibers already scheduled: their steps join the group
@@ -355,7 +358,7 @@ export const make = (connection: HeldConnection): Held => {
       if (!db.isTransaction) broken = failure
       throw failure
     }
-    return { value, committed: Deferred.await(openCommit) }
+    return { value, committed: openCommitted }
   }
 
   return { first, now: (sql) => now(sql), nowValues, write, joined }

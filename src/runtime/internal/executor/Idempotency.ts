@@ -444,20 +444,19 @@ export const make = (config: Config) => {
     redaction: Redaction | undefined,
     attempt: { stopAttempt: Effect.Effect<void> } | undefined
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
-    const effects = () => keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     const looked = joined.look(id, now(), fiber)
-    if (looked === later) return effects()
+    if (looked === later) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     if (looked.stored !== undefined) {
       const decoded = readStored(looked.stored)
       if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
       // (what was read may be this transaction's: answered once committed)
       if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
-        return Effect.as(looked.committed, replayOf(decoded.value, call, toolName, shown))
+        return Effect.as(looked.committed(), replayOf(decoded.value, call, toolName, shown))
       }
-      return effects()
+      return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     }
     // claimed by another owner: wait for its result (the effects)
-    if (looked.claimed) return effects()
+    if (looked.claimed) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     const output = runStart(fiber)
     const scrub = scrubOf(redaction)
     const exit = Now.exitOf(output)
