@@ -14,10 +14,18 @@
  *
  * `--one`: instead of one batch of N calls, N one-call batches on one executor (the benchmark's
  * one-call batch row: what a batch costs beyond its call).
+ *
+ * `--sqlite` (with `--keyed`): the store is SQLite (`Stores.layerSqlite`, a fresh file per round in a
+ * temporary directory) instead of memory (the stores bench's SQLite row). `--replay`: each round
+ * applies the N keys first, untimed, then times their replay (the stores bench's replay column).
  */
 import { Effect, Layer, Result, Schema } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
 import * as inspector from "node:inspector/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { EventSink, Executor, Middleware, RunContext, StoreRegistry, Tool, ToolRegistry } from "../src/index.ts"
+import { Stores } from "../src/stores/index.ts"
 
 const Input = Schema.Struct({ a: Schema.Number, b: Schema.Number, label: Schema.optionalKey(Schema.String) })
 const tool = Tool.make("add_lazy", {
@@ -37,24 +45,30 @@ const one = process.argv.includes("--one")
 const n = Number(args[0] ?? 10_000)
 const rounds = Number(args[1] ?? 30)
 const calls = Array.from({ length: n }, (_, i) => ({ id: `call_${i}`, name: "add_lazy", arguments: `{"a":${i},"b":2,"label":"x"}` }))
-const layer = Layer.mergeAll(
-  RunContext.RunContext.layer({ threadId: "bench", runId: "bench", turn: 0 }),
-  StoreRegistry.StoreRegistry.layerMemory,
-  EventSink.EventSink.layerMemory
-)
+const replay = process.argv.includes("--replay")
+const dir = process.argv.includes("--sqlite") ? mkdtempSync(join(tmpdir(), "tinyagents-profile-")) : undefined
+process.on("exit", () => dir !== undefined && rmSync(dir, { recursive: true, force: true }))
+let files = 0
+const layer = () =>
+  Layer.mergeAll(
+    RunContext.RunContext.layer({ threadId: "bench", runId: "bench", turn: 0 }),
+    dir === undefined ? StoreRegistry.StoreRegistry.layerMemory : Stores.layerSqlite({ filename: join(dir, `${files++}.db`) }),
+    EventSink.EventSink.layerMemory
+  )
 
 /** One round: wall and CPU milliseconds of one `runBatch` of the N calls. */
 const round = () =>
   Effect.runPromise(
     Effect.gen(function*() {
       const executor = yield* Executor.make(registry, { middleware, concurrency: 16 })
+      if (replay) yield* executor.runBatch(calls)
       const wall = performance.now()
       const cpu = process.cpuUsage()
       if (one) for (const call of calls) yield* executor.runBatch([call])
       else yield* executor.runBatch(calls)
       const used = process.cpuUsage(cpu)
       return { wall: performance.now() - wall, cpu: (used.user + used.system) / 1000 }
-    }).pipe(Effect.provide(layer))
+    }).pipe(Effect.provide(layer()))
   )
 
 interface Node {

@@ -423,7 +423,7 @@ if (only !== "stores") {
 }
 if (only !== "executor") {
   console.log(
-    "Stores: idempotent keyed calls through the executor (concurrency 16), median of 3 samples after a warm-up;",
+    "Stores: idempotent keyed calls through the executor (concurrency 16), median of 5 rounds after a warm-up;",
     "apply: a fresh key each call (look up, claim, run, store, release); replay: the same keys again."
   )
   console.table(await storeRows())

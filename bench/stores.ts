@@ -13,7 +13,7 @@
  * Next to them, `no key`: the same tool without an idempotency key, on memory
  * (what the keyed path costs on top of a plain call).
  *
- * Time: per row the median of 3 samples (`TINYAGENTS_BENCH_STORE_RUNS`;
+ * Time: per row the median of 5 samples (`TINYAGENTS_BENCH_STORE_RUNS`;
  * concurrency 16, after a warm-up), measured around `runBatch` only: every backend is opened (connection, tables)
  * before the clock starts, and the samples of the backends alternate (one
  * round measures each backend once), so a machine busy for a while slows every
@@ -46,7 +46,7 @@ import { postgresSkipReason, startPglite, startPostgres } from "../test/support/
 import { redisSkip, startRedis } from "../test/support/redis.ts"
 
 const n = Number(process.env["TINYAGENTS_BENCH_STORE_CALLS"] ?? 10_000)
-const runs = Number(process.env["TINYAGENTS_BENCH_STORE_RUNS"] ?? 3)
+const runs = Number(process.env["TINYAGENTS_BENCH_STORE_RUNS"] ?? 5)
 
 const Input = Schema.Struct({ key: Schema.String, a: Schema.Number, b: Schema.Number })
 const Output = Schema.Struct({ sum: Schema.Number })

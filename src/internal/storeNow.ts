@@ -22,11 +22,24 @@ import type { Claims } from "../runtime/StoreRegistry.ts"
 /** A view's answer when the plain call cannot answer now (the store is busy): take the effect. */
 export const later: unique symbol = Symbol.for("tinyagents/storeNow/later")
 
-/** A store's view: what its `get` of a string answers now, at `now` (the `Clock`'s milliseconds). */
+/**
+ * A value the memory store keeps as it was handed over, whose text (what the store's `get` answers)
+ * is made on the first read that needs it (then kept instead): the executor's stored results whose
+ * text follows from a part of them (`Idempotency`), so that storing one does not write it out. The
+ * view's `get` answers it as it is.
+ */
+export abstract class Kept {
+  abstract text(): string
+}
+
+/**
+ * A store's view: what its `get` of a string answers now, at `now` (the `Clock`'s milliseconds), on
+ * `fiber` (the SQLite stores' reads of one moment share a read transaction).
+ */
 export interface StoreNow {
-  readonly get: (key: string, now: number) => string | undefined | typeof later
-  /** What its `set` of a string does, now (the memory store). */
-  readonly set?: ((key: string, value: string) => void) | undefined
+  readonly get: (key: string, now: number, fiber?: Fiber.Fiber<unknown, unknown>) => string | Kept | undefined | typeof later
+  /** What its `set` of a string does, now (the memory store), or of a {@link Kept} value. */
+  readonly set?: ((key: string, value: string | Kept) => void) | undefined
   /** The claims of the store's own name, with the store's writes, in one database (SQLite). */
   readonly claims?: StoreClaims | undefined
 }
@@ -67,14 +80,23 @@ export interface StoreClaims {
 export interface Looked {
   readonly stored: string | undefined
   readonly claimed: boolean
-  /** Succeeds once the transaction it ran in is committed. */
-  readonly committed: Effect.Effect<void, StoreFailed>
+  /** Succeeds once the transaction it ran in is committed (made when asked: a fresh key waits for its write's instead). */
+  readonly committed: () => Effect.Effect<void, StoreFailed>
 }
 
 /** Claims' synchronous view: `acquire` and `release` now, at `now` (the `Clock`'s milliseconds). */
 export interface ClaimsNow {
   readonly acquire: (key: string, owner: string, lease: number, now: number) => boolean
   readonly release: (key: string, owner: string) => void
+  /**
+   * Takes `key` for the synchronous stretch that follows, until {@link drop}: what a claim taken and
+   * released within that stretch would do, with no claim written. Meanwhile (only code that stretch
+   * runs can try) an acquisition or hold of `key` fails, as against an owner of its own. False, and
+   * nothing held, when another owner holds an unexpired claim on `key` at `now`. Holds nest.
+   */
+  readonly hold: (key: string, now: number) => boolean
+  /** Ends the latest hold that is still held. */
+  readonly drop: () => void
 }
 
 const stores = new WeakMap<KeyValueStore.KeyValueStore, StoreNow>()

@@ -33,7 +33,7 @@ import { Base64 } from "effect/encoding"
 import { KeyValueStore } from "effect/persistence"
 import { StoreFailed } from "../contract/ToolError.ts"
 import { lazily } from "../internal/lazily.ts"
-import { storeNow, withClaimsNow, withStoreNow } from "../internal/storeNow.ts"
+import { Kept, storeNow, withClaimsNow, withStoreNow } from "../internal/storeNow.ts"
 
 /** What the `StoreRegistry` service gives: named stores and their claims, from one backend. */
 export interface StoreRegistryShape {
@@ -61,37 +61,72 @@ export interface Claims {
   readonly release: (key: string, owner: string) => Effect.Effect<void, StoreFailed>
 }
 
-/** Claims held in this process's memory (one per registry and store name), on the `Clock`. */
+/**
+ * Claims held in this process's memory (one per registry and store name), on the `Clock`. A hold
+ * (`storeNow`'s `ClaimsNow.hold`: a claim for one synchronous stretch of a keyed call) is a key on a
+ * stack rather than an entry of the map, which only code that stretch runs can see.
+ */
 export const memoryClaims = (): Claims => {
   const held = new Map<string, { readonly owner: string; readonly until: number }>()
+  const holding: Array<string> = []
+  const isHolding = (key: string): boolean => holding.length !== 0 && holding.includes(key)
   const acquireNow = (key: string, owner: string, lease: number, now: number): boolean => {
+    if (isHolding(key)) return false
     const current = held.get(key)
     if (current !== undefined && current.owner !== owner && current.until > now) return false
     held.set(key, { owner, until: now + lease })
     return true
   }
   const releaseNow = (key: string, owner: string): void => {
-    if (held.get(key)?.owner === owner) held.delete(key)
+    if (held.size !== 0 && held.get(key)?.owner === owner) held.delete(key)
+  }
+  const hold = (key: string, now: number): boolean => {
+    if (isHolding(key)) return false
+    if (held.size !== 0) {
+      const current = held.get(key)
+      if (current !== undefined) {
+        if (current.until > now) return false
+        // an expired claim: taking the key and releasing it would have removed it
+        held.delete(key)
+      }
+    }
+    holding.push(key)
+    return true
   }
   return withClaimsNow({
     acquire: (key, owner, lease) =>
       Effect.clockWith((clock) => Effect.sync(() => acquireNow(key, owner, lease, clock.currentTimeMillisUnsafe()))),
     release: (key, owner) => Effect.sync(() => releaseNow(key, owner))
-  }, { acquire: acquireNow, release: releaseNow })
+  }, { acquire: acquireNow, release: releaseNow, hold, drop: () => void holding.pop() })
 }
 
 /**
  * `KeyValueStore.layerMemory`'s store (one map of strings and bytes), with a synchronous view of
- * its string reads and writes (`storeNow`) for the executor's keyed calls.
+ * its string reads and writes (`storeNow`) for the executor's keyed calls, which may also keep a
+ * value whose text is made when first read (`Kept`: every read but the view's answers its text).
  */
 const memoryStore: Layer.Layer<KeyValueStore.KeyValueStore> = Layer.sync(KeyValueStore.KeyValueStore)(() => {
-  const entries = new Map<string, string | Uint8Array>()
+  const entries = new Map<string, string | Uint8Array | Kept>()
   const encoder = new TextEncoder()
+  /** A kept value's text, kept from now on in its place. */
+  const textOf = (key: string, kept: Kept): string => {
+    const text = kept.text()
+    entries.set(key, text)
+    return text
+  }
   const get = (key: string): string | undefined => {
     const value = entries.get(key)
-    return value === undefined ? undefined : typeof value === "string" ? value : Base64.encode(value)
+    return value === undefined || typeof value === "string"
+      ? value
+      : value instanceof Kept
+      ? textOf(key, value)
+      : Base64.encode(value)
   }
-  const set = (key: string, value: string | Uint8Array): void => {
+  const getNow = (key: string): string | Kept | undefined => {
+    const value = entries.get(key)
+    return value === undefined || typeof value === "string" || value instanceof Kept ? value : Base64.encode(value)
+  }
+  const set = (key: string, value: string | Uint8Array | Kept): void => {
     entries.set(key, value)
   }
   return withStoreNow(
@@ -100,7 +135,13 @@ const memoryStore: Layer.Layer<KeyValueStore.KeyValueStore> = Layer.sync(KeyValu
       getUint8Array: (key) =>
         Effect.sync(() => {
           const value = entries.get(key)
-          return value === undefined ? undefined : typeof value === "string" ? encoder.encode(value) : value
+          return value === undefined
+            ? undefined
+            : typeof value === "string"
+            ? encoder.encode(value)
+            : value instanceof Kept
+            ? encoder.encode(textOf(key, value))
+            : value
         }),
       set: (key, value) => Effect.sync(() => set(key, value)),
       remove: (key) => Effect.sync(() => entries.delete(key)),
@@ -114,7 +155,7 @@ const memoryStore: Layer.Layer<KeyValueStore.KeyValueStore> = Layer.sync(KeyValu
       size: Effect.sync(() => entries.size),
       keys: Effect.sync(() => Array.from(entries.keys()))
     }),
-    { get, set }
+    { get: getNow, set }
   )
 })
 
@@ -275,9 +316,14 @@ export const make = <E>(
         const prefixed = serialModify(KeyValueStore.prefix(backend.store, `${name}/`))
         const now = storeNow(backend.store)
         const set = now?.set
-        return now === undefined || set === undefined ? prefixed : withStoreNow(prefixed, {
-          get: (key, at) => now.get(`${name}/${key}`, at),
-          set: (key, value) => set(`${name}/${key}`, value)
+        if (now === undefined || set === undefined) return prefixed
+        // a keyed call gets then sets one key: its prefixed form is made (and hashed) once
+        let last: string | undefined
+        let lastPrefixed = ""
+        const prefixedOf = (key: string): string => key === last ? lastPrefixed : (last = key, lastPrefixed = `${name}/${key}`)
+        return withStoreNow(prefixed, {
+          get: (key, at) => now.get(prefixedOf(key), at),
+          set: (key, value) => set(prefixedOf(key), value)
         })
       })
     }

@@ -8,10 +8,11 @@
  * store cannot keep.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Schema } from "effect"
+import { Clock, Effect, Exit, Fiber, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { Executor, StoreRegistry, Tool, ToolRegistry, ToolResult, ToolServices } from "../../src/index.ts"
 import * as Now from "../../src/runtime/internal/executor/Now.ts"
+import { Kept, storeNow } from "../../src/internal/storeNow.ts"
 
 const call = (id: string, name: string, args: unknown = {}) => ({ id, name, arguments: args })
 const test = ToolServices.layerTest({ runId: "run-1", threadId: "thread-1" })
@@ -71,6 +72,40 @@ describe("keyed calls on the memory store (synchronous views)", () => {
       assert.deepStrictEqual([again.value, again.idempotency?.replayed, probe.runs], [{ n: 2 }, true, 2])
     }).pipe(Effect.provide(test)))
 
+  it.effect("a call that completes at once holds its key while it runs: no other owner takes it meanwhile", () =>
+    Effect.gen(function*() {
+      const claims = yield* StoreRegistry.StoreRegistry.use((registry) => registry.claims("idempotency"))
+      // the handler's acquisitions read the test's clock, as the call's own do
+      const clock = yield* Effect.clockWith(Effect.succeed)
+      const seen: Array<boolean> = []
+      const tool = Tool.make("grab", {
+        description: "Tries to take its own key's claim while it runs.",
+        input: Schema.Struct({ key: Schema.String }),
+        safety: { access: "write" },
+        idempotency: ({ key }) => key,
+        // the handler's own code is all that can run while the call holds its key
+        handler: ({ key }) =>
+          Effect.sync(() => {
+            seen.push(Effect.runSync(Effect.provideService(claims.acquire(`grab/${key}`, "another owner", 30_000), Clock.Clock, clock)))
+            return key
+          })
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([tool]))
+      yield* executor.run(call("w", "grab", { key: "warm" }))
+      const first = yield* executor.run(call("a", "grab", { key: "k" }))
+      assert.deepStrictEqual([first.isError, first.idempotency?.replayed], [false, false])
+      // held while it ran (the warm-up ran as effects, with its claim taken), free once it answered
+      assert.deepStrictEqual(seen, [false, false])
+      assert.isTrue(yield* claims.acquire("grab/k", "another owner", 30_000))
+      yield* claims.release("grab/k", "another owner")
+      // a claim another owner holds makes the call wait for it; once that claim expires, it runs
+      yield* claims.acquire("grab/other", "another owner", 1_000)
+      const waiting = yield* Effect.forkChild(executor.run(call("b", "grab", { key: "other" })))
+      yield* advance(1_200)
+      const ran = yield* Fiber.join(waiting)
+      assert.deepStrictEqual([ran.isError, ran.idempotency?.replayed, seen.length], [false, false, 3])
+    }).pipe(Effect.provide(test)))
+
   it.effect("a call interrupted while its handler runs frees its key: the next call with it runs", () =>
     Effect.gen(function*() {
       const { probe, tool } = makeSlow(60_000)
@@ -128,6 +163,42 @@ describe("keyed calls on the memory store (synchronous views)", () => {
       const text = yield* store.get("rich/k")
       assert.isString(text)
       assert.deepStrictEqual(JSON.parse(text!).content, first.content)
+    }).pipe(Effect.provide(test)))
+
+  it.effect("a result shown as its value's JSON is kept as that text: read back, replayed and unchanged by what the caller does to the result", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const tool = Tool.make("plain", {
+        description: "Answers a nested value, rendered by default.",
+        input: Schema.Struct({ key: Schema.String }),
+        output: Schema.Struct({ key: Schema.String, list: Schema.Array(Schema.Number), nested: Schema.Struct({ quote: Schema.String }) }),
+        safety: { access: "write" },
+        idempotency: ({ key }) => key,
+        handler: ({ key }) => Effect.sync(() => (runs++, { key, list: [1, -0, 2.5], nested: { quote: "a \"quoted\" ✓ \u0000 line\n" } }))
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([tool]))
+      yield* executor.run(call("w", "plain", { key: "warm" }))
+      const first = yield* executor.run(call("a", "plain", { key: "k" }))
+      const snapshot = JSON.parse(JSON.stringify({ content: first.content, value: first.value }))
+      // what the caller does to its result is not what the store kept
+      ;(first.value as { list: Array<number> }).list.push(99)
+      ;(first.content as Array<unknown>).length = 0
+      const again = yield* executor.run(call("b", "plain", { key: "k" }))
+      assert.deepStrictEqual({ content: again.content, value: again.value }, snapshot)
+      assert.deepStrictEqual([again.idempotency?.replayed, runs], [true, 2])
+      // the store's own reads answer the stored text, as `JSON.stringify` of what is stored
+      const store = yield* StoreRegistry.store("idempotency")
+      assert.isTrue(storeNow(store)!.get("plain/k", 0) instanceof Kept) // (kept as made until then)
+      const bytes = yield* store.getUint8Array("plain/k")
+      const text = yield* store.get("plain/k")
+      assert.isString(text)
+      assert.strictEqual(new TextDecoder().decode(bytes), text)
+      const parsed = JSON.parse(text!)
+      assert.deepStrictEqual(Object.keys(parsed), ["storedAt", "content", "value"])
+      assert.strictEqual(text, JSON.stringify({ storedAt: parsed.storedAt, content: snapshot.content, value: snapshot.value }))
+      // and after that read, a replay answers the same
+      const third = yield* executor.run(call("c", "plain", { key: "k" }))
+      assert.deepStrictEqual({ content: third.content, value: third.value }, snapshot)
     }).pipe(Effect.provide(test)))
 
   it.effect("a stored text read back: the same answer as the effect path, whatever it holds", () =>

@@ -18,6 +18,7 @@ import { EventSink, Executor, RunContext, StoreRegistry, Tool, ToolRegistry } fr
 import * as Now from "../../src/runtime/internal/executor/Now.ts"
 import { Stores } from "../../src/stores/index.ts"
 import { waiting } from "../../src/stores/internal/sqliteHeld.ts"
+import { later, storeNow } from "../../src/internal/storeNow.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "tinyagents-sqlite-keyed-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -189,6 +190,35 @@ describe("keyed calls on SQLite, by plain calls", () => {
     }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
   })
 
+  it.live("replays share a read transaction: an effect/sql transaction started during a long batch of them runs while it runs, and writes of another connection are read", () => {
+    const filename = fresh()
+    return Effect.gen(function*() {
+      const { applied, tool } = applying()
+      const executor = yield* Executor.make(yield* ToolRegistry.make([tool]), { concurrency: 16 })
+      const total = 3_000
+      const calls = Array.from({ length: total }, (_, i) => call(`c${i}`, `k${i}`))
+      yield* executor.runBatch(calls)
+      const notes = yield* StoreRegistry.store("notes")
+      yield* notes.set("n", "0")
+      const batch = yield* Effect.forkChild(executor.runBatch(calls))
+      yield* Effect.yieldNow
+      yield* notes.modify("n", () => "1")
+      const db = yield* other(filename)
+      // what another connection stores is what the next replay reads
+      db.prepare("INSERT INTO tinyagents_store (id, value, value_type) VALUES (?, ?, 0)").run(
+        "idempotency/apply/theirs",
+        new TextEncoder().encode(JSON.stringify({ storedAt: Date.now(), content: [], value: { key: "theirs", n: 7 } }))
+      )
+      const modifiedBeforeTheEnd = batch.pollUnsafe() === undefined
+      const results = yield* Fiber.join(batch)
+      assert.strictEqual(results.filter((r) => r.idempotency?.replayed === true).length, total)
+      assert.isTrue(modifiedBeforeTheEnd)
+      assert.strictEqual(yield* notes.get("n"), "1")
+      const theirs = yield* executor.run(call("t", "theirs"))
+      assert.deepStrictEqual([theirs.value, theirs.idempotency?.replayed, applied.has("theirs")], [{ key: "theirs", n: 7 }, true, false])
+    }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
+  })
+
   it.live("the plain and effect paths answer alike", () => {
     const filename = fresh()
     return Effect.gen(function*() {
@@ -207,6 +237,68 @@ describe("keyed calls on SQLite, by plain calls", () => {
       )
       const renamed = (xs: ReturnType<typeof shape>) => JSON.stringify(xs).replaceAll("\"e", "\"p")
       assert.strictEqual(renamed(effects.map(shape)), JSON.stringify(plain))
+    }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
+  })
+})
+
+describe("the keyed views' reads", () => {
+  it.live("answer what the store's get answers, for every kind of value, outside and inside the shared transaction", () => {
+    const filename = fresh()
+    return Effect.gen(function*() {
+      const store = yield* StoreRegistry.store("idempotency")
+      const view = storeNow(store)!
+      const values: ReadonlyArray<string | Uint8Array> = [
+        "{\"storedAt\":1,\"content\":[]}",
+        "",
+        "a\u0000b",
+        "\uFEFF{}",
+        "\uFEFF\uFEFFx",
+        "héllo ✓ 😀",
+        "lone \uD800 surrogate",
+        new Uint8Array([0, 255, 0xfe, 0x61]),
+        "x".repeat(70_000)
+      ]
+      for (const [i, value] of values.entries()) yield* store.set(`k${i}`, value)
+      const expected = yield* Effect.forEach(values, (_, i) => store.get(`k${i}`))
+      const now = Date.now()
+      assert.deepStrictEqual(values.map((_, i) => view.get(`k${i}`, now)), expected)
+      assert.strictEqual(view.get("missing", now), undefined)
+      // (the last write's group gives the connection back once its writer has resumed)
+      yield* Effect.sleep(10)
+      const looked = yield* Effect.withFiber((fiber) =>
+        Effect.succeed([...values.map((_, i) => `k${i}`), "missing"].map((key) => view.claims!.look(key, now, fiber)))
+      )
+      for (const look of looked) if (look !== later) yield* look.committed()
+      assert.deepStrictEqual(looked.map((look) => look === later ? "later" : [look.stored, look.claimed]), [
+        ...expected.map((text) => [text, false]),
+        [undefined, false]
+      ])
+    }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
+  })
+})
+
+describe("the keyed views' writes", () => {
+  it.live("store the bytes and type that the store's set stores, for every kind of string", () => {
+    const filename = fresh()
+    return Effect.gen(function*() {
+      const store = yield* StoreRegistry.store("idempotency")
+      const view = storeNow(store)!
+      const values = ["{\"storedAt\":1,\"content\":[]}", "", "a\u0000b", "\uFEFF{}", "héllo ✓ 😀", "lone \uD800 surrogate", "x".repeat(70_000)]
+      for (const [i, value] of values.entries()) yield* store.set(`set${i}`, value)
+      yield* Effect.sleep(10)
+      const puts = yield* Effect.withFiber((fiber) =>
+        Effect.succeed(values.map((value, i) => view.claims!.put(`put${i}`, value, undefined, Date.now(), fiber)))
+      )
+      for (const put of puts) {
+        assert.notStrictEqual(put, later)
+        if (put !== later) yield* put
+      }
+      const db = yield* other(filename)
+      const row = db.prepare("SELECT value, value_type, typeof(value) AS kind FROM tinyagents_store WHERE id = ?")
+      for (const i of values.keys()) {
+        assert.deepStrictEqual(row.get(`idempotency/put${i}`), row.get(`idempotency/set${i}`))
+        assert.strictEqual(yield* store.get(`put${i}`), yield* store.get(`set${i}`))
+      }
     }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
   })
 })

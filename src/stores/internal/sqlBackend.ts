@@ -40,7 +40,7 @@
  * those calls share (`sqliteHeld`'s `joined`).
  */
 import { createHash } from "node:crypto"
-import { Clock, Duration, Effect, Semaphore } from "effect"
+import { Clock, Duration, Effect, type Fiber, Semaphore } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import type { SqlClient, SqlError, Statement } from "effect/sql"
 import type { SQLInputValue } from "node:sqlite"
@@ -119,7 +119,8 @@ const createTables = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError.Sq
     )`
     // made by Effect's KeyValueStore.layerSql before: id, value and value_type only
     yield* addMissingColumns(sql, tables.store, [["full_key", "TEXT"], ["expires_at", "BIGINT"]])
-    yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${tables.store}_expires`)} ON ${store} (expires_at)`
+    // (only the rows that expire: a table made by an older version keeps its index of every row, which works alike)
+    yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${tables.store}_expires`)} ON ${store} (expires_at) WHERE expires_at IS NOT NULL`
     yield* sql`CREATE TABLE IF NOT EXISTS ${claims} (
       id TEXT PRIMARY KEY,
       owner TEXT NOT NULL,
@@ -260,23 +261,44 @@ const stringOf = (row: Row): string => {
     : decoder.decode(row.value)
 }
 
+/** A row read with a string's value as SQLite's text of its bytes (`CAST(value AS TEXT)`, the views' reads). */
+interface TextRow {
+  readonly value: Uint8Array | string
+  readonly value_type: number | string
+}
+
+/**
+ * A row as `get` answers (as {@link stringOf}), read as a {@link TextRow}: a string's text is
+ * SQLite's decoding of its UTF-8 (invalid bytes as U+FFFD, as `TextDecoder` decodes them), less the
+ * one leading byte order mark that `TextDecoder` drops.
+ */
+const textOf = (value: TextRow["value"], type: TextRow["value_type"]): string => {
+  if (typeof value !== "string") return stringOf({ value, value_type: type })
+  return value.charCodeAt(0) === 0xfeff ? value.slice(1) : value
+}
+
 /** A row as `getUint8Array` answers: bytes as themselves, a string as its UTF-8. */
 const bytesOf = (row: Row): Uint8Array =>
   Number(row.value_type) === ValueTypeUtf16 ? encoder.encode(stringOf(row)) : row.value
 
-/** Deletes the expired rows of `table`, at most once per `every` milliseconds (of the `Clock`). */
-const sweeper = (sql: SqlClient.SqlClient, table: string, every: number): Effect.Effect<void, SqlError.SqlError> => {
+/**
+ * Deletes the expired rows of `table`, at most once per `every` milliseconds (of the `Clock`), with
+ * `due`: whether a sweep at `now` would delete (the plain check the sweep itself makes first).
+ */
+const sweeper = (sql: SqlClient.SqlClient, table: string, every: number): Pick<Table, "sweep" | "sweepDue"> => {
   const sweeping = Semaphore.makeUnsafe(1)
   let lastSweep = Number.NEGATIVE_INFINITY
-  return Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    now - lastSweep < every ? Effect.void : sweeping.withPermits(1)(
+  const sweepDue = (now: number) => now - lastSweep >= every
+  const sweep = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    !sweepDue(now) ? Effect.void : sweeping.withPermits(1)(
       Effect.suspend(() =>
-        now - lastSweep < every ? Effect.void : sql`
+        !sweepDue(now) ? Effect.void : sql`
           DELETE FROM ${sql(table)} WHERE expires_at IS NOT NULL AND expires_at <= ${Math.floor(now)}`.pipe(
           Effect.andThen(Effect.sync(() => void (lastSweep = now)))
         )
       )
     ))
+  return { sweep, sweepDue }
 }
 
 /**
@@ -348,6 +370,8 @@ interface Table {
   readonly artifacts?: { readonly maxBytes: number } | undefined
   /** Deletes expired rows (at most once per its interval): run after writes, its failure ignored. */
   readonly sweep: Effect.Effect<void, SqlError.SqlError>
+  /** Whether `sweep` at `now` (the `Clock`'s milliseconds) would delete: false within its interval of the last. */
+  readonly sweepDue: (now: number) => boolean
 }
 
 /**
@@ -367,7 +391,10 @@ const tableStore = (
   const lock = sql.onDialectOrElse({ pg: () => sql.literal("FOR UPDATE"), orElse: () => sql.literal("") })
   const now = Effect.map(Clock.currentTimeMillis, Math.floor)
   const live = (at: number) => sql`(expires_at IS NULL OR expires_at > ${at})`
-  const idOf = (key: string) => ids(`${prefix}${key}`)
+  // a keyed call reads and writes one key in a row: its id is made once
+  let lastKey: string | undefined
+  let lastId: StoredId = { id: "", full: null }
+  const idOf = (key: string): StoredId => key === lastKey ? lastId : (lastKey = key, lastId = ids(`${prefix}${key}`))
   /** What an error about `key` must not say: the key, its id, and a string value. */
   const secretsOf = (key: string | undefined, value?: string | Uint8Array): ReadonlyArray<string> => {
     if (key === undefined) return []
@@ -490,22 +517,35 @@ const tableStore = (
   // the claim and a result's write in the write transaction plain calls share (not the capped artifacts table)
   if (held === undefined || table.artifacts !== undefined || prefix === "") return expiringStore
   const name = prefix.slice(0, -1)
-  const selectText = heldTextOnce(select)
-  let reader: ReturnType<Held["now"]> | undefined
-  const selectNow = (id: string, at: number) => {
+  // a string's row read as SQLite's text of its bytes (`textOf`), not as bytes then decoded
+  const valueRead = sql.literal(`CASE WHEN value_type = ${ValueTypeString} THEN CAST(value AS TEXT) ELSE value END`)
+  const selectText = heldTextOnce((id: string, at: number) =>
+    sql<HeldRow>`SELECT ${valueRead} AS value, value_type FROM ${t} WHERE id = ${id} AND ${live(at)}`
+  )
+  let reader: ReturnType<Held["nowValues"]> | undefined
+  const selectNow = (id: string, at: number, fiber: Fiber.Fiber<unknown, unknown> | undefined) => {
     const args: [string, number] = [id, at]
-    return (reader ??= held.now(selectText(args)))(args)
+    return (reader ??= held.nowValues(selectText(args)))(args, fiber)
   }
   const claimsTable = sql(tables.claims)
+  // (two statements: for a key with neither, the common case, cheaper than one that joins them)
   const claimText = heldTextOnce((id: string) =>
     sql<HeldRow>`SELECT owner FROM ${claimsTable} WHERE id = ${id} AND expires_at > ${databaseMillis(sql)}`
   )
-  const upsertText = heldTextOnce(upsertValue)
+  // a string bound as text, stored as its UTF-8 bytes by SQLite (`CAST`: the bytes `storedOf` makes, with no copy made here)
+  const upsertText = heldTextOnce((id: string, value: string | Uint8Array, type: number, full: string | null, expires: number | null) =>
+    sql<HeldRow>`INSERT INTO ${t} (id, value, value_type, full_key, expires_at)
+      VALUES (${id}, CAST(${value} AS BLOB), ${type}, ${full}, ${expires})
+      ON CONFLICT (id) DO UPDATE SET value = excluded.value, value_type = excluded.value_type,
+        full_key = excluded.full_key, expires_at = excluded.expires_at`
+  )
   const takeText = heldTextOnce(takeClaim(sql))
   return withStoreNow(expiringStore, {
-    get: (key, at) => {
-      const row = selectNow(idOf(key).id, Math.floor(at))
-      return row === undefined || row === later ? row : stringOf(row as unknown as Row)
+    get: (key, at, fiber) => {
+      const row = selectNow(idOf(key).id, Math.floor(at), fiber)
+      return row === undefined || row === later
+        ? row
+        : textOf(row[0] as TextRow["value"], row[1] as TextRow["value_type"])
     },
     claims: {
       // the claims of `name` (`sqlClaims`): their id of a key is the store's (`<name>/<key>`)
@@ -513,22 +553,19 @@ const tableStore = (
         const { id } = idOf(key)
         const selectArgs: [string, number] = [id, Math.floor(at)]
         const claimArgs: [string] = [id]
-        let joined: Joined<Omit<Looked, "committed">> | typeof later
+        let joined: Joined<LookedRow> | typeof later
         try {
           joined = held.joined(fiber, (statement) => {
-            const row = statement(selectText(selectArgs)).get(...selectArgs) as Row | undefined
+            const row = statement(selectText(selectArgs)).get(...selectArgs) as TextRow | undefined
             const claimed = statement(claimText(claimArgs)).get(...claimArgs) !== undefined
-            return { stored: row === undefined ? undefined : stringOf(row), claimed }
+            return new LookedRow(row === undefined ? undefined : textOf(row.value, row.value_type), claimed, name, key, secretsOf)
           })
         } catch {
           return later // the effect looks again, and says what failed
         }
         if (joined === later) return later
-        return {
-          ...joined.value,
-          committed: Effect.mapError(joined.committed, (cause) =>
-            new StoreFailed({ store: name, operation: "read", cause: scrubSqlError(cause, secretsOf(key)) }))
-        }
+        joined.value.waited = joined.committed
+        return joined.value
       },
       claim: (key, owner, lease, fiber) => {
         const takeArgs: [string, string, number] = [idOf(key).id, owner, Math.max(0, Math.floor(lease))]
@@ -542,11 +579,12 @@ const tableStore = (
       },
       put: (key, value, ttl, at, fiber) => {
         const { full, id } = idOf(key)
-        const stored = storedOf(value)
-        const upsertArgs: Parameters<typeof upsertValue> = [
+        // (a string with a lone surrogate is stored as its UTF-16, as `set` stores it)
+        const stored = loneSurrogate.test(value) ? storedOf(value) : undefined
+        const upsertArgs: [string, string | Uint8Array, number, string | null, number | null] = [
           id,
-          stored.bytes,
-          stored.type,
+          stored === undefined ? value : stored.bytes,
+          stored === undefined ? ValueTypeString : stored.type,
           full,
           ttl === undefined ? null : Math.floor(at) + Math.max(1, Math.ceil(ttl))
         ]
@@ -556,10 +594,43 @@ const tableStore = (
         } catch (cause) {
           return Effect.fail(failed("set", key, value)(cause))
         }
-        return joined === later ? later : swept(Effect.mapError(joined.committed, failed("set", key, value)))
+        if (joined === later) return later
+        const committed = Effect.mapError(joined.committed, (cause) => failed("set", key, value)(cause))
+        // the sweep after a write, when one is due (checked by a plain call: not an effect per write)
+        return table.sweepDue(at) ? swept(committed) : committed
       }
     }
   })
+}
+
+/** What a look in the shared write transaction found (`storeNow`'s `Looked`), with the wait for its commit. */
+class LookedRow implements Looked {
+  readonly stored: string | undefined
+  readonly claimed: boolean
+  readonly name: string
+  readonly key: string
+  /** What an error about `key` must not say (the table's). */
+  readonly secretsOf: (key: string) => ReadonlyArray<string>
+  /** The transaction's commit, as the held statements answer it. */
+  waited: Effect.Effect<void, SqlError.SqlError> = Effect.void
+  constructor(
+    stored: string | undefined,
+    claimed: boolean,
+    name: string,
+    key: string,
+    secretsOf: (key: string) => ReadonlyArray<string>
+  ) {
+    this.stored = stored
+    this.claimed = claimed
+    this.name = name
+    this.key = key
+    this.secretsOf = secretsOf
+  }
+  committed(): Effect.Effect<void, StoreFailed> {
+    const { key, name, secretsOf } = this
+    return Effect.mapError(this.waited, (cause) =>
+      new StoreFailed({ store: name, operation: "read", cause: scrubSqlError(cause, secretsOf(key)) }))
+  }
 }
 
 /**
@@ -635,11 +706,11 @@ export const sqlBackend = (
     const raw = sql.withoutTransforms()
     yield* createTables(raw)
     const ids = idsOf(raw)
-    const store: Table = { name: tables.store, sweep: sweeper(raw, tables.store, storeSweepEvery) }
+    const store: Table = { name: tables.store, ...sweeper(raw, tables.store, storeSweepEvery) }
     const artifactTable: Table = {
       name: tables.artifacts,
       artifacts: { maxBytes: artifacts.maxBytes ?? 16 * 1024 * 1024 },
-      sweep: sweeper(raw, tables.artifacts, Duration.toMillis(Duration.fromInputUnsafe(artifacts.sweepEvery ?? "10 minutes")))
+      ...sweeper(raw, tables.artifacts, Duration.toMillis(Duration.fromInputUnsafe(artifacts.sweepEvery ?? "10 minutes")))
     }
     const artifactTtl = artifacts.ttl === undefined
       ? undefined

@@ -17,7 +17,12 @@
  * `BEGIN IMMEDIATE` and `COMMIT` are tried again as the client's own statements are (`busy`).
  *
  * Plain calls, for the executor's keyed calls (`storeNow`): a read (`now`) outside any transaction is
- * one synchronous step, as the effect's is. A step can also run now (`joined`), inside the group's
+ * one synchronous step, as the effect's is. The plain reads of the fibers that run before a task of
+ * the scheduler does share one read transaction (`BEGIN` by the first, with the connection's
+ * semaphore permit taken; `COMMIT` by that task, which gives the permit back), so that a batch of
+ * replays takes the database's read lock once, not once per read; each read sees the database as of
+ * the first (a moment earlier than its own: a result stored meanwhile by another process is found by
+ * the look that the write lock covers). A step can also run now (`joined`), inside the group's
  * transaction opened by the first such step (`BEGIN IMMEDIATE` by a plain call, with the
  * connection's semaphore permit taken, so no other fiber's statement or transaction interleaves);
  * the steps of every call that runs before the group's own fiber does join it, and that fiber
@@ -41,8 +46,18 @@ export type HeldRow = Record<string, unknown>
 export interface Held {
   /** A read of one row at most: that row, or none. */
   readonly first: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
-  /** A read of one row at most by a plain call: that row, none, or {@link later} (inside a transaction, or failed). */
-  readonly now: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => HeldRow | undefined | typeof later
+  /**
+   * A read of one row at most by a plain call: that row, none, or {@link later} (inside another
+   * fiber's transaction, or failed). With `fiber` (the one making it), in the read transaction that
+   * such reads share until the end of the scheduler's turn (see the module comment).
+   */
+  readonly now: (
+    sql: string
+  ) => (params: ReadonlyArray<SQLInputValue>, fiber?: Fiber.Fiber<unknown, unknown>) => HeldRow | undefined | typeof later
+  /** {@link now}, with the row as an array of its columns' values, in order (cheaper to make than an object). */
+  readonly nowValues: (
+    sql: string
+  ) => (params: ReadonlyArray<SQLInputValue>, fiber?: Fiber.Fiber<unknown, unknown>) => ReadonlyArray<unknown> | undefined | typeof later
   /** A write, group-committed: its rows (`RETURNING`), once committed. */
   readonly write: (sql: string) => (params: ReadonlyArray<SQLInputValue>) => Effect.Effect<ReadonlyArray<HeldRow>, SqlError.SqlError>
   /**
@@ -108,20 +123,73 @@ export const make = (connection: HeldConnection): Held => {
     }
   }
 
-  /** One synchronous read outside any transaction, or `later` (inside another fiber's transaction, or when it throws). */
-  const now = (sql: string) => {
+  /**
+   * The read transaction plain reads share (`now` with a fiber): opened by the first, with the
+   * connection's semaphore permit taken (no other fiber's statement or transaction interleaves), and
+   * ended (`COMMIT`, the permit given back) by a task of the scheduler that runs after the fibers
+   * already scheduled, or made the write transaction of plain calls by `joined` (`open`). Its reads
+   * see the database as of its first: as one read each would have, a moment earlier (a result another
+   * process stores meanwhile is read by the next look, which the write lock covers).
+   */
+  let reading = 0
+  /** Which read transaction is open (0: none): its end task ends only its own. */
+  let readings = 0
+  const endRead = (which: number) => {
+    if (reading !== which) return
+    reading = 0
+    try {
+      db.exec("COMMIT")
+    } catch {
+      rollback()
+    }
+    Effect.runSync(semaphore.release(1))
+  }
+  /** Opens the shared read transaction: false when it cannot now, or when another fiber waits for the connection. */
+  const openRead = (fiber: Fiber.Fiber<unknown, unknown>): boolean => {
+    if (db.isTransaction || waiting(semaphore) || !Effect.runSync(semaphore.takeIfAvailable(1))) return false
+    try {
+      db.exec("BEGIN")
+    } catch {
+      Effect.runSync(semaphore.release(1))
+      return false
+    }
+    const which = reading = ++readings
+    fiber.currentDispatcher.scheduleTask(() => endRead(which), 0)
+    return true
+  }
+
+  /**
+   * One synchronous read, or `later` (inside another fiber's transaction, or when it throws): with
+   * `fiber`, in the shared read transaction (opened when none is and it can be, else outside any).
+   */
+  const now = (sql: string, values = false) => {
     // prepared on first use, inside the call (preparing fails while the table is missing)
     let statement: StatementSync | undefined
-    return (params: ReadonlyArray<SQLInputValue>): HeldRow | undefined | typeof later => {
-      // inside another fiber's transaction, the read would see its writes before they commit
-      if (db.isTransaction) return later
+    const prepare = () => {
+      if (!values) return prepared(sql)
+      const made = db.prepare(sql)
+      made.setReturnArrays(true)
+      return made
+    }
+    return (params: ReadonlyArray<SQLInputValue>, fiber?: Fiber.Fiber<unknown, unknown>): HeldRow | undefined | typeof later => {
+      if (reading === 0) {
+        // inside another fiber's transaction, the read would see its writes before they commit
+        if (db.isTransaction) return later
+        // (when the shared one cannot open, one read outside any transaction)
+        if (fiber !== undefined) openRead(fiber)
+      }
       try {
-        return (statement ??= prepared(sql)).get(...params) as HeldRow | undefined
+        return (statement ??= prepare()).get(...params) as HeldRow | undefined
       } catch {
         return later
       }
     }
   }
+  const nowValues = (sql: string) =>
+    now(sql, true) as unknown as (
+      params: ReadonlyArray<SQLInputValue>,
+      fiber?: Fiber.Fiber<unknown, unknown>
+    ) => ReadonlyArray<unknown> | undefined | typeof later
 
   const first = (sql: string) => {
     const read = now(sql)
@@ -150,6 +218,8 @@ export const make = (connection: HeldConnection): Held => {
   let opened: "no" | "open" | "committing" = "no"
   /** The open group's commit: done when its fiber committed it, or failed. */
   let openCommit = Deferred.makeUnsafe<void, SqlError.SqlError>()
+  /** The wait for `openCommit` (one effect per group, not per step). */
+  let openCommitted: Effect.Effect<void, SqlError.SqlError> = Deferred.await(openCommit)
   /** Why the open group's transaction ended before its commit (an error that ended it). */
   let broken: SqlError.SqlError | undefined
   const begin = busy(attempt(() => db.exec("BEGIN IMMEDIATE"), "beginTransaction"))
@@ -246,7 +316,20 @@ export const make = (connection: HeldConnection): Held => {
    * when another fiber waits for the connection (it goes first: plain calls never starve it).
    */
   const open = (fiber: Fiber.Fiber<unknown, unknown>): boolean => {
-    if (db.isTransaction || waiting(semaphore) || !Effect.runSync(semaphore.takeIfAvailable(1))) return false
+    if (reading !== 0) {
+      // the shared read transaction ends here; its permit becomes this one's (unless another fiber waits)
+      const which = reading
+      if (waiting(semaphore)) {
+        endRead(which)
+        return false
+      }
+      reading = 0
+      try {
+        db.exec("COMMIT")
+      } catch {
+        rollback()
+      }
+    } else if (db.isTransaction || waiting(semaphore) || !Effect.runSync(semaphore.takeIfAvailable(1))) return false
     try {
       db.exec("BEGIN IMMEDIATE")
     } catch {
@@ -255,6 +338,7 @@ export const make = (connection: HeldConnection): Held => {
     }
     opened = "open"
     openCommit = Deferred.makeUnsafe()
+    openCommitted = Deferred.await(openCommit)
     // (writes gathered for a fiber on its way join this group; that fiber then finds none)
     gathering = true
     // the group's own fiber, after the fibers already scheduled: their steps join the group
@@ -274,10 +358,10 @@ export const make = (connection: HeldConnection): Held => {
       if (!db.isTransaction) broken = failure
       throw failure
     }
-    return { value, committed: Deferred.await(openCommit) }
+    return { value, committed: openCommitted }
   }
 
-  return { first, now, write, joined }
+  return { first, now: (sql) => now(sql), nowValues, write, joined }
 }
 
 /**

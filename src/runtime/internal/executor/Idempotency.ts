@@ -63,8 +63,10 @@
  *
  * On the memory store (`StoreRegistry.layerMemory`: its stores and claims have synchronous views,
  * `src/internal/storeNow.ts`) a call takes the same steps by plain function calls while each
- * completes at once (`Now`): the lookup, the claim, the handler, the write and the release,
- * answering a completed `Exit` when the handler did. On SQLite (`keyedJoined`) the lookup is a plain
+ * completes at once (`Now`): the lookup, the claim, the handler and the write, answering a
+ * completed `Exit` when the handler did. There the claim of a call that runs synchronously is a
+ * hold (`ClaimsNow.hold`): nothing but that call's own code runs between taking and releasing it,
+ * so it is no entry of the claims' map, only a key that acquisitions meanwhile find taken. On SQLite (`keyedJoined`) the lookup is a plain
  * read (a replay completes at once); a fresh key's second look (result and claim), handler and write
  * run by plain calls inside the write transaction the calls of that moment share, and the call is
  * answered once it is committed (the write lock held throughout stands for the claim, which is
@@ -73,14 +75,17 @@
  * there (the handler suspended: the key is held in this process and its claim renewed until it
  * ends, as above). A durable claim always takes the effects. On every store the stored text is `JSON.stringify` of what is stored when the schema
  * would encode it unchanged (JSON as it is, the common case), and the schema's otherwise; it is read
- * back by `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise.
+ * back by `JSON.parse` when the schema would decode it unchanged, and by the schema otherwise. On
+ * the memory store, a result whose one block is the JSON text of its (plain) value, the default
+ * rendering, is kept as that text alone (`KeptResult`): the same stored text is made when a read
+ * other than a keyed call's asks for it, and a replay parses the value's text only.
  */
 import { randomUUID } from "node:crypto"
 import { Cause, Context, Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { KeyValueStore } from "effect/persistence"
 import type { DurableClaim } from "../../Executor.ts"
 import { type Claims, StoreRegistry, type StoreRegistryShape } from "../../StoreRegistry.ts"
-import { type ClaimsNow, claimsNow, later, type StoreClaims, type StoreNow, storeNow } from "../../../internal/storeNow.ts"
+import { type ClaimsNow, claimsNow, Kept, later, type StoreClaims, type StoreNow, storeNow } from "../../../internal/storeNow.ts"
 import * as Now from "./Now.ts"
 import type * as Tool from "../../../contract/Tool.ts"
 import type { ToolCall } from "../../../contract/ToolCall.ts"
@@ -268,20 +273,32 @@ export const make = (config: Config) => {
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> => {
     // A call of a store with views (`storeNow`: memory, SQLite) takes the same steps by plain calls
     // where the store can: on memory a call whose handler completes at once completes at once; on
-    // SQLite a replay does, and an application's claim and write are one grouped write each. The rest
-    // runs as effects from the first step that cannot (the key held in this process or claimed, the
-    // handler suspending). A durable claim always takes the effects.
+    // SQLite a replay does, and an application looks, runs and writes in the write transaction the
+    // calls of that moment share. The rest runs as effects from the first step that cannot (the key
+    // held in this process or claimed, the handler suspending). A durable claim always takes the effects.
     const runStart = durable === undefined ? Now.take(run) : undefined
-    const keyed = (found: Resolved) => keyedCall(found, toolName, key, call, now, run, redaction, durable)
-    if (runStart === undefined) return Effect.flatMap(StoreRegistry.use(resolve), keyed)
+    if (runStart === undefined) return keyedEffects(toolName, key, call, now, run, redaction, durable)
     return Now.deferred((fiber) => {
       const found = resolvedOf(Context.getUnsafe(fiber.context as Context.Context<StoreRegistry>, StoreRegistry))
       const view = found?.storeNow
       if (found === undefined || view === undefined || (view.claims === undefined && (view.set === undefined || found.claimsNow === undefined))) {
-        return Effect.flatMap(StoreRegistry.use(resolve), keyed)
+        return keyedEffects(toolName, key, call, now, run, redaction, undefined)
       }
       return keyedNow(found, view, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
     })
+  }
+
+  /** The whole keyed call as effects, from resolving its store on. */
+  function keyedEffects<R>(
+    toolName: string,
+    key: string,
+    call: ToolCall,
+    now: () => number,
+    run: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>,
+    redaction: Redaction | undefined,
+    durable: DurableClaim | undefined
+  ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R | StoreRegistry> {
+    return Effect.flatMap(StoreRegistry.use(resolve), (found) => keyedCall(found, toolName, key, call, now, run, redaction, durable))
   }
 
   function keyedNow<R>(
@@ -301,11 +318,12 @@ export const make = (config: Config) => {
     const id = storageKey(toolName, key)
     const shown = redaction?.shownKey ?? key
     // held in this process: wait for it (the effects); so too when the store cannot answer now
-    if (running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
-    const text = view.get(id, now())
+    if (running.size !== 0 && running.has(id)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    const at = now()
+    const text = view.get(id, at, fiber)
     if (text === later && view.claims === undefined) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     if (text !== undefined && text !== later) {
-      const decoded = readStored(text)
+      const decoded = text instanceof KeptResult ? Exit.succeed(text.stored()) : readStored(typeof text === "string" ? text : text.text())
       if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
       if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
         return Exit.succeed(replayOf(decoded.value, call, toolName, shown))
@@ -315,38 +333,37 @@ export const make = (config: Config) => {
     if (joined !== undefined) {
       return keyedJoined(found, joined, id, shown, toolName, key, call, now, run, runStart, fiber, redaction, attempt)
     }
-    const owner = nextOwner()
     const claimsView = found.claimsNow!
-    // claimed by another owner: wait for its result (the effects)
-    if (!claimsView.acquire(id, owner, lease, now())) {
-      return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
-    }
-    // (nothing ran between the lookup and the claim: no second lookup is needed)
+    // claimed by another owner: wait for its result (the effects). Else the key is held while the
+    // call runs synchronously (as a claim taken now and released at its end would hold it, with no
+    // claim written), and claimed once its handler suspends.
+    if (!claimsView.hold(id, at)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
+    // (nothing ran between the lookup and the hold: no second lookup is needed)
     let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>
+    const scrub = scrubOf(redaction)
     try {
       output = runStart(fiber)
-    } catch (defect) {
-      claimsView.release(id, owner)
-      throw defect
-    }
-    const scrub = scrubOf(redaction)
-    const exit = Now.exitOf(output)
-    if (exit !== undefined) {
-      if (Exit.isFailure(exit) || exit.value.isError) {
-        claimsView.release(id, owner)
-        return exit
+      const exit = Now.exitOf(output)
+      if (exit !== undefined) {
+        if (Exit.isFailure(exit) || exit.value.isError) return exit
+        const result = exit.value
+        const storedAt = now()
+        const kept = keptOf(result, storedAt, scrub)
+        if (kept !== undefined) view.set!(id, kept)
+        else {
+          const encoded = storedText(storedOf(result, storedAt, scrub))
+          // applied but not recorded: fatal, never "retry later" (as `save`)
+          if (Exit.isFailure(encoded)) return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
+          view.set!(id, encoded.value)
+        }
+        return Exit.succeed(appliedOf(result, shown))
       }
-      const result = exit.value
-      const encoded = storedText(storedOf(result, now(), scrub))
-      if (Exit.isFailure(encoded)) {
-        // applied but not recorded: fatal, never "retry later" (as `save`)
-        claimsView.release(id, owner)
-        return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
-      }
-      view.set!(id, encoded.value)
-      claimsView.release(id, owner)
-      return Exit.succeed({ ...result, idempotency: { key: shown, replayed: false } })
+    } finally {
+      claimsView.drop()
     }
+    // the handler suspended: the key is claimed (free: only the handler's own code ran while it was held)
+    const owner = nextOwner()
+    claimsView.acquire(id, owner, lease, now())
     return whileRunning(found, id, owner, shown, now, output, scrub, attempt, Effect.void, Effect.sync(() => claimsView.release(id, owner)))
   }
 
@@ -427,20 +444,19 @@ export const make = (config: Config) => {
     redaction: Redaction | undefined,
     attempt: { stopAttempt: Effect.Effect<void> } | undefined
   ): Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R> {
-    const effects = () => keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     const looked = joined.look(id, now(), fiber)
-    if (looked === later) return effects()
+    if (looked === later) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     if (looked.stored !== undefined) {
       const decoded = readStored(looked.stored)
       if (Exit.isFailure(decoded)) return Exit.fail(failed("decode")(Cause.squash(decoded.cause)))
       // (what was read may be this transaction's: answered once committed)
       if (config.ttl === undefined || now() - decoded.value.storedAt < config.ttl) {
-        return Effect.as(looked.committed, replayOf(decoded.value, call, toolName, shown))
+        return Effect.as(looked.committed(), replayOf(decoded.value, call, toolName, shown))
       }
-      return effects()
+      return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     }
     // claimed by another owner: wait for its result (the effects)
-    if (looked.claimed) return effects()
+    if (looked.claimed) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     const output = runStart(fiber)
     const scrub = scrubOf(redaction)
     const exit = Now.exitOf(output)
@@ -460,10 +476,8 @@ export const make = (config: Config) => {
     if (Exit.isFailure(encoded)) return Exit.fail(writeFailed(Cause.squash(encoded.cause)))
     const put = joined.put(id, encoded.value, config.ttl, now(), fiber)
     if (put === later) return Exit.fail(writeFailed("the write transaction ended before the result was stored"))
-    return put.pipe(
-      Effect.mapError(writeFailed),
-      Effect.as<ToolResult.ToolResult>({ ...result, idempotency: { key: shown, replayed: false } })
-    )
+    const applied = appliedOf(result, shown)
+    return Effect.mapBoth(put, { onFailure: writeFailed, onSuccess: () => applied })
   }
 
   function keyedCall<R>(
@@ -571,11 +585,50 @@ interface Resolved {
 }
 
 /** What is stored for `result` (see the module comment). */
-const storedOf = (result: ToolResult.ToolResult, storedAt: number, scrub: ReadonlyArray<string>): typeof Stored.Type => ({
-  storedAt,
-  content: result.content,
-  ...(result.value === undefined ? {} : { value: result.value }),
-  ...(scrub.length === 0 ? {} : { scrub })
+const storedOf = (result: ToolResult.ToolResult, storedAt: number, scrub: ReadonlyArray<string>): typeof Stored.Type => {
+  const { content, value } = result
+  if (scrub.length === 0) return value === undefined ? { storedAt, content } : { storedAt, content, value }
+  return value === undefined ? { storedAt, content, scrub } : { storedAt, content, value, scrub }
+}
+
+/**
+ * A stored result whose one block is the JSON text of its value (the default rendering), nothing to
+ * scrub, kept by the memory store as that text (`Kept`): its stored text, the same as `plainJson`'s
+ * but for the order of keys, is made only when a read other than the keyed call's asks for it, and
+ * a replay parses the value's text alone.
+ */
+class KeptResult extends Kept {
+  readonly storedAt: number
+  readonly valueText: string
+  constructor(storedAt: number, valueText: string) {
+    super()
+    this.storedAt = storedAt
+    this.valueText = valueText
+  }
+  text(): string {
+    return `{"storedAt":${JSON.stringify(this.storedAt)},"content":[{"type":"text","text":${
+      JSON.stringify(this.valueText)
+    }}],"value":${this.valueText}}`
+  }
+  /** What `readStored` reads back from `text()`. */
+  stored(): typeof Stored.Type {
+    return { storedAt: this.storedAt, content: [{ type: "text", text: this.valueText }], value: JSON.parse(this.valueText) }
+  }
+}
+
+/** `result` kept as a {@link KeptResult} when it is one (what `storedOf` stores, read back alike), else `undefined`. */
+const keptOf = (result: ToolResult.ToolResult, storedAt: number, scrub: ReadonlyArray<string>): KeptResult | undefined => {
+  const { content, value } = result
+  if (scrub.length !== 0 || value === undefined || content.length !== 1 || !Number.isFinite(storedAt)) return undefined
+  const block = content[0]!
+  if (block.type !== "text" || !isPlainBlock(block) || !isPlainJson(value, plainDepth)) return undefined
+  return JSON.stringify(value) === block.text ? new KeptResult(storedAt, block.text) : undefined
+}
+
+/** A fresh result as its applying call answers it: with its key, not replayed. */
+const appliedOf = (result: ToolResult.ToolResult, shown: string): ToolResult.ToolResult => ({
+  ...result,
+  idempotency: { key: shown, replayed: false }
 })
 
 /** A stored result answering `call` again. */
@@ -627,7 +680,8 @@ const isPlainStored = (parsed: unknown): parsed is typeof Stored.Type => {
 
 /** The secrets a stored result is scrubbed of: the values the arguments hold under the policy's keys. */
 const scrubOf = (redaction: Redaction | undefined): ReadonlyArray<string> =>
-  redaction === undefined ? [] : secretsOf(redaction.policy, redaction.input)
+  redaction === undefined || (redaction.policy?.keys?.length ?? 0) === 0 ? noSecrets : secretsOf(redaction.policy, redaction.input)
+const noSecrets: ReadonlyArray<string> = Object.freeze([])
 
 /** `stored` as the text a store keeps: by `JSON.stringify` when the schema would change nothing, else by the schema. */
 const storedText = (stored: typeof Stored.Type): Exit.Exit<string, Schema.SchemaError> => {
