@@ -241,14 +241,27 @@ const fileKey = (key: string): string => {
 }
 
 /** `kv` with every key named by `fileKey`. */
+/** A file's text: its UTF-8, with a leading U+FEFF kept (the value's own; Effect's `readFileString` drops it). */
+const fileText = new TextDecoder("utf-8", { ignoreBOM: true })
+const textOfFile = (bytes: Uint8Array | undefined): string | undefined => bytes === undefined ? undefined : fileText.decode(bytes)
+const fileBytes = new TextEncoder()
+
 const fileNameSafe = (kv: KeyValueStore.KeyValueStore): KeyValueStore.KeyValueStore => ({
   ...kv,
-  get: (key) => kv.get(fileKey(key)),
+  get: (key) => Effect.map(kv.getUint8Array(fileKey(key)), textOfFile),
   getUint8Array: (key) => kv.getUint8Array(fileKey(key)),
   set: (key, value) => kv.set(fileKey(key), value),
   remove: (key) => kv.remove(fileKey(key)),
   has: (key) => kv.has(fileKey(key)),
-  modify: (key, f) => kv.modify(fileKey(key), f),
+  modify: (key, f) =>
+    Effect.suspend(() => {
+      // answers what `f` returned, as Effect's `modify` does
+      let made = ""
+      return Effect.map(
+        kv.modifyUint8Array(fileKey(key), (bytes) => fileBytes.encode(made = f(fileText.decode(bytes)))),
+        (bytes) => bytes === undefined ? undefined : made
+      )
+    }),
   modifyUint8Array: (key, f) => kv.modifyUint8Array(fileKey(key), f)
 })
 

@@ -73,7 +73,8 @@ const ValueTypeString = 0
 const ValueTypeBytes = 1
 const ValueTypeUtf16 = 2
 const encoder = new TextEncoder()
-const decoder = new TextDecoder()
+// a leading U+FEFF is the value's own character: kept (`TextDecoder` drops it by default)
+const decoder = new TextDecoder("utf-8", { ignoreBOM: true })
 
 /** A lone surrogate (a pair is one code point under the `u` flag). */
 const loneSurrogate = /\p{Cs}/u
@@ -269,13 +270,11 @@ interface TextRow {
 
 /**
  * A row as `get` answers (as {@link stringOf}), read as a {@link TextRow}: a string's text is
- * SQLite's decoding of its UTF-8 (invalid bytes as U+FFFD, as `TextDecoder` decodes them), less the
- * one leading byte order mark that `TextDecoder` drops.
+ * SQLite's decoding of its UTF-8 (invalid bytes as U+FFFD, as `TextDecoder` decodes them, a leading
+ * U+FEFF kept).
  */
-const textOf = (value: TextRow["value"], type: TextRow["value_type"]): string => {
-  if (typeof value !== "string") return stringOf({ value, value_type: type })
-  return value.charCodeAt(0) === 0xfeff ? value.slice(1) : value
-}
+const textOf = (value: TextRow["value"], type: TextRow["value_type"]): string =>
+  typeof value === "string" ? value : stringOf({ value, value_type: type })
 
 /** A row as `getUint8Array` answers: bytes as themselves, a string as its UTF-8. */
 const bytesOf = (row: Row): Uint8Array =>
