@@ -124,6 +124,42 @@ describe("keyed calls on the memory store (synchronous views)", () => {
       assert.deepStrictEqual([result.value, result.idempotency?.replayed, probe.runs], [{ n: 2 }, false, 3])
     }).pipe(Effect.provide(test)))
 
+  it.live("a call whose arguments throw while its redaction walks them leaves its key free: the next call with it runs", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const tool = Tool.make("redacted_write", {
+        description: "Writes once per key.",
+        input: Schema.Struct({ key: Schema.String, token: Schema.String, extra: Schema.Unknown }),
+        safety: { access: "write", redact: { keys: ["token"] } },
+        idempotency: ({ key }) => key,
+        handler: ({ key }) => Effect.sync(() => (runs++, `ok-${key}`))
+      })
+      const executor = yield* Executor.make(yield* ToolRegistry.make([tool]))
+      yield* executor.run(call("w", "redacted_write", { key: "warm", token: "t", extra: 1 }))
+      // object-form arguments (not JSON text): a value whose keys can be listed `n` times, then throw.
+      // Every `n` up to one past the last walk, so the throw lands in each walk of the call in turn
+      // (the arguments' checks, the started event's redaction, the keyed call's, the result's).
+      for (let n = 0; n <= 8; n++) {
+        let reads = 0
+        const hostile = new Proxy({ a: 1 }, {
+          ownKeys: (target) => {
+            if (++reads > n) throw new Error("no more keys")
+            return Reflect.ownKeys(target)
+          }
+        })
+        const key = `k${n}`
+        yield* Effect.exit(executor.run(call(`a${n}`, "redacted_write", { key, token: "t", extra: hostile })))
+        const next = yield* Effect.timeoutOption(
+          executor.run(call(`b${n}`, "redacted_write", { key, token: "t", extra: 2 })),
+          "2 seconds"
+        )
+        assert.isTrue(next._tag === "Some", `the next call with the key ran (it was not left held; throw after ${n} walks)`)
+        const claims = yield* StoreRegistry.StoreRegistry.use((registry) => registry.claims("idempotency"))
+        assert.isTrue(yield* claims.acquire(`redacted_write/${key}`, "another process", 30_000), `key free (${n})`)
+      }
+      assert.isAbove(runs, 1)
+    }).pipe(Effect.provide(test)))
+
   it.effect("what is stored replays exactly: text, image, audio and resource blocks, nested values", () =>
     Effect.gen(function*() {
       const Output = Schema.Struct({

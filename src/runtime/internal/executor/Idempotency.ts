@@ -337,10 +337,11 @@ export const make = (config: Config) => {
     // claimed by another owner: wait for its result (the effects). Else the key is held while the
     // call runs synchronously (as a claim taken now and released at its end would hold it, with no
     // claim written), and claimed once its handler suspends.
+    // (made before the hold: a hold has no lease, so nothing that can throw may come between it and its `drop`)
+    const scrub = scrubOf(redaction)
     if (!claimsView.hold(id, at)) return keyedCall(found, toolName, key, call, now, run, redaction, undefined)
     // (nothing ran between the lookup and the hold: no second lookup is needed)
     let output: Effect.Effect<ToolResult.ToolResult, ToolError.ToolError, R>
-    const scrub = scrubOf(redaction)
     try {
       output = runStart(fiber)
       const exit = Now.exitOf(output)
