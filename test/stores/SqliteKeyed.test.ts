@@ -303,6 +303,34 @@ describe("the keyed views' writes", () => {
   })
 })
 
+describe("a SQLite file whose text is UTF-16 (made elsewhere)", () => {
+  // SQLite's CASTs between a value's bytes and text convert to the file's encoding: the keyed views
+  // (which use them) stay off there, and keyed calls take the effects, which store and read bytes.
+  it.live("keyed calls apply once and replay what they stored; the store's own reads agree", () => {
+    const filename = fresh()
+    const made = new DatabaseSync(filename)
+    made.exec("PRAGMA encoding = 'UTF-16le'; CREATE TABLE elsewhere (x TEXT)")
+    made.close()
+    return Effect.gen(function*() {
+      const store = yield* StoreRegistry.store("idempotency")
+      assert.strictEqual(storeNow(store), undefined, "no keyed views on a UTF-16 file")
+      const { applied, tool } = applying()
+      const executor = yield* Executor.make(yield* ToolRegistry.make([tool]), { concurrency: 16 })
+      const calls = Array.from({ length: 40 }, (_, i) => call(`c${i}`, `k${i % 30} ✓ \uFEFF`))
+      const first = yield* executor.runBatch(calls)
+      assert.isTrue(first.every((r) => !r.isError))
+      assert.deepStrictEqual([...applied.values()].filter((n) => n !== 1), [])
+      const again = yield* executor.runBatch(calls)
+      assert.isTrue(again.every((r) => r.idempotency?.replayed === true))
+      assert.deepStrictEqual(again.map((r) => r.value), first.map((r) => r.value))
+      const db = yield* other(filename)
+      assert.strictEqual((db.prepare("PRAGMA encoding").get() as { encoding: string }).encoding, "UTF-16le")
+      yield* store.set("text", "\uFEFFhé ✓")
+      assert.strictEqual(yield* store.get("text"), "\uFEFFhé ✓")
+    }).pipe(Effect.scoped, Effect.provide(layerOf(filename)))
+  })
+})
+
 describe("the fairness check", () => {
   // The plain path gives way to a fiber waiting for the connection by reading Effect's semaphore's
   // queue of waiters (not part of its interface): if an Effect upgrade renamed it, the check would

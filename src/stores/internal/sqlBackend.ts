@@ -371,6 +371,11 @@ interface Table {
   readonly sweep: Effect.Effect<void, SqlError.SqlError>
   /** Whether `sweep` at `now` (the `Clock`'s milliseconds) would delete: false within its interval of the last. */
   readonly sweepDue: (now: number) => boolean
+  /**
+   * Whether the database's text is UTF-8 (`PRAGMA encoding`; always on Postgres): the keyed views'
+   * `CAST`s between a value's bytes and text are exact only then (on a UTF-16 file they would convert).
+   */
+  readonly utf8Text: boolean
 }
 
 /**
@@ -514,7 +519,7 @@ const tableStore = (
   const expiringStore = expiring(store, (millis) => tableStore(sql, held, ids, table, prefix, millis))
   // the executor's keyed calls (`internal/storeNow`): reads by plain calls, and a look at the result and
   // the claim and a result's write in the write transaction plain calls share (not the capped artifacts table)
-  if (held === undefined || table.artifacts !== undefined || prefix === "") return expiringStore
+  if (held === undefined || table.artifacts !== undefined || prefix === "" || !table.utf8Text) return expiringStore
   const name = prefix.slice(0, -1)
   // a string's row read as SQLite's text of its bytes (`textOf`), not as bytes then decoded
   const valueRead = sql.literal(`CASE WHEN value_type = ${ValueTypeString} THEN CAST(value AS TEXT) ELSE value END`)
@@ -705,8 +710,14 @@ export const sqlBackend = (
     const raw = sql.withoutTransforms()
     yield* createTables(raw)
     const ids = idsOf(raw)
-    const store: Table = { name: tables.store, ...sweeper(raw, tables.store, storeSweepEvery) }
+    // (a SQLite file made elsewhere may hold its text as UTF-16: the keyed views then stay off)
+    const utf8Text = yield* raw.onDialectOrElse({
+      sqlite: () => Effect.map(raw<{ encoding: string }>`PRAGMA encoding`, (rows) => rows[0]?.encoding === "UTF-8"),
+      orElse: () => Effect.succeed(true)
+    })
+    const store: Table = { name: tables.store, ...sweeper(raw, tables.store, storeSweepEvery), utf8Text }
     const artifactTable: Table = {
+      utf8Text,
       name: tables.artifacts,
       artifacts: { maxBytes: artifacts.maxBytes ?? 16 * 1024 * 1024 },
       ...sweeper(raw, tables.artifacts, Duration.toMillis(Duration.fromInputUnsafe(artifacts.sweepEvery ?? "10 minutes")))
