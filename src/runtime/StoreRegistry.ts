@@ -240,12 +240,12 @@ const fileKey = (key: string): string => {
   return `${readable}${"~".repeat(Math.max(1, maxEncodedKey + 1 - length - digest.length))}${digest}`
 }
 
-/** `kv` with every key named by `fileKey`. */
 /** A file's text: its UTF-8, with a leading U+FEFF kept (the value's own; Effect's `readFileString` drops it). */
 const fileText = new TextDecoder("utf-8", { ignoreBOM: true })
 const textOfFile = (bytes: Uint8Array | undefined): string | undefined => bytes === undefined ? undefined : fileText.decode(bytes)
 const fileBytes = new TextEncoder()
 
+/** `kv` with every key named by `fileKey`, and its text read as {@link fileText} reads it. */
 const fileNameSafe = (kv: KeyValueStore.KeyValueStore): KeyValueStore.KeyValueStore => ({
   ...kv,
   get: (key) => Effect.map(kv.getUint8Array(fileKey(key)), textOfFile),

@@ -57,7 +57,7 @@ export const make = (limits: Limits | undefined) => {
   const admit = (advertised: ToolRegistry.Advertised<unknown>, call: ToolCall): Admission => {
     const resolved = Resolve.resolveNow(advertised, call)
     if (Resolve.isRefusal(resolved)) {
-      // Rejection messages are already redacted per the tool's policy by `ToolRegistry.resolve`.
+      // Rejection messages are already redacted per the tool's policy by `Resolve.resolveNow`.
       return new Rejected(resolved.toolName, resolved)
     }
     const name = resolved.entry.spec.name
