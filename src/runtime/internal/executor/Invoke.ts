@@ -137,7 +137,7 @@ export const make = (config: Config) => {
     }
     // A handler that returned an already-completed Exit (`Effect.succeed(...)`) can
     // neither hang nor be cancelled: it needs no timer and no abort signal.
-    if (Exit.isExit(effect)) {
+    if (Now.isExit(effect)) {
       return Exit.isSuccess(effect) ? effect as Exit.Exit<unknown, never> : toFailure(invocation, state, effect.cause)
     }
     // An `Effect.sync` handler: its fiber would only call the thunk (which can read no service, so
