@@ -63,6 +63,12 @@ const recording = <A extends Activity.Any>(activity: A, call: Call): A => {
   return Object.assign(Object.create(activity) as A, { executeEncoded })
 }
 
+/** The warning for a step whose reply was dropped (made only then, not for every step). */
+const dropped = (activity: string) =>
+  Effect.logWarning(
+    "An activity's reply was not stored (its shard-lock check failed or missed its deadline); storing it again"
+  ).pipe(Effect.annotateLogs({ activity }))
+
 /** The `WorkflowEngine` with activities whose reply a missed lock check dropped stored again (see the module doc). */
 export const layer: Layer.Layer<WorkflowEngine.WorkflowEngine, never, WorkflowEngine.WorkflowEngine> = Layer.effect(
   WorkflowEngine.WorkflowEngine,
@@ -77,12 +83,9 @@ export const layer: Layer.Layer<WorkflowEngine.WorkflowEngine, never, WorkflowEn
         call.ended = false
         return engine.activityExecute(recorded, attempt)
       })
-      const dropped = Effect.logWarning(
-        "An activity's reply was not stored (its shard-lock check failed or missed its deadline); storing it again"
-      ).pipe(Effect.annotateLogs({ activity: activity.name }))
       const go: typeof once = Effect.flatMap(
         once,
-        (result) => result._tag === "Suspended" && call.ended ? Effect.andThen(dropped, go) : Effect.succeed(result)
+        (result) => result._tag === "Suspended" && call.ended ? Effect.andThen(dropped(activity.name), go) : Effect.succeed(result)
       )
       return go
     }
